@@ -1,0 +1,17 @@
+// The `vigil` command's sub-commands. Each takes its own arguments (after the sub-command name)
+// and returns the process exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace vigil::cli {
+
+// Exit codes shared by all sub-commands.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // the command ran but failed (unreadable trial, ...)
+inline constexpr int kExitUsage = 2;    // bad command line
+
+int run_inspect(const std::vector<std::string>& args);
+
+}  // namespace vigil::cli

@@ -1,0 +1,45 @@
+// `vigil`: the command-line front end. Dispatches to sub-commands.
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace {
+
+constexpr std::string_view kUsage = R"(usage: vigil <command> [options]
+
+Vigil reads training data saved in SageMaker Debugger (smdebug) format and runs debugger rules on it.
+
+commands:
+  inspect TRIAL   summarise a trial (workers, steps, tensors, collections); --json for a full dump
+
+Run `vigil <command> --help` for the options of a command.
+options:
+  -h, --help      show this help
+  --version       print the version
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kUsage.data(), stderr);
+    return vigil::cli::kExitUsage;
+  }
+  const std::string command = args.front();
+  args.erase(args.begin());
+  if (command == "-h" || command == "--help" || command == "help") {
+    std::fputs(kUsage.data(), stdout);
+    return vigil::cli::kExitOk;
+  }
+  if (command == "--version") {
+    std::puts("vigil " VIGIL_VERSION);
+    return vigil::cli::kExitOk;
+  }
+  if (command == "inspect") return vigil::cli::run_inspect(args);
+  std::fprintf(stderr, "vigil: unknown command '%s'\n\n%s", command.c_str(), kUsage.data());
+  return vigil::cli::kExitUsage;
+}

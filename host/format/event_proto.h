@@ -1,0 +1,69 @@
+// Protobuf wire decoding and encoding of the smdebug Event / Summary / TensorProto messages
+// (format spec §3). Decoding is zero-copy: views point into the payload bytes.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/mode.h"
+
+namespace vigil::format {
+
+struct TensorProtoView {
+  int32_t dtype = 0;                       // raw DataType value
+  std::vector<int64_t> shape;              // dim sizes, outermost first ([] = 0-d)
+  std::span<const uint8_t> tensor_content; // raw little-endian bytes, C order
+  std::vector<std::string_view> string_val;
+  // Fallback value fields smdebug never writes but readers accept (packed or not).
+  std::vector<float> float_val;
+  std::vector<double> double_val;
+  std::vector<int64_t> int_val;
+  std::vector<int64_t> int64_val;
+  std::vector<int64_t> half_val;
+  std::vector<bool> bool_val;
+};
+
+struct SummaryValueView {
+  enum class Kind { None, Tensor, SimpleValue, Histogram, Other };
+  std::string_view tag;
+  Kind kind = Kind::None;
+  TensorProtoView tensor;
+  float simple_value = 0;
+  std::vector<std::pair<std::string_view, std::string_view>> plugin_data;  // (plugin_name, content)
+};
+
+struct EventView {
+  double wall_time = 0;
+  int64_t step = 0;
+  bool has_summary = false;
+  std::vector<SummaryValueView> values;
+  // From the plugin data of the first value (spec §3.3); defaults GLOBAL and Event.step.
+  Mode mode = Mode::Global;
+  int64_t mode_step = 0;
+};
+
+// Decodes one Event. On failure returns a short reason; the caller adds file and offset.
+std::expected<EventView, std::string> decode_event(std::span<const uint8_t> payload);
+
+// One tensor record as smdebug's writer emits it (§3.6): fields in ascending order, proto3
+// defaults omitted, dim names "<tag>_<size>", plugin data mode_step then mode.
+struct TensorEventSpec {
+  double wall_time = 0;
+  int64_t step = 0;  // global step; omitted from the bytes when 0
+  std::string_view tag;
+  int32_t dtype = 0;  // 0 for strings
+  std::span<const int64_t> shape;
+  std::span<const uint8_t> tensor_content;  // numeric data
+  std::span<const std::string> strings;     // string tensors (dtype 0)
+  Mode mode = Mode::Global;
+  int64_t mode_step = 0;
+};
+std::string encode_tensor_event(const TensorEventSpec& spec);
+
+}  // namespace vigil::format

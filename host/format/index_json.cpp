@@ -1,0 +1,158 @@
+#include "format/index_json.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "format/python_json.h"
+#include "format/tfrecord.h"
+
+namespace vigil::format {
+namespace {
+
+using json = nlohmann::json;
+
+std::optional<int64_t> as_int64(const json& v) {
+  if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<int64_t>();
+  if (v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX))
+    return static_cast<int64_t>(v.get<uint64_t>());
+  return std::nullopt;  // floats, bools, strings, and integers beyond int64
+}
+
+// An event_file_name is joined to the trial root; anything that could leave the trial is refused.
+std::optional<std::string> unsafe_relative_path(std::string_view p) {
+  if (p.empty()) return "is empty";
+  if (p.front() == '/') return "is an absolute path";
+  if (p.find('\0') != std::string_view::npos) return "contains a NUL byte";
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find('/', start);
+    if (end == std::string_view::npos) end = p.size();
+    if (p.substr(start, end - start) == "..") return "contains a '..' component";
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<StepIndex> parse_index_json(std::string_view text, std::string_view file) {
+  const std::string file_name(file);
+  auto bad = [&](std::string message) { return fail(Error::index_reader(std::move(message), file_name)); };
+
+  const json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return bad("Empty/Corrupt Index File");
+  // smdebug's checks, in smdebug's order and wording.
+  if (!doc.is_object() || !doc.contains("meta")) return bad("meta section is not present");
+  const json& meta = doc["meta"];
+  // Python's len(meta) == 0; nlohmann's empty() is false for every string, so test that apart.
+  const bool meta_empty = ((meta.is_object() || meta.is_array()) && meta.empty()) ||
+                          (meta.is_string() && meta.get_ref<const std::string&>().empty());
+  if (meta_empty) return bad("meta section is empty");
+  if (!doc.contains("tensor_payload") && !doc.contains("shape_payload"))
+    return bad("neither tensor_payload nor shape_payload sections are present");
+  if (!meta.is_object()) return bad("meta section must be a JSON object");
+
+  StepIndex index;
+  if (!meta.contains("mode")) return bad("meta.mode is missing");
+  if (!meta["mode"].is_string()) return bad("meta.mode must be a string");
+  const auto& mode_name = meta["mode"].get_ref<const std::string&>();
+  auto mode = parse_mode_name(mode_name);
+  if (!mode) return bad(fmt::format("meta.mode has an unknown mode name '{}'", mode_name));
+  index.mode = *mode;
+
+  if (!meta.contains("mode_step")) return bad("meta.mode_step is missing");
+  auto mode_step = as_int64(meta["mode_step"]);
+  if (!mode_step) return bad("meta.mode_step must be an integer");
+  if (*mode_step < 0) return bad(fmt::format("meta.mode_step must not be negative (got {})", *mode_step));
+  index.mode_step = *mode_step;
+
+  if (meta.contains("event_file_name")) {
+    const json& efn = meta["event_file_name"];
+    if (!efn.is_string()) return bad("meta.event_file_name must be a string");
+    const auto& name = efn.get_ref<const std::string&>();
+    if (auto why = unsafe_relative_path(name)) return bad(fmt::format("meta.event_file_name '{}' {}", name, *why));
+    index.event_file_name = name;
+  }
+
+  if (doc.contains("tensor_payload")) {
+    const json& payload = doc["tensor_payload"];
+    if (!payload.is_array()) return bad("tensor_payload must be a list");
+    if (!payload.empty() && !index.event_file_name)
+      return bad("meta.event_file_name is missing although tensor_payload is not empty");
+    index.tensor_payload.reserve(payload.size());
+    for (size_t i = 0; i < payload.size(); ++i) {
+      const json& e = payload[i];
+      const std::string where = fmt::format("tensor_payload[{}]", i);
+      if (!e.is_object()) return bad(where + " must be a JSON object");
+      if (!e.contains("tensorname") || !e["tensorname"].is_string()) return bad(where + ".tensorname must be a string");
+      IndexTensorEntry entry;
+      entry.tensorname = e["tensorname"].get<std::string>();
+      auto start = e.contains("start_idx") ? as_int64(e["start_idx"]) : std::nullopt;
+      if (!start || *start < 0) return bad(where + ".start_idx must be a non-negative integer");
+      auto length = e.contains("length") ? as_int64(e["length"]) : std::nullopt;
+      if (!length || *length < static_cast<int64_t>(kRecordOverhead))
+        return bad(fmt::format("{}.length must be an integer >= {}", where, kRecordOverhead));
+      entry.start_idx = static_cast<uint64_t>(*start);
+      entry.length = static_cast<uint64_t>(*length);
+      index.tensor_payload.push_back(std::move(entry));
+    }
+  }
+
+  if (doc.contains("shape_payload")) {
+    const json& payload = doc["shape_payload"];
+    if (!payload.is_array()) return bad("shape_payload must be a list");
+    index.shape_payload.reserve(payload.size());
+    for (size_t i = 0; i < payload.size(); ++i) {
+      const json& e = payload[i];
+      const std::string where = fmt::format("shape_payload[{}]", i);
+      if (!e.is_object()) return bad(where + " must be a JSON object");
+      if (!e.contains("tensorname") || !e["tensorname"].is_string()) return bad(where + ".tensorname must be a string");
+      if (!e.contains("originalname") || !e["originalname"].is_string())
+        return bad(where + ".originalname must be a string");
+      if (!e.contains("shape") || !e["shape"].is_array()) return bad(where + ".shape must be a list of integers");
+      IndexShapeEntry entry;
+      entry.tensorname = e["tensorname"].get<std::string>();
+      entry.originalname = e["originalname"].get<std::string>();
+      for (const json& d : e["shape"]) {
+        auto dim = as_int64(d);
+        if (!dim || *dim < 0) return bad(where + ".shape must be a list of non-negative integers");
+        entry.shape.push_back(*dim);
+      }
+      index.shape_payload.push_back(std::move(entry));
+    }
+  }
+  return index;
+}
+
+std::string serialize_index_json(const StepIndex& index) {
+  using ojson = nlohmann::ordered_json;
+  ojson meta = ojson::object();
+  meta["mode"] = std::string(mode_name(index.mode));
+  meta["mode_step"] = index.mode_step;
+  if (index.event_file_name) meta["event_file_name"] = *index.event_file_name;
+
+  ojson tensors = ojson::array();
+  for (const auto& t : index.tensor_payload) {
+    ojson e = ojson::object();
+    e["tensorname"] = t.tensorname;
+    e["start_idx"] = t.start_idx;
+    e["length"] = t.length;
+    tensors.push_back(std::move(e));
+  }
+  ojson shapes = ojson::array();
+  for (const auto& s : index.shape_payload) {
+    ojson e = ojson::object();
+    e["tensorname"] = s.tensorname;
+    e["originalname"] = s.originalname;
+    e["shape"] = s.shape;
+    shapes.push_back(std::move(e));
+  }
+  ojson doc = ojson::object();
+  doc["meta"] = std::move(meta);
+  doc["tensor_payload"] = std::move(tensors);
+  doc["shape_payload"] = std::move(shapes);
+  return python_json_dumps(doc);
+}
+
+}  // namespace vigil::format

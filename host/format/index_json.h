@@ -1,0 +1,44 @@
+// The per-step index JSON (format spec §1.3).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/mode.h"
+
+namespace vigil::format {
+
+struct IndexTensorEntry {
+  std::string tensorname;
+  uint64_t start_idx = 0;  // offset of the record's first byte in the event file
+  uint64_t length = 0;     // whole record: 8 + 4 + payload + 4
+};
+
+struct IndexShapeEntry {
+  std::string tensorname;
+  std::string originalname;
+  std::vector<int64_t> shape;
+};
+
+struct StepIndex {
+  Mode mode = Mode::Global;
+  int64_t mode_step = 0;
+  std::optional<std::string> event_file_name;  // relative to the trial root; absent for shapes only
+  std::vector<IndexTensorEntry> tensor_payload;
+  std::vector<IndexShapeEntry> shape_payload;
+};
+
+// Validates like smdebug (IndexReaderException with smdebug's messages: "Empty/Corrupt Index File",
+// "meta section is not present", "meta section is empty", ...) and additionally refuses what would
+// be unsafe or meaningless: unknown mode names, negative offsets or lengths, an event_file_name
+// that is absolute or escapes the trial ("..").  `file` names the index file in messages.
+Result<StepIndex> parse_index_json(std::string_view text, std::string_view file);
+
+// Byte-compatible with smdebug's writer (single line, Python json.dumps defaults, meta key order).
+std::string serialize_index_json(const StepIndex& index);
+
+}  // namespace vigil::format

@@ -1,0 +1,105 @@
+#include "format/trial_layout.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+namespace vigil::format {
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Python floor division, so that negative steps land where smdebug would put them.
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+// Matches `\d+_(.+)\.(json|csv|tfevents)$` against the whole of `rest`; returns group 1.
+std::optional<std::string_view> match_step_worker(std::string_view rest) {
+  size_t i = 0;
+  while (i < rest.size() && is_digit(rest[i])) ++i;
+  if (i == 0 || i >= rest.size() || rest[i] != '_') return std::nullopt;
+  std::string_view tail = rest.substr(i + 1);
+  // (.+) is greedy, so the worker ends at the extension that closes the string.
+  for (std::string_view ext : {std::string_view(".json"), std::string_view(".csv"), std::string_view(".tfevents")}) {
+    if (tail.size() > ext.size() && tail.ends_with(ext)) return tail.substr(0, tail.size() - ext.size());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string event_file_relpath(int64_t global_step, std::string_view worker) {
+  return fmt::format("events/{:012d}/{:012d}_{}.tfevents", global_step, global_step, worker);
+}
+
+std::string index_file_relpath(int64_t global_step, std::string_view worker) {
+  return fmt::format("index/{:09d}/{:012d}_{}.json", floor_div(global_step, 1000), global_step, worker);
+}
+
+std::string collections_file_relpath(std::string_view worker) {
+  return fmt::format("collections/000000000/{}_collections.json", worker);
+}
+
+std::string serialize_worker_name(std::string_view worker) {
+  std::string s(worker);
+  std::replace(s.begin(), s.end(), '/', '_');
+  std::replace(s.begin(), s.end(), ':', '-');
+  return s;
+}
+
+std::string deserialize_worker_name(std::string_view serialized) {
+  std::string s(serialized);
+  std::replace(s.begin(), s.end(), '_', '/');
+  std::replace(s.begin(), s.end(), '-', ':');
+  return s;
+}
+
+std::optional<StepFileName> parse_step_file_name(std::string_view path) {
+  // Python's '.' never matches a newline; such names cannot be smdebug's.
+  if (path.find('\n') != std::string_view::npos) return std::nullopt;
+  // smdebug matches `.+/\d+_(.+)\.(json|csv|tfevents)$` on a full path; a bare basename gets a
+  // dummy directory so the same rule applies.
+  std::string full;
+  if (path.find('/') == std::string_view::npos) {
+    full = "x/";
+    full += path;
+    path = full;
+  }
+
+  // `.+/` is greedy: the regex uses the last '/' (not at position 0) after which the rest matches.
+  std::optional<std::string_view> worker;
+  for (size_t slash = path.rfind('/'); slash != std::string_view::npos && slash > 0; slash = path.rfind('/', slash - 1)) {
+    worker = match_step_worker(path.substr(slash + 1));
+    if (worker) break;
+  }
+  if (!worker) return std::nullopt;
+
+  // The global step is int(basename.split("_")[0]).
+  const std::string_view base = path.substr(path.rfind('/') + 1);
+  const std::string_view step_text = base.substr(0, base.find('_'));
+  if (step_text.empty() || !std::all_of(step_text.begin(), step_text.end(), is_digit)) return std::nullopt;
+  int64_t step = 0;
+  auto [ptr, ec] = std::from_chars(step_text.data(), step_text.data() + step_text.size(), step);
+  if (ec != std::errc{} || ptr != step_text.data() + step_text.size()) return std::nullopt;
+
+  StepFileName out{step, std::string(*worker)};
+  if (path.find("__") != std::string_view::npos) out.worker = deserialize_worker_name(out.worker);
+  return out;
+}
+
+std::optional<std::string> parse_collections_file_name(std::string_view basename) {
+  constexpr std::string_view kSuffix = "_collections.json";
+  if (basename.size() <= kSuffix.size() || !basename.ends_with(kSuffix)) return std::nullopt;
+  if (basename.find('/') != std::string_view::npos || basename.find('\n') != std::string_view::npos)
+    return std::nullopt;
+  std::string worker(basename.substr(0, basename.size() - kSuffix.size()));
+  if (worker.front() == '_') worker = deserialize_worker_name(worker);
+  return worker;
+}
+
+}  // namespace vigil::format

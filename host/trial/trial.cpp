@@ -1,0 +1,751 @@
+#include "trial/trial.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include "format/event_proto.h"
+#include "format/index_json.h"
+#include "format/tfrecord.h"
+#include "format/trial_layout.h"
+#include "trial/element_access.h"
+
+namespace vigil {
+
+namespace fs = std::filesystem;
+
+std::string_view step_state_name(StepState s) {
+  switch (s) {
+    case StepState::Unavailable: return "UNAVAILABLE";
+    case StepState::Available: return "AVAILABLE";
+    case StepState::NotYetAvailable: return "NOT_YET_AVAILABLE";
+  }
+  return "?";
+}
+
+TrialOptions trial_options_from_env(TrialOptions base) {
+  if (const char* w = std::getenv("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW")) {
+    char* end = nullptr;
+    long long v = std::strtoll(w, &end, 10);
+    if (end && *end == '\0' && v > 0) base.incomplete_step_wait_window = v;
+  }
+  if (const char* d = std::getenv("SMDEBUG_TRAINING_END_DELAY_REFRESH")) {
+    char* end = nullptr;
+    double v = std::strtod(d, &end);
+    if (end && *end == '\0' && v >= 0) base.end_refresh_delay = std::chrono::milliseconds(int64_t(v * 1000));
+  }
+  return base;
+}
+
+namespace {
+
+struct Location {
+  uint32_t file = 0;  // index into State::event_files
+  uint64_t start = 0;
+  uint64_t length = 0;
+};
+
+struct SavedReductionLocation {
+  ReductionOp op;
+  bool abs;
+  Location where;
+};
+
+// What one worker saved of one tensor at one step.
+struct WorkerStep {
+  std::string worker;
+  std::optional<Location> value;
+  std::optional<std::vector<int64_t>> shape;
+  std::vector<SavedReductionLocation> reductions;
+};
+
+using StepKey = std::pair<Mode, int64_t>;  // (mode, mode step)
+
+struct TensorRecord {
+  std::map<StepKey, std::vector<WorkerStep>> steps;  // workers in the order they were indexed
+};
+
+constexpr std::string_view kReductionPrefix = "smdebug/reductions/";
+
+Result<std::string> read_small_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return fail(Error::io(p.string(), std::strerror(errno)));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return fail(Error::io(p.string(), "read failed"));
+  return ss.str();
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+Result<std::regex> compile_regex(const std::string& pattern) {
+  try {
+    return std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return fail(Error::invalid_argument(fmt::format("invalid regex '{}': {}", pattern, e.what())));
+  }
+}
+
+}  // namespace
+
+struct Trial::State {
+  fs::path path;
+  std::string name;
+  TrialOptions options;
+
+  std::mutex mu;  // guards everything below
+  std::vector<std::string> event_files;  // relative to path
+  std::unordered_map<std::string, uint32_t> event_file_ids;
+  std::map<std::string, TensorRecord, std::less<>> tensors;
+  std::map<Mode, std::map<int64_t, int64_t>> mode_to_global;
+  std::map<int64_t, StepKey> global_to_mode;
+  std::map<int64_t, std::set<std::string>> global_step_to_tensors;
+  std::map<Mode, std::set<std::string>> mode_to_tensors;
+  std::map<int64_t, std::set<std::string>> workers_for_global_step;
+  std::set<std::string> read_index_files;
+  int64_t last_complete_step = -1;
+  bool loaded_all_steps = false;
+  bool end_marker_seen = false;
+
+  // Fixed after open().
+  int64_t num_workers = 1;
+  std::set<std::string> worker_set;
+  std::vector<format::CollectionConfig> collections;
+
+  bool marker_exists() const { return fs::exists(path / format::kEndOfTrainingMarker); }
+
+  // ---- index loading (caller holds mu) ----
+  Result<void> load_new_index_files();
+  Result<void> register_index(const format::StepIndex& index, int64_t global_step, const std::string& worker,
+                              const std::string& file);
+  Result<void> refresh_locked();
+  bool step_complete(int64_t g) const {
+    auto it = workers_for_global_step.find(g);
+    return loaded_all_steps || last_complete_step >= g ||
+           (it != workers_for_global_step.end() && int64_t(it->second.size()) >= num_workers);
+  }
+  std::vector<int64_t> steps_locked(Mode mode, bool show_incomplete) const;
+  std::optional<int64_t> to_global(Mode mode, int64_t step) const {
+    if (mode == Mode::Global) return step;
+    auto m = mode_to_global.find(mode);
+    if (m == mode_to_global.end()) return std::nullopt;
+    auto it = m->second.find(step);
+    if (it == m->second.end()) return std::nullopt;
+    return it->second;
+  }
+  StepState has_passed_step_locked(int64_t step, Mode mode) const;
+  const std::vector<WorkerStep>* lookup(const TensorRecord& rec, int64_t step, Mode mode) const;
+  Result<WorkerStep> locate(std::string_view name, int64_t step, Mode mode, std::optional<std::string_view> worker);
+
+  Result<TensorValue> read_value(const Location& where) const;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+
+Result<void> Trial::State::register_index(const format::StepIndex& index, int64_t g, const std::string& worker,
+                                          const std::string& file) {
+  if (index.mode_step < 0)
+    return fail(Error::invalid_argument(fmt::format("negative mode step {} in {}", index.mode_step, file)));
+  std::optional<uint32_t> file_id;
+  if (index.event_file_name) {
+    auto [it, inserted] = event_file_ids.try_emplace(*index.event_file_name, uint32_t(event_files.size()));
+    if (inserted) event_files.push_back(*index.event_file_name);
+    file_id = it->second;
+  }
+  const StepKey key{index.mode, index.mode_step};
+
+  auto entry_for = [&](const std::string& tensor_name) -> WorkerStep& {
+    auto& workers = tensors[tensor_name].steps[key];
+    auto w = std::find_if(workers.begin(), workers.end(), [&](const WorkerStep& s) { return s.worker == worker; });
+    if (w == workers.end()) {
+      workers.push_back(WorkerStep{.worker = worker});
+      w = workers.end() - 1;
+    }
+    if (index.mode != Mode::Global) mode_to_global[index.mode].try_emplace(index.mode_step, g);
+    global_to_mode.try_emplace(g, key);
+    global_step_to_tensors[g].insert(tensor_name);
+    if (index.mode != Mode::Global) mode_to_tensors[index.mode].insert(tensor_name);
+    auto& ws = workers_for_global_step[g];
+    ws.insert(worker);
+    if (int64_t(ws.size()) >= num_workers && g > last_complete_step) last_complete_step = g;
+    return *w;
+  };
+
+  for (const auto& t : index.tensor_payload) {
+    Location where{.file = file_id.value_or(0), .start = t.start_idx, .length = t.length};
+    std::string_view name = t.tensorname;
+    if (auto pos = name.find(kReductionPrefix); pos != std::string_view::npos) {
+      std::string_view rest = name.substr(pos + kReductionPrefix.size());
+      auto slash = rest.find('/');
+      if (slash == std::string_view::npos)
+        return fail(Error::index_reader(fmt::format("malformed reduction name '{}' in {}", name, file), file));
+      std::string_view token = rest.substr(0, slash);
+      std::string base(rest.substr(slash + 1));
+      bool abs = false;
+      if (auto a = token.find("abs_"); a != std::string_view::npos) {
+        abs = true;
+        token = token.substr(a + 4);
+      }
+      auto op = parse_reduction_name(token);
+      if (!op)
+        return fail(Error::index_reader(fmt::format("unknown reduction '{}' in {}", token, file), file));
+      entry_for(base).reductions.push_back({*op, abs, where});
+    } else {
+      entry_for(t.tensorname).value = where;
+    }
+  }
+  // Vigil keeps both a value and a shape saved for the same step (smdebug keeps only the shape).
+  for (const auto& s : index.shape_payload) entry_for(s.tensorname).shape = s.shape;
+  return {};
+}
+
+Result<void> Trial::State::load_new_index_files() {
+  const fs::path index_root = path / "index";
+  std::error_code ec;
+  if (!fs::is_directory(index_root, ec)) return {};
+  std::vector<std::string> dirs;
+  for (const auto& d : fs::directory_iterator(index_root, ec))
+    if (d.is_directory(ec)) dirs.push_back(d.path().filename().string());
+  if (ec) return fail(Error::io(index_root.string(), ec.message()));
+  std::sort(dirs.begin(), dirs.end());
+
+  for (const auto& dir : dirs) {
+    std::vector<std::string> names;
+    const fs::path dir_path = index_root / dir;
+    for (const auto& f : fs::directory_iterator(dir_path, ec)) {
+      std::string n = f.path().filename().string();
+      if ((ends_with(n, ".json") || ends_with(n, ".csv")) && n.size() > 5) names.push_back(std::move(n));
+    }
+    if (ec) return fail(Error::io(dir_path.string(), ec.message()));
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) {
+      std::string rel = "index/" + dir + "/" + n;
+      if (read_index_files.contains(rel)) continue;
+      auto parsed = format::parse_step_file_name(rel);
+      if (!parsed) return fail(Error::index_reader("Invalid File Found: " + (path / rel).string(), (path / rel).string()));
+      if ((options.range_begin && parsed->global_step < *options.range_begin) ||
+          (options.range_end && parsed->global_step >= *options.range_end)) {
+        read_index_files.insert(rel);
+        continue;
+      }
+      const std::string full = (path / rel).string();
+      auto text = read_small_file(path / rel);
+      if (!text) {
+        // A file that vanished between listing and reading was a writer's rename race; retry later.
+        if (!fs::exists(path / rel)) continue;
+        return fail(text.error());
+      }
+      auto index = format::parse_index_json(*text, full);
+      if (!index) return fail(index.error());
+      if (auto r = register_index(*index, parsed->global_step, parsed->worker, full); !r) return r;
+      read_index_files.insert(rel);
+    }
+  }
+  // smdebug §5.3 (b): far-behind incomplete steps are declared complete.
+  const int64_t window = options.incomplete_step_wait_window;
+  if (int64_t(workers_for_global_step.size()) - (last_complete_step + 1) > window)
+    last_complete_step += window / 2;
+  return {};
+}
+
+Result<void> Trial::State::refresh_locked() {
+  if (loaded_all_steps) return {};
+  const bool ended = marker_exists();
+  if (auto r = load_new_index_files(); !r) return r;
+  if (ended) {
+    if (options.end_refresh_delay.count() > 0) std::this_thread::sleep_for(options.end_refresh_delay);
+    if (auto r = load_new_index_files(); !r) return r;
+    loaded_all_steps = true;
+    end_marker_seen = true;
+    if (!workers_for_global_step.empty())
+      last_complete_step = std::max(last_complete_step, workers_for_global_step.rbegin()->first);
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step logic (caller holds mu)
+
+std::vector<int64_t> Trial::State::steps_locked(Mode mode, bool show_incomplete) const {
+  std::vector<int64_t> out;
+  if (mode == Mode::Global) {
+    for (const auto& [g, workers] : workers_for_global_step)
+      if (show_incomplete || step_complete(g)) out.push_back(g);
+    return out;
+  }
+  auto m = mode_to_global.find(mode);
+  if (m == mode_to_global.end()) return out;
+  for (const auto& [s, g] : m->second)
+    if (show_incomplete || step_complete(g)) out.push_back(s);
+  return out;
+}
+
+StepState Trial::State::has_passed_step_locked(int64_t step, Mode mode) const {
+  const std::vector<int64_t> all = steps_locked(mode, true);
+  auto it = std::lower_bound(all.begin(), all.end(), step);
+  if (it != all.end()) {
+    const int64_t g = to_global(mode, *it).value_or(*it);
+    if (*it > step) return last_complete_step >= g ? StepState::Unavailable : StepState::NotYetAvailable;
+    auto ws = workers_for_global_step.find(g);
+    if (ws != workers_for_global_step.end() && int64_t(ws->second.size()) >= num_workers) return StepState::Available;
+    if (loaded_all_steps || g <= last_complete_step) return StepState::Available;
+    return StepState::NotYetAvailable;
+  }
+  return loaded_all_steps ? StepState::Unavailable : StepState::NotYetAvailable;
+}
+
+const std::vector<WorkerStep>* Trial::State::lookup(const TensorRecord& rec, int64_t step, Mode mode) const {
+  if (mode == Mode::Global) {
+    if (auto it = rec.steps.find({Mode::Global, step}); it != rec.steps.end()) return &it->second;
+    auto gm = global_to_mode.find(step);
+    if (gm == global_to_mode.end()) return nullptr;
+    auto it = rec.steps.find(gm->second);
+    return it == rec.steps.end() ? nullptr : &it->second;
+  }
+  auto it = rec.steps.find({mode, step});
+  return it == rec.steps.end() ? nullptr : &it->second;
+}
+
+// smdebug's Tensor._step: the worker's record of the tensor at a step, or the exception smdebug raises.
+Result<WorkerStep> Trial::State::locate(std::string_view name, int64_t step, Mode mode,
+                                        std::optional<std::string_view> worker) {
+  std::lock_guard lock(mu);
+  auto rec = tensors.find(name);
+  if (rec == tensors.end()) {
+    if (auto r = refresh_locked(); !r) return fail(r.error());
+    rec = tensors.find(name);
+    if (rec == tensors.end()) return fail(Error::tensor_unavailable(std::string(name)));
+  }
+  auto pick = [&](const std::vector<WorkerStep>& workers) -> Result<WorkerStep> {
+    if (worker) {
+      for (const auto& w : workers)
+        if (w.worker == *worker) return w;
+      return fail(Error::invalid_worker(std::string(*worker)));
+    }
+    return *std::min_element(workers.begin(), workers.end(),
+                             [](const WorkerStep& a, const WorkerStep& b) { return a.worker < b.worker; });
+  };
+  if (const auto* found = lookup(rec->second, step, mode)) return pick(*found);
+  if (auto r = refresh_locked(); !r) return fail(r.error());
+  switch (has_passed_step_locked(step, mode)) {
+    case StepState::Available:
+      if (const auto* found = lookup(rec->second, step, mode)) return pick(*found);
+      return fail(Error::tensor_unavailable_for_step(std::string(name), step, mode, false));
+    case StepState::Unavailable: return fail(Error::step_unavailable(step, mode));
+    case StepState::NotYetAvailable: break;
+  }
+  if (loaded_all_steps) {
+    auto all = steps_locked(mode, true);
+    return fail(Error::no_more_data(step, mode, all.empty() ? -1 : all.back()));
+  }
+  return fail(Error::step_not_yet_available(step, mode));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading values
+
+namespace {
+
+class FileHandle {
+ public:
+  explicit FileHandle(int fd) : fd_(fd) {}
+  ~FileHandle() { if (fd_ >= 0) ::close(fd_); }
+  FileHandle(const FileHandle&) = delete;
+  FileHandle& operator=(const FileHandle&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+Result<TensorValue> Trial::State::read_value(const Location& where) const {
+  const std::string rel = event_files.at(where.file);
+  const std::string file = (path / rel).string();
+  FileHandle fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return fail(Error::io(file, std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail(Error::io(file, std::strerror(errno)));
+  const uint64_t file_size = uint64_t(st.st_size);
+  if (where.length < format::kRecordOverhead || where.start > file_size || where.length > file_size - where.start)
+    return fail(Error::corrupt(file, where.start,
+                               fmt::format("index entry (start {}, length {}) lies outside the file ({} bytes)",
+                                           where.start, where.length, file_size)));
+  auto buffer = std::make_shared<AlignedBuffer>(where.length);
+  size_t done = 0;
+  while (done < where.length) {
+    ssize_t n = ::pread(fd.get(), buffer->data() + done, where.length - done, off_t(where.start + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail(Error::io(file, n < 0 ? std::strerror(errno) : "unexpected end of file"));
+    done += size_t(n);
+  }
+  std::span<const uint8_t> bytes{reinterpret_cast<const uint8_t*>(buffer->data()), where.length};
+  auto record = format::parse_record(bytes);
+  if (!record) return fail(Error::corrupt(file, where.start, record.error()));
+  if (record->record_size() != where.length)
+    return fail(Error::corrupt(file, where.start,
+                               fmt::format("record is {} bytes but the index says {}", record->record_size(),
+                                           where.length)));
+  auto event = format::decode_event(record->payload);
+  if (!event) return fail(Error::corrupt(file, where.start, event.error()));
+  if (event->values.empty() || event->values.front().kind != format::SummaryValueView::Kind::Tensor)
+    return fail(Error::corrupt(file, where.start, "value is not tensor"));
+  return decode_tensor_value(event->values.front().tensor, buffer, file, where.start);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Opening
+
+Trial::Trial(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Trial::~Trial() = default;
+
+Result<std::shared_ptr<Trial>> Trial::open(const fs::path& path, TrialOptions options) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec))
+    return fail(Error::io(path.string(), "no such trial directory"));
+  auto state = std::make_unique<State>();
+  state->path = path;
+  state->name = path.filename().empty() ? path.parent_path().filename().string() : path.filename().string();
+  state->options = options;
+
+  // §5.2: wait for the collection files; the first one (sorted) defines collections and num_workers.
+  // time_point::max() = no deadline.
+  const auto deadline = options.collections_timeout ? std::chrono::steady_clock::now() + *options.collections_timeout
+                                                    : std::chrono::steady_clock::time_point::max();
+  auto list_collection_files = [&]() {
+    std::vector<fs::path> files;
+    std::error_code lec;
+    const fs::path root = path / "collections";
+    if (fs::is_directory(root, lec))
+      for (auto it = fs::recursive_directory_iterator(root, lec); !lec && it != fs::recursive_directory_iterator();
+           it.increment(lec))
+        if (it->is_regular_file(lec) && ends_with(it->path().filename().string(), "collections.json"))
+          files.push_back(it->path());
+    std::sort(files.begin(), files.end());
+    return files;
+  };
+  std::vector<fs::path> files;
+  bool parsed_first = false;
+  while (true) {
+    files = list_collection_files();
+    if (!files.empty() && !parsed_first) {
+      auto text = read_small_file(files.front());
+      if (!text) return fail(text.error());
+      auto parsed = format::parse_collections_json(*text, files.front().string());
+      if (!parsed) return fail(parsed.error());
+      state->collections = std::move(parsed->collections);
+      state->num_workers = std::max<int64_t>(1, parsed->num_workers);
+      parsed_first = true;
+    }
+    if (parsed_first && int64_t(files.size()) >= state->num_workers) break;
+    if (state->marker_exists()) return fail(Error::missing_collection_files());
+    if (std::chrono::steady_clock::now() >= deadline) {
+      Error e{.code = ErrorCode::Timeout,
+              .message = fmt::format("{}: found {} of {} collection files in collections/ (is this an smdebug trial?)",
+                                     path.string(), files.size(), parsed_first ? state->num_workers : 1)};
+      e.file = path.string();
+      return fail(std::move(e));
+    }
+    std::this_thread::sleep_for(options.poll_interval);
+  }
+  for (const auto& f : files)
+    if (auto w = format::parse_collections_file_name(f.filename().string())) state->worker_set.insert(*w);
+
+  // The constructor's one refresh_data() (without the end-of-training logic).
+  {
+    std::lock_guard lock(state->mu);
+    if (auto r = state->load_new_index_files(); !r) return fail(r.error());
+  }
+  return std::shared_ptr<Trial>(new Trial(std::move(state)));
+}
+
+const fs::path& Trial::path() const { return state_->path; }
+const std::string& Trial::name() const { return state_->name; }
+
+Result<void> Trial::refresh() {
+  std::lock_guard lock(state_->mu);
+  return state_->refresh_locked();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trial-level queries
+
+Result<std::vector<std::string>> Trial::tensor_names(const TensorNameQuery& q) {
+  if (!q.regex.empty() && q.collection)
+    return fail(Error::invalid_argument("Only one of `regex` or `collection` can be passed to this method"));
+  std::vector<std::string> candidates;
+  {
+    std::lock_guard lock(state_->mu);
+    if (auto r = state_->refresh_locked(); !r) return fail(r.error());
+    auto& s = *state_;
+    if (!q.step) {
+      if (q.mode == Mode::Global) {
+        for (const auto& [name, rec] : s.tensors) candidates.push_back(name);
+      } else if (auto it = s.mode_to_tensors.find(q.mode); it != s.mode_to_tensors.end()) {
+        candidates.assign(it->second.begin(), it->second.end());
+      }
+    } else if (auto g = s.to_global(q.mode, *q.step)) {
+      if (auto it = s.global_step_to_tensors.find(*g); it != s.global_step_to_tensors.end())
+        candidates.assign(it->second.begin(), it->second.end());
+    }
+  }
+  if (q.regex.empty() && !q.collection) return candidates;
+
+  std::vector<std::regex> patterns;
+  if (q.collection) {
+    const auto* c = collection(*q.collection);
+    if (!c) return std::vector<std::string>{};
+    std::vector<std::string> out;
+    for (const auto& p : c->include_regex) {
+      auto re = compile_regex(p);
+      if (!re) return fail(re.error());
+      patterns.push_back(std::move(*re));
+    }
+    for (const auto& name : candidates) {
+      bool member = std::find(c->tensor_names.begin(), c->tensor_names.end(), name) != c->tensor_names.end() ||
+                    std::any_of(patterns.begin(), patterns.end(), [&](const std::regex& re) {
+                      return std::regex_search(name, re);
+                    });
+      if (member) out.push_back(name);
+    }
+    return out;
+  }
+  for (const auto& p : q.regex) {
+    auto re = compile_regex(p);
+    if (!re) return fail(re.error());
+    patterns.push_back(std::move(*re));
+  }
+  std::vector<std::string> out;
+  for (const auto& name : candidates)
+    if (std::any_of(patterns.begin(), patterns.end(), [&](const std::regex& re) { return std::regex_search(name, re); }))
+      out.push_back(name);
+  return out;
+}
+
+bool Trial::has_tensor(std::string_view name) {
+  std::lock_guard lock(state_->mu);
+  if (state_->tensors.contains(name)) return true;
+  if (!state_->refresh_locked()) return false;
+  return state_->tensors.contains(name);
+}
+
+Result<Tensor> Trial::tensor(std::string_view name) {
+  if (!has_tensor(name)) return fail(Error::tensor_unavailable(std::string(name)));
+  return Tensor(shared_from_this(), std::string(name));
+}
+
+Result<std::vector<int64_t>> Trial::steps(Mode mode, bool show_incomplete_steps) {
+  std::lock_guard lock(state_->mu);
+  if (auto r = state_->refresh_locked(); !r) return fail(r.error());
+  return state_->steps_locked(mode, show_incomplete_steps);
+}
+
+std::vector<Mode> Trial::modes() {
+  std::lock_guard lock(state_->mu);
+  std::vector<Mode> out;
+  for (const auto& [m, steps] : state_->mode_to_global) out.push_back(m);
+  return out;
+}
+
+std::optional<std::pair<Mode, int64_t>> Trial::mode_modestep(int64_t global_step) {
+  std::lock_guard lock(state_->mu);
+  auto it = state_->global_to_mode.find(global_step);
+  if (it == state_->global_to_mode.end()) {
+    if (!state_->refresh_locked()) return std::nullopt;
+    it = state_->global_to_mode.find(global_step);
+    if (it == state_->global_to_mode.end()) return std::nullopt;
+  }
+  return it->second;
+}
+
+std::optional<int64_t> Trial::global_step(Mode mode, int64_t mode_step) {
+  std::lock_guard lock(state_->mu);
+  if (auto g = state_->to_global(mode, mode_step)) return g;
+  if (!state_->refresh_locked()) return std::nullopt;
+  return state_->to_global(mode, mode_step);
+}
+
+Result<std::vector<std::string>> Trial::workers() {
+  std::lock_guard lock(state_->mu);
+  if (auto r = state_->refresh_locked(); !r) return fail(r.error());
+  return std::vector<std::string>(state_->worker_set.begin(), state_->worker_set.end());
+}
+
+const std::vector<format::CollectionConfig>& Trial::collections() const { return state_->collections; }
+
+const format::CollectionConfig* Trial::collection(std::string_view name) const {
+  for (const auto& c : state_->collections)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+Result<StepState> Trial::has_passed_step(int64_t step, Mode mode) {
+  std::lock_guard lock(state_->mu);
+  if (auto r = state_->refresh_locked(); !r) return fail(r.error());
+  return state_->has_passed_step_locked(step, mode);
+}
+
+Result<void> Trial::wait_for_steps(const std::vector<int64_t>& steps, Mode mode, std::stop_token stop,
+                                   std::optional<std::chrono::milliseconds> timeout) {
+  const auto deadline =
+      timeout ? std::chrono::steady_clock::now() + *timeout : std::chrono::steady_clock::time_point::max();
+  std::mutex sleep_mu;
+  std::condition_variable_any sleeper;
+  for (int64_t step : steps) {
+    while (true) {
+      StepState state;
+      std::vector<int64_t> all;
+      bool all_loaded;
+      {
+        std::lock_guard lock(state_->mu);
+        if (auto r = state_->refresh_locked(); !r) return fail(r.error());
+        state = state_->has_passed_step_locked(step, mode);
+        all_loaded = state_->loaded_all_steps;
+        if (state == StepState::Unavailable && all_loaded) all = state_->steps_locked(mode, true);
+      }
+      if (state == StepState::Available) break;
+      if (state == StepState::Unavailable) {
+        if (!all_loaded) return fail(Error::step_unavailable(step, mode));
+        const int64_t last = all.empty() ? -1 : all.back();
+        if (step < last) return fail(Error::step_unavailable(step, mode));
+        return fail(Error::no_more_data(step, mode, last));
+      }
+      if (stop.stop_requested())
+        return fail(Error{.code = ErrorCode::Cancelled, .message = "wait_for_steps cancelled"});
+      if (std::chrono::steady_clock::now() >= deadline)
+        return fail(Error{.code = ErrorCode::Timeout,
+                          .message = fmt::format("timed out waiting for step {} of mode {}", step, mode_name(mode)),
+                          .step = step,
+                          .mode = mode});
+      std::unique_lock lk(sleep_mu);
+      sleeper.wait_for(lk, stop, state_->options.poll_interval, [] { return false; });
+    }
+  }
+  return {};
+}
+
+int64_t Trial::last_complete_step() {
+  std::lock_guard lock(state_->mu);
+  return state_->last_complete_step;
+}
+
+bool Trial::loaded_all_steps() {
+  std::lock_guard lock(state_->mu);
+  return state_->loaded_all_steps;
+}
+
+bool Trial::training_ended() { return state_->marker_exists(); }
+
+int64_t Trial::num_workers() const { return state_->num_workers; }
+
+// ---------------------------------------------------------------------------------------------
+// Tensor-level queries
+
+Result<std::vector<int64_t>> Trial::tensor_steps(std::string_view name, Mode mode, bool show_incomplete_steps) {
+  std::lock_guard lock(state_->mu);
+  auto& s = *state_;
+  if (auto r = s.refresh_locked(); !r) return fail(r.error());
+  auto rec = s.tensors.find(name);
+  if (rec == s.tensors.end()) return fail(Error::tensor_unavailable(std::string(name)));
+  std::set<int64_t> out;
+  for (const auto& [key, workers] : rec->second.steps) {
+    auto [m, ms] = key;
+    auto g = s.to_global(m, ms);
+    if (!g) continue;
+    if (!show_incomplete_steps && !s.step_complete(*g)) continue;
+    if (mode == Mode::Global) out.insert(*g);
+    else if (m == mode) out.insert(ms);
+  }
+  return std::vector<int64_t>(out.begin(), out.end());
+}
+
+Result<TensorValue> Trial::value(std::string_view name, int64_t step, Mode mode,
+                                 std::optional<std::string_view> worker) {
+  auto ws = state_->locate(name, step, mode, worker);
+  if (!ws) return fail(ws.error());
+  if (!ws->value)
+    return fail(Error::tensor_unavailable_for_step(std::string(name), step, mode, !ws->reductions.empty()));
+  return state_->read_value(*ws->value);
+}
+
+Result<ReductionValue> Trial::reduction_value(std::string_view name, int64_t step, std::string_view reduction,
+                                              bool abs, Mode mode, std::optional<std::string_view> worker) {
+  auto ws = state_->locate(name, step, mode, worker);
+  if (!ws) return fail(ws.error());
+  auto op = parse_reduction_name(reduction);
+  if (op) {
+    for (const auto& saved : ws->reductions) {
+      if (saved.op != *op || saved.abs != abs) continue;
+      auto v = state_->read_value(saved.where);
+      if (!v) return fail(v.error());
+      if (v->size() != 1 || v->is_string())
+        return fail(Error::corrupt(state_->path.string(), saved.where.start, "saved reduction is not a scalar"));
+      double x = 0;
+      detail::for_each_as_double(*v, [&](double e) { x = e; });
+      return ReductionValue{.value = x, .dtype = v->dtype(), .saved = true};
+    }
+  }
+  if (!ws->value)
+    return fail(Error::tensor_unavailable_for_step(std::string(reduction), step, mode, false));
+  if (!op) return fail(Error::invalid_argument(fmt::format("Invalid reduction type {}", reduction)));
+  auto v = state_->read_value(*ws->value);
+  if (!v) return fail(v.error());
+  return compute_reduction(*v, *op, abs);
+}
+
+Result<std::vector<SavedReduction>> Trial::reduction_values(std::string_view name, int64_t step, Mode mode,
+                                                            std::optional<std::string_view> worker) {
+  auto ws = state_->locate(name, step, mode, worker);
+  if (!ws) return fail(ws.error());
+  std::vector<SavedReduction> out;
+  for (const auto& saved : ws->reductions) {
+    auto v = state_->read_value(saved.where);
+    if (!v) return fail(v.error());
+    out.push_back({saved.op, saved.abs, std::move(*v)});
+  }
+  return out;
+}
+
+Result<std::vector<int64_t>> Trial::shape(std::string_view name, int64_t step, Mode mode,
+                                          std::optional<std::string_view> worker) {
+  auto ws = state_->locate(name, step, mode, worker);
+  if (!ws) return fail(ws.error());
+  if (ws->shape) return *ws->shape;
+  if (!ws->value) return fail(Error::shape_unavailable_for_step(std::string(name), step, mode));
+  auto v = state_->read_value(*ws->value);
+  if (!v) return fail(v.error());
+  return v->shape();
+}
+
+Result<std::vector<std::string>> Trial::tensor_workers(std::string_view name, int64_t step, Mode mode) {
+  std::lock_guard lock(state_->mu);
+  auto rec = state_->tensors.find(name);
+  if (rec == state_->tensors.end()) return fail(Error::tensor_unavailable(std::string(name)));
+  const auto* found = state_->lookup(rec->second, step, mode);
+  if (!found) return fail(Error::tensor_unavailable_for_step(std::string(name), step, mode, false));
+  std::vector<std::string> out;
+  for (const auto& w : *found) out.push_back(w.worker);
+  return out;
+}
+
+}  // namespace vigil

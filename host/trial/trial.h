@@ -1,0 +1,158 @@
+// The trial: everything smdebug's Trial and Tensor offer (format spec §5), over a local trial
+// directory. Every failure is a vigil::Error whose code names the smdebug exception.
+//
+// Refresh: like smdebug, queries that smdebug refreshes on first look for new index files until the
+// end-of-training marker has been seen; after that the trial is final and nothing is listed again.
+// Thread safety: every public method may be called from many threads at once.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/mode.h"
+#include "format/collections_json.h"
+#include "trial/reductions.h"
+#include "trial/tensor_value.h"
+
+namespace vigil {
+
+enum class StepState : int32_t { Unavailable = 0, Available = 1, NotYetAvailable = 2 };
+std::string_view step_state_name(StepState s);  // "UNAVAILABLE", "AVAILABLE", "NOT_YET_AVAILABLE"
+
+struct TrialOptions {
+  // smdebug's range_steps: index files whose global step is outside [begin, end) are never loaded.
+  std::optional<int64_t> range_begin;
+  std::optional<int64_t> range_end;
+  // SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW: steps this far behind are declared complete (§5.3 b).
+  int64_t incomplete_step_wait_window = 1000;
+  // SMDEBUG_TRAINING_END_DELAY_REFRESH: pause before the final refresh once the marker is seen.
+  // smdebug waits 1 s (for object stores); local writers publish the marker last, so 0 is safe.
+  std::chrono::milliseconds end_refresh_delay{0};
+  // How often waiting calls look again (opening without collection files, wait_for_steps).
+  std::chrono::milliseconds poll_interval{100};
+  // How long open() waits for the collection files; nullopt = until they appear or training ends.
+  std::optional<std::chrono::milliseconds> collections_timeout;
+};
+
+// Reads the environment variables smdebug honours (SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW,
+// SMDEBUG_TRAINING_END_DELAY_REFRESH in seconds) on top of `base`.
+TrialOptions trial_options_from_env(TrialOptions base = {});
+
+struct TensorNameQuery {
+  std::optional<int64_t> step;  // global step for GLOBAL, else a mode step of `mode`
+  Mode mode = Mode::Global;
+  std::vector<std::string> regex;        // keep names matching any (re.search semantics)
+  std::optional<std::string> collection; // keep names in / matching the collection
+};
+
+struct SavedReduction {
+  ReductionOp op;
+  bool abs;
+  TensorValue value;
+};
+
+class Tensor;
+
+class Trial : public std::enable_shared_from_this<Trial> {
+ public:
+  // Opens a local trial directory: waits for the collection files (§5.2), then loads the index.
+  static Result<std::shared_ptr<Trial>> open(const std::filesystem::path& path, TrialOptions options = {});
+  ~Trial();
+
+  const std::filesystem::path& path() const;
+  const std::string& name() const;
+
+  // ---- trial-level queries (smdebug Trial) ----
+  Result<std::vector<std::string>> tensor_names(const TensorNameQuery& query = {});
+  bool has_tensor(std::string_view name);
+  Result<Tensor> tensor(std::string_view name);
+  Result<std::vector<int64_t>> steps(Mode mode = Mode::Global, bool show_incomplete_steps = false);
+  std::vector<Mode> modes();
+  // (mode, mode step) of a global step; nullopt when the step is unknown (after one refresh).
+  std::optional<std::pair<Mode, int64_t>> mode_modestep(int64_t global_step);
+  // Global step of a mode step; GLOBAL returns the step itself; nullopt when unknown.
+  std::optional<int64_t> global_step(Mode mode, int64_t mode_step);
+  Result<std::vector<std::string>> workers();
+  const std::vector<format::CollectionConfig>& collections() const;
+  const format::CollectionConfig* collection(std::string_view name) const;
+  Result<StepState> has_passed_step(int64_t step, Mode mode = Mode::Global);
+  // Blocks until every step is available (smdebug wait_for_steps). StepUnavailable / NoMoreData as
+  // smdebug; Cancelled when `stop` is requested; Timeout when `timeout` passes.
+  Result<void> wait_for_steps(const std::vector<int64_t>& steps, Mode mode = Mode::Global,
+                              std::stop_token stop = {},
+                              std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  // Looks for new index files and the end marker now (what every refreshing query does first).
+  Result<void> refresh();
+
+  int64_t last_complete_step();
+  bool loaded_all_steps();
+  bool training_ended();  // the end marker has been seen
+  int64_t num_workers() const;
+
+  // ---- per-tensor queries (smdebug Tensor); also reachable through Tensor ----
+  Result<std::vector<int64_t>> tensor_steps(std::string_view name, Mode mode = Mode::Global,
+                                            bool show_incomplete_steps = false);
+  Result<TensorValue> value(std::string_view name, int64_t step, Mode mode = Mode::Global,
+                            std::optional<std::string_view> worker = std::nullopt);
+  // The saved reduction if there is one, else computed from the raw value.
+  Result<ReductionValue> reduction_value(std::string_view name, int64_t step, std::string_view reduction,
+                                         bool abs = false, Mode mode = Mode::Global,
+                                         std::optional<std::string_view> worker = std::nullopt);
+  // The saved reductions only.
+  Result<std::vector<SavedReduction>> reduction_values(std::string_view name, int64_t step, Mode mode = Mode::Global,
+                                                       std::optional<std::string_view> worker = std::nullopt);
+  Result<std::vector<int64_t>> shape(std::string_view name, int64_t step, Mode mode = Mode::Global,
+                                     std::optional<std::string_view> worker = std::nullopt);
+  // Workers holding the tensor at the step, in the order they were indexed. No refresh.
+  Result<std::vector<std::string>> tensor_workers(std::string_view name, int64_t step, Mode mode = Mode::Global);
+
+ private:
+  struct State;
+  explicit Trial(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// A handle on one tensor of a trial (smdebug's Tensor); cheap to copy.
+class Tensor {
+ public:
+  Tensor(std::shared_ptr<Trial> trial, std::string name) : trial_(std::move(trial)), name_(std::move(name)) {}
+  const std::string& name() const { return name_; }
+
+  Result<std::vector<int64_t>> steps(Mode mode = Mode::Global, bool show_incomplete_steps = false) const {
+    return trial_->tensor_steps(name_, mode, show_incomplete_steps);
+  }
+  Result<TensorValue> value(int64_t step, Mode mode = Mode::Global,
+                            std::optional<std::string_view> worker = std::nullopt) const {
+    return trial_->value(name_, step, mode, worker);
+  }
+  Result<ReductionValue> reduction_value(int64_t step, std::string_view reduction, bool abs = false,
+                                         Mode mode = Mode::Global,
+                                         std::optional<std::string_view> worker = std::nullopt) const {
+    return trial_->reduction_value(name_, step, reduction, abs, mode, worker);
+  }
+  Result<std::vector<SavedReduction>> reduction_values(int64_t step, Mode mode = Mode::Global,
+                                                       std::optional<std::string_view> worker = std::nullopt) const {
+    return trial_->reduction_values(name_, step, mode, worker);
+  }
+  Result<std::vector<int64_t>> shape(int64_t step, Mode mode = Mode::Global,
+                                     std::optional<std::string_view> worker = std::nullopt) const {
+    return trial_->shape(name_, step, mode, worker);
+  }
+  Result<std::vector<std::string>> workers(int64_t step, Mode mode = Mode::Global) const {
+    return trial_->tensor_workers(name_, step, mode);
+  }
+
+ private:
+  std::shared_ptr<Trial> trial_;
+  std::string name_;
+};
+
+}  // namespace vigil

@@ -1,0 +1,723 @@
+// TrialWriter: smdebug's hook-side file layout (format spec §1, §3.6, §3.9-§3.11, §4, §6).
+#include "writer/trial_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <regex>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "format/event_proto.h"
+#include "format/index_json.h"
+#include "format/tfrecord.h"
+#include "format/trial_layout.h"
+#include "trial/reductions.h"
+#include "trial/tensor_value.h"
+
+namespace vigil::writer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// smdebug PyTorch's built-in collections (§6.2, §10.4), used when the caller configures none.
+struct BuiltinCollection {
+  std::string_view name;
+  std::string_view regex;  // empty: no include_regex
+  bool save_histogram;
+};
+constexpr BuiltinCollection kPyTorchCollections[] = {
+    {"default", "", true},
+    {"weights", "^(?!gradient).*weight", true},
+    {"biases", "^(?!gradient).*bias", true},
+    {"gradients", "^gradient", true},
+    {"losses", "[Ll]oss_(?!input).*output", false},
+    {"all", "", true},
+};
+
+// Scalar collections always save the raw value and are never reduced (§3.9, §6.2).
+constexpr std::string_view kScalarCollections[] = {"losses", "metrics", "feature_importance", "average_shap",
+                                                   "sm_metrics"};
+constexpr std::string_view kReductionOps[] = {"min", "max", "mean", "std", "variance", "sum", "prod", "l1", "l2"};
+
+size_t mode_index(Mode m) { return static_cast<size_t>(m) - 1; }
+
+bool is_scalar_collection(std::string_view name) {
+  return std::ranges::find(kScalarCollections, name) != std::end(kScalarCollections);
+}
+
+bool is_norm(std::string_view op) { return op == "l1" || op == "l2"; }
+
+// smdebug's write order of reductions: plain, norms, abs plain, abs norms.
+int reduction_group(const format::ReductionSpec& r) { return (r.abs ? 2 : 0) + (is_norm(r.op) ? 1 : 0); }
+
+// "smdebug/reductions/[abs_]<op>/<base>" with every ":<digits>" dropped (non-TF frameworks, §3.10).
+std::string reduction_tensor_name(std::string_view base, std::string_view op, bool abs) {
+  std::string out = fmt::format("smdebug/reductions/{}{}/", abs ? "abs_" : "", op);
+  for (size_t i = 0; i < base.size();) {
+    if (base[i] == ':' && i + 1 < base.size() && base[i + 1] >= '0' && base[i + 1] <= '9') {
+      i += 2;
+      while (i < base.size() && base[i] >= '0' && base[i] <= '9') ++i;
+    } else {
+      out += base[i++];
+    }
+  }
+  return out;
+}
+
+Error io_error(const fs::path& path, int err) { return Error::io(path.string(), std::strerror(err)); }
+Error io_error(const fs::path& path, const std::error_code& ec) { return Error::io(path.string(), ec.message()); }
+
+Result<void> make_dirs(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return fail(io_error(dir, ec));
+  return {};
+}
+
+// A file written as "<final>.tmp" and renamed to its final name by publish(), so readers never see
+// it half written (§1.6). Dropped without publish(), the .tmp is removed.
+class TmpFile {
+ public:
+  static Result<TmpFile> open(fs::path final_path) {
+    if (auto made = make_dirs(final_path.parent_path()); !made) return fail(made.error());
+    TmpFile f;
+    f.final_ = std::move(final_path);
+    f.tmp_ = f.final_;
+    f.tmp_ += format::kTmpSuffix;
+    f.fd_ = ::open(f.tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (f.fd_ < 0) return fail(io_error(f.tmp_, errno));
+    return f;
+  }
+  TmpFile(TmpFile&& o) noexcept
+      : final_(std::move(o.final_)), tmp_(std::move(o.tmp_)), fd_(std::exchange(o.fd_, -1)) {}
+  TmpFile& operator=(TmpFile&& o) noexcept {
+    if (this != &o) {
+      discard();
+      final_ = std::move(o.final_);
+      tmp_ = std::move(o.tmp_);
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  ~TmpFile() { discard(); }
+
+  Result<void> write(std::string_view bytes) {
+    while (!bytes.empty()) {
+      ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return fail(io_error(tmp_, errno));
+      }
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return {};
+  }
+
+  Result<void> publish() {
+    int fd = std::exchange(fd_, -1);
+    if (::close(fd) != 0) {
+      int err = errno;
+      ::unlink(tmp_.c_str());
+      return fail(io_error(tmp_, err));
+    }
+    if (::rename(tmp_.c_str(), final_.c_str()) != 0) {
+      int err = errno;
+      ::unlink(tmp_.c_str());
+      return fail(io_error(final_, err));
+    }
+    return {};
+  }
+
+ private:
+  TmpFile() = default;
+  void discard() {
+    if (fd_ >= 0) {
+      ::close(std::exchange(fd_, -1));
+      ::unlink(tmp_.c_str());
+    }
+  }
+  fs::path final_;
+  fs::path tmp_;
+  int fd_ = -1;
+};
+
+Result<void> write_file(const fs::path& path, std::string_view content) {
+  auto file = TmpFile::open(path);
+  if (!file) return fail(file.error());
+  if (auto w = file->write(content); !w) return w;
+  return file->publish();
+}
+
+// Element count of a shape; nullopt for negative dims or overflow.
+std::optional<uint64_t> element_count(std::span<const int64_t> shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return std::nullopt;
+    if (d != 0 && n > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d)) return std::nullopt;
+    n *= static_cast<uint64_t>(d);
+  }
+  return n;
+}
+
+// Checks that `data` is self-consistent and returns its element count.
+Result<uint64_t> validate(std::string_view name, const TensorData& data) {
+  auto count = element_count(data.shape);
+  if (!count) return fail(Error::invalid_argument(fmt::format("tensor {}: invalid shape", name)));
+  if (data.dtype == ElementType::String) {
+    // smdebug's reader accepts only 1-d string tensors (§3.7).
+    if (data.shape.size() != 1)
+      return fail(Error::invalid_argument(fmt::format("tensor {}: string tensors must be 1-d", name)));
+    if (data.strings.size() != *count)
+      return fail(Error::invalid_argument(
+          fmt::format("tensor {}: {} strings for shape of {} elements", name, data.strings.size(), *count)));
+    return *count;
+  }
+  const size_t item = format::element_type_info(data.dtype).item_size;
+  if (*count > std::numeric_limits<uint64_t>::max() / item || data.bytes.size() != *count * item)
+    return fail(Error::invalid_argument(fmt::format("tensor {}: {} bytes do not match shape of {} elements of {} bytes",
+                                                    name, data.bytes.size(), *count, item)));
+  return *count;
+}
+
+// IEEE binary16 / bfloat16 from a double, rounded to nearest even. `mant_bits` and the exponent
+// range describe the target format.
+uint16_t to_small_float(double v, int mant_bits, int exp_bias) {
+  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  const int exp_bits = 15 - mant_bits;
+  const uint16_t inf = static_cast<uint16_t>(((1u << exp_bits) - 1) << mant_bits);
+  if (std::isnan(v)) return sign | inf | static_cast<uint16_t>(1u << (mant_bits - 1));
+  double a = std::fabs(v);
+  if (std::isinf(a)) return sign | inf;
+  if (a == 0) return sign;
+  int e2 = 0;
+  std::frexp(a, &e2);
+  int e = e2 - 1;  // a = 1.f * 2^e
+  const int min_exp = 1 - exp_bias;
+  if (e < min_exp) {
+    // Subnormal: a multiple of 2^(min_exp - mant_bits). A result of 2^mant_bits is the smallest normal.
+    double k = std::nearbyint(std::ldexp(a, mant_bits - min_exp));
+    return sign | static_cast<uint16_t>(k);
+  }
+  double q = std::nearbyint(std::ldexp(a, mant_bits - e));  // in [2^m, 2^(m+1)]
+  if (q == std::ldexp(1.0, mant_bits + 1)) {
+    q /= 2;
+    ++e;
+  }
+  if (e > exp_bias) return sign | inf;
+  return sign | static_cast<uint16_t>(((e + exp_bias) << mant_bits) | (static_cast<uint32_t>(q) - (1u << mant_bits)));
+}
+
+template <typename T>
+Result<std::vector<std::byte>> integer_bytes(double v) {
+  const double lo = static_cast<double>(std::numeric_limits<T>::min());
+  const double hi = std::ldexp(1.0, std::numeric_limits<T>::digits);  // exclusive; NaN fails both tests
+  T t{};
+  if (sizeof(T) == 8 && v == hi) {
+    t = std::numeric_limits<T>::max();  // a 64-bit maximum rounds up to 2^63 / 2^64 in a double
+  } else if (v >= lo && v < hi) {
+    t = static_cast<T>(v);
+  } else {
+    return fail(Error::internal(fmt::format("reduction value {} does not fit its integer dtype", v)));
+  }
+  std::vector<std::byte> out(sizeof(T));
+  std::memcpy(out.data(), &t, sizeof(T));
+  return out;
+}
+
+template <typename T>
+std::vector<std::byte> raw_bytes(T t) {
+  std::vector<std::byte> out(sizeof(T));
+  std::memcpy(out.data(), &t, sizeof(T));
+  return out;
+}
+
+// One element of `type` holding `v`: how a computed reduction is stored (a 0-d tensor).
+Result<std::vector<std::byte>> scalar_bytes(ElementType type, double v) {
+  switch (type) {
+    case ElementType::Float16: return raw_bytes(to_small_float(v, 10, 15));
+    case ElementType::BFloat16: return raw_bytes(to_small_float(v, 7, 127));
+    case ElementType::Float32: return raw_bytes(static_cast<float>(v));
+    case ElementType::Float64: return raw_bytes(v);
+    case ElementType::Int8: return integer_bytes<int8_t>(v);
+    case ElementType::Int16: return integer_bytes<int16_t>(v);
+    case ElementType::Int32: return integer_bytes<int32_t>(v);
+    case ElementType::Int64: return integer_bytes<int64_t>(v);
+    case ElementType::UInt8: return integer_bytes<uint8_t>(v);
+    case ElementType::UInt16: return integer_bytes<uint16_t>(v);
+    case ElementType::UInt32: return integer_bytes<uint32_t>(v);
+    case ElementType::UInt64: return integer_bytes<uint64_t>(v);
+    case ElementType::Bool: return raw_bytes(static_cast<uint8_t>(v != 0 ? 1 : 0));
+    case ElementType::Complex64:
+    case ElementType::Complex128:
+    case ElementType::String: break;
+  }
+  return fail(Error::not_supported(
+      fmt::format("cannot store a reduction of dtype {}", format::element_type_info(type).numpy_name)));
+}
+
+// re.search; std::regex can throw on pathological input (error_complexity/error_stack), which counts
+// as no match rather than escaping.
+bool regex_search(const std::string& text, const std::regex& r) {
+  try {
+    return std::regex_search(text, r);
+  } catch (const std::regex_error&) {
+    return false;
+  }
+}
+
+// std::regex stands in for Python's re.search; the patterns smdebug uses are valid ECMAScript.
+Result<std::vector<std::regex>> compile_regexes(const format::CollectionConfig& c) {
+  std::vector<std::regex> out;
+  for (const auto& pattern : c.include_regex) {
+    try {
+      out.emplace_back(pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return fail(Error::invalid_argument(
+          fmt::format("collection {}: include_regex \"{}\" is not a valid regex: {}", c.name, pattern, e.what())));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+struct TrialWriter::State {
+  struct Collection {
+    format::CollectionConfig config;
+    std::vector<std::regex> regexes;
+    std::set<std::string> saved;  // names saved while belonging to it, for tensor_names
+  };
+  // The records and index of the open step; the event file is streamed to its .tmp.
+  struct OpenStep {
+    int64_t global_step = 0;
+    format::StepIndex index;
+    std::optional<TmpFile> events;
+    uint64_t events_size = 0;
+    // After a failed write the event file's contents no longer match the index: the step is dropped.
+    std::optional<Error> failed;
+    bool empty() const { return index.tensor_payload.empty() && index.shape_payload.empty(); }
+  };
+
+  fs::path out_dir;
+  WriterOptions options;
+  std::vector<Collection> collections;
+  // name -> indices of the collections it belongs to by tensor_names or include_regex.
+  std::unordered_map<std::string, std::vector<size_t>> membership;
+
+  int64_t global_step = -1;  // the callback hooks' init_step: the first begin_step gives 0
+  std::array<int64_t, 4> mode_steps{-1, -1, -1, -1};
+  Mode mode = Mode::Global;
+  std::optional<OpenStep> step;
+  std::optional<int64_t> last_written_step;
+  bool saved_any = false;
+  bool collections_written = false;
+  bool closed = false;
+
+  int64_t mode_step() const { return mode_steps[mode_index(mode)]; }
+
+  void ensure_collections() {
+    if (!collections.empty()) return;
+    for (const auto& b : kPyTorchCollections) {
+      Collection c;
+      c.config.name = b.name;
+      if (!b.regex.empty()) {
+        c.config.include_regex.emplace_back(b.regex);
+        c.regexes.emplace_back(c.config.include_regex.back(), std::regex::ECMAScript);
+      }
+      c.config.save_histogram = b.save_histogram;
+      collections.push_back(std::move(c));
+    }
+  }
+
+  std::optional<size_t> find(std::string_view name) const {
+    for (size_t i = 0; i < collections.size(); ++i)
+      if (collections[i].config.name == name) return i;
+    return std::nullopt;
+  }
+
+  // Unknown names get a collection with the writer's defaults, like smdebug's get(create=True).
+  size_t find_or_create(std::string_view name) {
+    ensure_collections();
+    if (auto i = find(name)) return *i;
+    Collection c;
+    c.config.name = std::string(name);
+    collections.push_back(std::move(c));
+    return collections.size() - 1;
+  }
+
+  const std::vector<size_t>& matching(const std::string& name) {
+    auto it = membership.find(name);
+    if (it != membership.end()) return it->second;
+    std::vector<size_t> found;
+    for (size_t i = 0; i < collections.size(); ++i) {
+      const auto& c = collections[i];
+      bool in = std::ranges::find(c.config.tensor_names, name) != c.config.tensor_names.end() || c.saved.contains(name) ||
+                std::ranges::any_of(c.regexes, [&](const std::regex& r) { return regex_search(name, r); });
+      if (in) found.push_back(i);
+    }
+    return membership.emplace(name, std::move(found)).first->second;
+  }
+
+  // The collections `name` belongs to (plus `explicit_names`); "default" when none (§6.2).
+  std::vector<size_t> collections_of(const std::string& name, std::span<const std::string> explicit_names) {
+    ensure_collections();
+    std::vector<size_t> out;
+    for (const auto& e : explicit_names) out.push_back(find_or_create(e));
+    for (size_t i : matching(name))
+      if (std::ranges::find(out, i) == out.end()) out.push_back(i);
+    if (out.empty()) out.push_back(find_or_create("default"));
+    return out;
+  }
+
+  const format::SaveConfigMode& save_config(const Collection& c, Mode m) const {
+    const size_t i = mode_index(m);
+    if (c.config.save_config && (*c.config.save_config)[i]) return *(*c.config.save_config)[i];
+    return options.save_config[i];
+  }
+
+  bool due(const Collection& c) const {
+    if ((mode == Mode::Eval || mode == Mode::Predict) &&
+        (c.config.name == "gradients" || c.config.name == "optimizer_variables"))
+      return false;
+    return save_config(c, mode).should_save_step(mode_step());
+  }
+
+  void record_membership(const std::string& name, const std::vector<size_t>& in) {
+    auto& cached = membership[name];
+    for (size_t i : in) {
+      collections[i].saved.insert(name);
+      if (std::ranges::find(cached, i) == cached.end()) cached.push_back(i);
+    }
+  }
+
+  double now() const {
+    if (options.clock) return options.clock();
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
+
+  Result<void> require_step() const {
+    if (closed) return fail(Error::invalid_argument("the writer is closed"));
+    if (!step) return fail(Error::invalid_argument("no step is open: call begin_step() first"));
+    if (step->failed) return fail(*step->failed);
+    return {};
+  }
+
+  Result<void> append_event(const std::string& tag, std::string payload_event) {
+    std::string record;
+    format::append_record(record,
+                          {reinterpret_cast<const uint8_t*>(payload_event.data()), payload_event.size()},
+                          format::Footer::Magic);
+    auto& s = *step;
+    const std::string rel = format::event_file_relpath(s.global_step, options.worker);
+    if (!s.events) {
+      auto f = TmpFile::open(out_dir / rel);
+      if (!f) return fail(f.error());
+      s.events.emplace(std::move(*f));
+    }
+    if (auto w = s.events->write(record); !w) {
+      s.failed = w.error();
+      return w;
+    }
+    s.index.tensor_payload.push_back({tag, s.events_size, record.size()});
+    s.events_size += record.size();
+    s.index.event_file_name = rel;
+    return {};
+  }
+
+  Result<void> write_tensor(const std::string& name, const TensorData& data) {
+    if (auto r = require_step(); !r) return r;
+    auto count = validate(name, data);
+    if (!count) return fail(count.error());
+    if (*count == 0) return {};  // smdebug never writes zero-size arrays (§3.6)
+    format::TensorEventSpec spec;
+    spec.wall_time = now();
+    spec.step = step->global_step;
+    spec.tag = name;
+    spec.shape = data.shape;
+    if (data.dtype == ElementType::String) {
+      spec.dtype = 0;
+      spec.strings = data.strings;
+    } else {
+      spec.dtype = static_cast<int32_t>(format::element_type_info(data.dtype).data_type);
+      spec.tensor_content = {reinterpret_cast<const uint8_t*>(data.bytes.data()), data.bytes.size()};
+    }
+    spec.mode = mode;
+    spec.mode_step = mode_step();
+    return append_event(name, format::encode_tensor_event(spec));
+  }
+
+  Result<void> end_step() {
+    if (!step) return {};
+    OpenStep s = std::move(*step);
+    step.reset();
+    if (s.failed) return fail(*s.failed);  // s's destructor removes the .tmp
+    if (s.empty()) return {};
+    // The event file is final before the index that points into it appears (§1.6).
+    if (s.events) {
+      if (auto p = s.events->publish(); !p) return p;
+    }
+    auto index = write_file(out_dir / format::index_file_relpath(s.global_step, options.worker),
+                            format::serialize_index_json(s.index));
+    if (!index) return index;
+    last_written_step = s.global_step;
+    saved_any = true;
+    return {};
+  }
+
+  Result<void> write_collections() {
+    ensure_collections();
+    format::CollectionsFile file;
+    file.num_workers = options.num_workers;
+    for (const auto& c : collections) {
+      format::CollectionConfig out = c.config;
+      std::set<std::string> names(c.config.tensor_names.begin(), c.config.tensor_names.end());
+      names.insert(c.saved.begin(), c.saved.end());
+      out.tensor_names.assign(names.begin(), names.end());
+      if (!out.reduction_config) out.reduction_config = format::ReductionConfig{};
+      std::array<std::optional<format::SaveConfigMode>, 4> sc;
+      for (Mode m : kAllModes) sc[mode_index(m)] = save_config(c, m);
+      out.save_config = sc;
+      file.collections.push_back(std::move(out));
+    }
+    auto w = write_file(out_dir / format::collections_file_relpath(options.worker),
+                        format::serialize_collections_json(file));
+    if (w) collections_written = true;
+    return w;
+  }
+
+  // Ends the open step and, once a step has been saved, publishes the collections (§1.4).
+  Result<void> finish_previous_step() {
+    if (auto e = end_step(); !e) return e;
+    if (saved_any && !collections_written) return write_collections();
+    return {};
+  }
+
+  Result<void> close(bool end_marker) {
+    if (closed) return {};
+    closed = true;
+    // Keep going after a failure so that as much as possible is published; report the first.
+    Result<void> result = end_step();
+    if (!collections_written) {
+      auto c = write_collections();
+      if (result && !c) result = c;
+    }
+    if (end_marker) {
+      auto m = write_file(out_dir / format::kEndOfTrainingMarker, "");
+      if (result && !m) result = m;
+    }
+    return result;
+  }
+};
+
+TrialWriter::TrialWriter(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+TrialWriter::~TrialWriter() {
+  if (state_) (void)state_->close(/*end_marker=*/false);
+}
+
+Result<std::unique_ptr<TrialWriter>> TrialWriter::create(const fs::path& out_dir, WriterOptions options) {
+  if (out_dir.empty()) return fail(Error::invalid_argument("out_dir is empty"));
+  if (options.worker.empty()) return fail(Error::invalid_argument("worker name is empty"));
+  if (options.num_workers < 1) return fail(Error::invalid_argument("num_workers must be at least 1"));
+  for (const auto& sc : options.save_config)
+    if (sc.save_interval <= 0) return fail(Error::invalid_argument("save_interval must be positive"));
+
+  // smdebug refuses to write into a finished trial (SMDebugRuntimeError, §1.6).
+  const fs::path marker = out_dir / format::kEndOfTrainingMarker;
+  std::error_code ec;
+  if (fs::exists(marker, ec))
+    return fail(Error::internal(fmt::format(
+        "The path:{} already exists and training has ended ({} found). Please provide a directory path "
+        "that does not already exist",
+        out_dir.string(), format::kEndOfTrainingMarker)));
+  if (ec && ec != std::errc::no_such_file_or_directory) return fail(io_error(marker, ec));
+  if (auto made = make_dirs(out_dir); !made) return fail(made.error());
+
+  auto state = std::make_unique<State>();
+  state->out_dir = out_dir;
+  state->options = std::move(options);
+  return std::unique_ptr<TrialWriter>(new TrialWriter(std::move(state)));
+}
+
+Result<void> TrialWriter::add_collection(format::CollectionConfig collection) {
+  if (collection.name.empty()) return fail(Error::invalid_argument("collection name is empty"));
+  auto regexes = compile_regexes(collection);
+  if (!regexes) return fail(regexes.error());
+  if (collection.reduction_config) {
+    for (const auto& r : collection.reduction_config->reductions)
+      if (std::ranges::find(kReductionOps, r.op) == std::end(kReductionOps))
+        return fail(Error::invalid_argument(fmt::format("collection {}: unknown reduction {}", collection.name, r.op)));
+  }
+  if (collection.save_config) {
+    for (const auto& sc : *collection.save_config)
+      if (sc && sc->save_interval <= 0)
+        return fail(Error::invalid_argument(fmt::format("collection {}: save_interval must be positive", collection.name)));
+  }
+  auto& s = *state_;
+  State::Collection c{std::move(collection), std::move(*regexes), {}};
+  // Re-adding a collection replaces its configuration; the names saved into it stay.
+  if (auto i = s.find(c.config.name)) {
+    c.saved = std::move(s.collections[*i].saved);
+    s.collections[*i] = std::move(c);
+  } else {
+    s.collections.push_back(std::move(c));
+  }
+  s.membership.clear();
+  return {};
+}
+
+Result<void> TrialWriter::begin_step(Mode mode) {
+  auto& s = *state_;
+  if (s.closed) return fail(Error::invalid_argument("the writer is closed"));
+  if (!mode_from_int(static_cast<int64_t>(mode))) return fail(Error::invalid_argument("invalid mode"));
+  if (auto r = s.finish_previous_step(); !r) return r;
+  ++s.global_step;
+  s.mode = mode;
+  // GLOBAL's mode step is the global step; other modes count their own steps (§4).
+  if (mode == Mode::Global)
+    s.mode_steps[mode_index(mode)] = s.global_step;
+  else
+    ++s.mode_steps[mode_index(mode)];
+  s.step.emplace();
+  s.step->global_step = s.global_step;
+  s.step->index.mode = s.mode;
+  s.step->index.mode_step = s.mode_step();
+  return {};
+}
+
+Result<void> TrialWriter::begin_step_at(int64_t global_step, Mode mode, int64_t mode_step) {
+  auto& s = *state_;
+  if (s.closed) return fail(Error::invalid_argument("the writer is closed"));
+  if (!mode_from_int(static_cast<int64_t>(mode))) return fail(Error::invalid_argument("invalid mode"));
+  if (global_step < 0 || mode_step < 0)
+    return fail(Error::invalid_argument(fmt::format("steps must not be negative (global {}, mode {})", global_step, mode_step)));
+  // Steps only move forward: counting the open step's pending files, nothing may be overwritten.
+  std::optional<int64_t> floor = s.last_written_step;
+  if (s.step && !s.step->empty()) floor = std::max(floor.value_or(-1), s.step->global_step);
+  if (floor && global_step <= *floor)
+    return fail(Error::invalid_argument(
+        fmt::format("global step {} is not after the last written step {}", global_step, *floor)));
+  if (auto r = s.finish_previous_step(); !r) return r;
+  s.global_step = global_step;
+  s.mode = mode;
+  s.mode_steps[mode_index(mode)] = mode_step;
+  s.step.emplace();
+  s.step->global_step = global_step;
+  s.step->index.mode = mode;
+  s.step->index.mode_step = mode_step;
+  return {};
+}
+
+Result<void> TrialWriter::end_step() { return state_->end_step(); }
+
+Result<void> TrialWriter::close() { return state_->close(state_->options.write_end_marker); }
+
+bool TrialWriter::should_save(std::string_view name) const {
+  auto& s = *state_;  // membership is cached, so the lookup mutates the state
+  if (!s.step || s.closed) return false;
+  for (size_t i : s.collections_of(std::string(name), {}))
+    if (s.due(s.collections[i])) return true;
+  return false;
+}
+
+Result<void> TrialWriter::save_tensor(std::string_view name_view, const TensorData& data,
+                                      std::span<const std::string> collections) {
+  auto& s = *state_;
+  if (auto r = s.require_step(); !r) return r;
+  const std::string name(name_view);
+  auto count = validate(name, data);
+  if (!count) return fail(count.error());
+
+  const std::vector<size_t> members = s.collections_of(name, collections);
+  std::vector<size_t> due;
+  for (size_t i : members)
+    if (s.due(s.collections[i])) due.push_back(i);
+  if (due.empty()) return {};
+  s.record_membership(name, members);
+  if (*count == 0) return {};  // smdebug lists the name but writes nothing for zero-size arrays
+
+  // Union of the due collections' reduction configs (§6.2).
+  bool save_raw = false;
+  bool save_shape = false;
+  std::vector<format::ReductionSpec> reductions;
+  for (size_t i : due) {
+    const auto& c = s.collections[i].config;
+    if (is_scalar_collection(c.name) || !c.reduction_config) {
+      save_raw = true;
+      continue;
+    }
+    save_raw = save_raw || c.reduction_config->save_raw_tensor;
+    save_shape = save_shape || c.reduction_config->save_shape;
+    for (const auto& r : c.reduction_config->reductions)
+      if (std::ranges::find(reductions, r) == reductions.end()) reductions.push_back(r);
+  }
+  std::ranges::stable_sort(reductions, {}, reduction_group);
+
+  if (save_shape) {
+    if (auto r = write_shape(name, data.shape); !r) return r;
+  }
+  if (!reductions.empty() && data.dtype != ElementType::String) {
+    // Views the caller's bytes when they are aligned for the element type; copies otherwise.
+    const size_t item = format::element_type_info(data.dtype).item_size;
+    const bool aligned = reinterpret_cast<uintptr_t>(data.bytes.data()) % item == 0;
+    const TensorValue value = aligned ? TensorValue::numeric(data.dtype, data.shape, data.bytes, nullptr)
+                                      : TensorValue::copy_of(data.dtype, data.shape, data.bytes);
+    for (const auto& r : reductions) {
+      auto op = parse_reduction_name(r.op);
+      if (!op) return fail(Error::invalid_argument(fmt::format("unknown reduction {}", r.op)));
+      auto rv = compute_reduction(value, *op, r.abs);
+      if (!rv) return fail(rv.error());
+      auto bytes = scalar_bytes(rv->dtype, rv->value);
+      if (!bytes) return fail(bytes.error());
+      // Stored 0-d, like the reductions the PyTorch hook computes with torch (§3.10).
+      TensorData out{rv->dtype, {}, *bytes, {}};
+      if (auto w = write_reduction(name, r.op, r.abs, out); !w) return w;
+    }
+  }
+  if (save_raw) return s.write_tensor(name, data);
+  return {};
+}
+
+Result<void> TrialWriter::write_tensor(std::string_view name, const TensorData& data) {
+  return state_->write_tensor(std::string(name), data);
+}
+
+Result<void> TrialWriter::write_reduction(std::string_view name, std::string_view op, bool abs,
+                                          const TensorData& value) {
+  if (std::ranges::find(kReductionOps, op) == std::end(kReductionOps))
+    return fail(Error::invalid_argument(fmt::format("unknown reduction {}", op)));
+  return state_->write_tensor(reduction_tensor_name(name, op, abs), value);
+}
+
+Result<void> TrialWriter::write_shape(std::string_view name, std::span<const int64_t> shape) {
+  auto& s = *state_;
+  if (auto r = s.require_step(); !r) return r;
+  if (!element_count(shape)) return fail(Error::invalid_argument(fmt::format("tensor {}: invalid shape", name)));
+  s.step->index.shape_payload.push_back({std::string(name), std::string(name), {shape.begin(), shape.end()}});
+  return {};
+}
+
+Result<void> TrialWriter::save_scalar(std::string_view name, double value) {
+  const std::array<int64_t, 1> shape{1};
+  TensorData data{ElementType::Float64, {shape.begin(), shape.end()}, std::as_bytes(std::span(&value, 1)), {}};
+  return state_->write_tensor(fmt::format("scalar/{}", name), data);
+}
+
+int64_t TrialWriter::global_step() const { return state_->global_step; }
+Mode TrialWriter::mode() const { return state_->mode; }
+int64_t TrialWriter::mode_step() const { return state_->mode_step(); }
+const fs::path& TrialWriter::out_dir() const { return state_->out_dir; }
+
+}  // namespace vigil::writer

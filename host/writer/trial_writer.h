@@ -1,0 +1,93 @@
+// The hook side: writes trials byte-compatible with smdebug (format spec §1, §2, §3, §6).
+//
+// One TrialWriter is one worker of a training job. Steps are written one at a time: begin_step(),
+// any number of save_*() calls, end_step(). Each file is written as "<name>.tmp" and renamed when
+// complete, so a reader never sees a partial file: the event file first, then the step's index.
+// The collections file is written at the start of the step after the first saved step (or at
+// close), and close() writes the end-of-training marker.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/mode.h"
+#include "format/collections_json.h"
+#include "format/dtype.h"
+
+namespace vigil::writer {
+
+using format::ElementType;
+
+struct WriterOptions {
+  std::string worker = "worker_0";
+  int64_t num_workers = 1;  // written as _meta.num_workers
+  // Hook-level save configuration per mode (TRAIN, EVAL, PREDICT, GLOBAL), the default for every
+  // collection without its own (§6.1).
+  std::array<format::SaveConfigMode, 4> save_config{};
+  bool write_end_marker = true;  // close() writes training_job_end.ts
+  // Event wall_time source (seconds since the epoch); tests pin it for byte-exact output.
+  std::function<double()> clock;
+};
+
+// What to save: a numeric array (raw little-endian bytes, C order) or strings.
+struct TensorData {
+  ElementType dtype = ElementType::Float32;
+  std::vector<int64_t> shape;
+  std::span<const std::byte> bytes;        // numeric
+  std::span<const std::string> strings;    // ElementType::String
+};
+
+class TrialWriter {
+ public:
+  // Refuses (Internal, smdebug's SMDebugRuntimeError) a directory that already holds the end marker.
+  static Result<std::unique_ptr<TrialWriter>> create(const std::filesystem::path& out_dir, WriterOptions options = {});
+  ~TrialWriter();  // closes without the end marker if close() was not called
+
+  // Collections decide what save_tensor() writes for a name (raw / reductions / shape, §6.2).
+  // A tensor in no configured collection goes to "default". Re-adding a name replaces its
+  // configuration. InvalidArgument for a regex std::regex cannot compile or an unknown reduction.
+  Result<void> add_collection(format::CollectionConfig collection);
+
+  // Starts a step like smdebug's hook: the global step increments, and so does the mode step of
+  // `mode` (both start at 0). Ends the previous step if it is still open.
+  Result<void> begin_step(Mode mode = Mode::Global);
+  // Starts an explicitly numbered step (resuming a trial, other workers' numbering).
+  Result<void> begin_step_at(int64_t global_step, Mode mode, int64_t mode_step);
+  // Publishes the open step: event file, then index. A step where nothing was saved writes nothing.
+  Result<void> end_step();
+  // end_step(), the collections file if not yet written, then the end marker.
+  Result<void> close();
+
+  // Whether the save configuration of `name`'s collections selects the current step.
+  bool should_save(std::string_view name) const;
+  // Saves as the collections configure: raw value, reductions, shape; skipped if !should_save.
+  Result<void> save_tensor(std::string_view name, const TensorData& data,
+                           std::span<const std::string> collections = {});
+  // Low-level writes at the current step, unconditionally.
+  Result<void> write_tensor(std::string_view name, const TensorData& data);
+  Result<void> write_reduction(std::string_view name, std::string_view op, bool abs, const TensorData& value);
+  Result<void> write_shape(std::string_view name, std::span<const int64_t> shape);
+  // hook.save_scalar: a 1-element float64 array named "scalar/<name>".
+  Result<void> save_scalar(std::string_view name, double value);
+
+  int64_t global_step() const;
+  Mode mode() const;
+  int64_t mode_step() const;
+  const std::filesystem::path& out_dir() const;
+
+ private:
+  struct State;
+  explicit TrialWriter(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace vigil::writer
