@@ -500,7 +500,9 @@ TEST(EventProtoRobustness, EveryTruncationDecodesOrFailsCleanly) {
     for (size_t n = 0; n < payload.size(); ++n) {
       std::vector<uint8_t> cut(payload.begin(), payload.begin() + static_cast<std::ptrdiff_t>(n));  // exact size for ASan
       auto ev = decode_event(cut);
-      if (!ev) EXPECT_FALSE(ev.error().empty());
+      if (!ev) {
+        EXPECT_FALSE(ev.error().empty());
+      }
     }
   }
 }
@@ -513,7 +515,9 @@ TEST(EventProtoRobustness, RandomMutationsDecodeOrFailCleanly) {
       const int edits = 1 + static_cast<int>(rng() % 3);
       for (int k = 0; k < edits; ++k) bytes[rng() % bytes.size()] = static_cast<uint8_t>(rng());
       auto ev = decode_event(bytes);
-      if (!ev) EXPECT_FALSE(ev.error().empty());
+      if (!ev) {
+        EXPECT_FALSE(ev.error().empty());
+      }
     }
     for (size_t pos = 0; pos < payload.size(); ++pos) {
       for (int value : {0x00, 0x7f, 0x80, 0xff}) {

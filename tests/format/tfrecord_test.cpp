@@ -125,7 +125,9 @@ TEST(TfRecord, EveryTruncationIsRejected) {
       ASSERT_FALSE(records) << n;
       EXPECT_EQ(records.error().offset, n < first_size ? 0u : first_size);
     }
-    if (n < first_size) EXPECT_FALSE(parse_record(cut)) << n;
+    if (n < first_size) {
+      EXPECT_FALSE(parse_record(cut)) << n;
+    }
   }
 }
 

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Vigil builds and tests with. Idempotent: does nothing when they are
+# all present, and runs `apt-get update` at most once otherwise.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libboost-dev libboost-filesystem-dev   # Boost.DLL (plugin loading)
+  pybind11-dev python3-dev               # the Python module
+  libeigen3-dev libfmt-dev nlohmann-json3-dev libdlpack-dev
+  libgtest-dev libbenchmark-dev
+  python3-numpy python3-pytest
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds and runs every test: the normal build, then the host and plugin tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer. Installs what is missing first.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+"$root/scripts/install-deps.sh"
+
+jobs="$(nproc)"
+status=0
+
+echo "== build (RelWithDebInfo)"
+"$root/scripts/build.sh" "$root/build"
+echo "== tests"
+ctest --test-dir "$root/build" --output-on-failure -j "$jobs" || status=1
+
+echo "== build (ASan + UBSan)"
+"$root/scripts/build.sh" "$root/build-sanitize" -DVIGIL_SANITIZE=ON
+echo "== tests under ASan + UBSan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir "$root/build-sanitize" --output-on-failure -j "$jobs" || status=1
+
+exit $status

@@ -1,0 +1,124 @@
+// A reader follows a trial while a writer thread is still writing it: it sees every complete step
+// exactly once, StepNotYetAvailable before a step lands, and NoMoreData after the end marker.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "test_trials.h"
+#include "trial/trial.h"
+
+namespace vigil {
+namespace {
+
+using testing::TempDir;
+
+// The writer pauses before every `kProbeEvery`-th step until the reader has probed that step.
+constexpr int64_t kSteps = 120;
+constexpr int64_t kProbeEvery = 10;
+
+struct Handshake {
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t probed_up_to = 0;  // the reader has probed steps < this
+  void wait_probed(int64_t step) {
+    std::unique_lock lk(mu);
+    cv.wait(lk, [&] { return probed_up_to > step; });
+  }
+  void mark_probed(int64_t step) {
+    std::lock_guard lk(mu);
+    probed_up_to = step + 1;
+    cv.notify_all();
+  }
+};
+
+TEST(LiveRead, FollowsAWriterStepByStep) {
+  TempDir dir;
+  Handshake hs;
+  std::atomic<bool> writer_ok{true};
+  std::thread writer([&] {
+    writer::WriterOptions options;
+    for (auto& m : options.save_config) m.save_interval = 1;
+    auto w = writer::TrialWriter::create(dir.path(), options);
+    if (!w) { writer_ok = false; return; }
+    for (int64_t s = 0; s < kSteps; ++s) {
+      if (s > 0 && s % kProbeEvery == 0) hs.wait_probed(s);
+      std::vector<float> v{float(s), float(s) * 2};
+      if (!(*w)->begin_step(Mode::Train) || !(*w)->write_tensor("w", testing::float_data(v, {2})) ||
+          !(*w)->end_step()) {
+        writer_ok = false;
+        return;
+      }
+      if (s % 7 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    writer_ok = (*w)->close().has_value();
+  });
+
+  TrialOptions options;
+  options.poll_interval = std::chrono::milliseconds(2);
+  options.collections_timeout = std::chrono::seconds(30);
+  auto trial = Trial::open(dir.path(), options);
+  ASSERT_TRUE(trial.has_value()) << trial.error().message;
+  Trial& t = **trial;
+
+  std::vector<int64_t> seen;
+  for (int64_t s = 0;; ++s) {
+    if (s > 0 && s % kProbeEvery == 0 && s < kSteps) {
+      // The writer is parked before this step: it must not be visible yet.
+      auto early = t.value("w", s);
+      ASSERT_FALSE(early.has_value());
+      EXPECT_EQ(early.error().code, ErrorCode::StepNotYetAvailable) << early.error().message;
+      auto st = t.has_passed_step(s);
+      ASSERT_TRUE(st.has_value());
+      EXPECT_EQ(*st, StepState::NotYetAvailable);
+      hs.mark_probed(s);
+    }
+    auto waited = t.wait_for_steps({s}, Mode::Global, {}, std::chrono::seconds(30));
+    if (!waited) {
+      ASSERT_EQ(waited.error().code, ErrorCode::NoMoreData) << waited.error().message;
+      EXPECT_EQ(waited.error().last_step, kSteps - 1);
+      break;
+    }
+    auto v = t.value("w", s);
+    ASSERT_TRUE(v.has_value()) << v.error().message;
+    ASSERT_EQ(v->as<float>()[0], float(s));
+    ASSERT_EQ(v->as<float>()[1], float(s) * 2);
+    seen.push_back(s);
+  }
+  writer.join();
+  ASSERT_TRUE(writer_ok);
+  ASSERT_EQ(int64_t(seen.size()), kSteps);
+  for (int64_t i = 0; i < kSteps; ++i) EXPECT_EQ(seen[i], i);
+  EXPECT_TRUE(t.training_ended());
+  EXPECT_TRUE(t.loaded_all_steps());
+  auto after = t.value("w", kSteps);
+  ASSERT_FALSE(after.has_value());
+  EXPECT_EQ(after.error().code, ErrorCode::StepUnavailable);
+  EXPECT_EQ(t.steps().value().size(), size_t(kSteps));
+}
+
+TEST(LiveRead, ManyThreadsReadOneTrial) {
+  TempDir dir;
+  testing::write_worker(dir.path(), "worker_0", 1, testing::range_steps(0, 49), true);
+  auto trial = Trial::open(dir.path());
+  ASSERT_TRUE(trial.has_value());
+  std::atomic<int> errors{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 4; ++r)
+    readers.emplace_back([&, r] {
+      for (int64_t s = 0; s < 50; ++s) {
+        int64_t step = (s * 7 + r) % 50;
+        auto v = (*trial)->value("w", step);
+        if (!v || v->as<float>()[0] != float(step)) ++errors;
+        auto red = (*trial)->reduction_value("w", step, "max");
+        if (!red || red->value != double(step) + 0.5) ++errors;
+      }
+    });
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(errors.load(), 0);
+}
+
+}  // namespace
+}  // namespace vigil
