@@ -216,10 +216,10 @@ Result<std::vector<ReductionSpec>> parse_reduction_list(std::string_view text) {
     if (token.empty()) continue;
     // The four token shapes of ReductionConfig.from_dict; the middle part must be an allowed name.
     const bool abs = token.starts_with("abs_");
-    const bool norm = token.ends_with("_norm") && token.size() >= (abs ? 9u : 5u);
+    const bool norm = token.ends_with("_norm");
     std::string_view op = token;
     if (abs) op.remove_prefix(4);
-    if (norm) op.remove_suffix(5);
+    if (norm) op = op.size() >= 5 ? op.substr(0, op.size() - 5) : std::string_view{};  // "abs_norm": no name
     if (norm && !is_norm(op))
       return fail(Error::invalid_argument((abs ? "abs_norms can only be one of " : "norms can only be one of ") + join(kNorms)));
     if (!norm && !is_reduction(op))

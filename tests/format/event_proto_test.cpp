@@ -146,8 +146,8 @@ TEST(EventProtoEncode, ZeroDTensorHasAnEmptyShape) {
   spec.mode = Mode::Eval;
   spec.mode_step = 3;
   const std::string zero_d = encode_tensor_event(spec);
-  // tensor = 08 01 | 12 00 | 22 04 <float>
-  EXPECT_NE(zero_d.find(std::string("\x42\x08\x08\x01\x12\x00\x22\x04", 8)), std::string::npos);
+  // tensor (10 bytes) = 08 01 | 12 00 | 22 04 <float>
+  EXPECT_NE(zero_d.find(std::string("\x42\x0a\x08\x01\x12\x00\x22\x04", 8)), std::string::npos);
   auto ev = decode_event(bytes_of(zero_d));
   ASSERT_TRUE(ev) << ev.error();
   ASSERT_EQ(ev->values.size(), 1u);
@@ -165,7 +165,7 @@ TEST(EventProtoEncode, ZeroSizedDimKeepsItsName) {
   spec.shape = shape;
   const std::string payload = encode_tensor_event(spec);
   // dims: {size 2, name "e_2"} and {name "e_0"} (size 0 omitted)
-  EXPECT_NE(payload.find(std::string("\x12\x0e\x12\x07\x08\x02\x12\x03" "e_2" "\x12\x05\x12\x03" "e_0", 22)),
+  EXPECT_NE(payload.find(std::string("\x12\x10\x12\x07\x08\x02\x12\x03" "e_2" "\x12\x05\x12\x03" "e_0", 18)),
             std::string::npos);
   auto ev = decode_event(bytes_of(payload));
   ASSERT_TRUE(ev);

@@ -180,6 +180,24 @@ TEST(StepState, TwoModes) {
   auto v = t->value("w", 10, Mode::Eval);
   ASSERT_TRUE(v.has_value()) << v.error().message;
   EXPECT_EQ(v->as<float>()[0], 50.0f);
+  // Tensor steps per mode are mode steps; incomplete-step filtering goes through the global step.
+  EXPECT_EQ(t->tensor_steps("w", Mode::Eval).value(), (std::vector<int64_t>{0, 10, 20, 30}));
+  EXPECT_EQ(t->tensor_steps("w", Mode::Train).value(), (std::vector<int64_t>{0, 10, 20, 30}));
+  EXPECT_TRUE(t->tensor_names({.mode = Mode::Predict}).value().empty());
+  EXPECT_TRUE(t->tensor_names({.step = 5, .mode = Mode::Eval}).value().empty());
+  EXPECT_EQ(t->tensor_names({.step = 10, .mode = Mode::Eval}).value(), (std::vector<std::string>{"w"}));
+}
+
+TEST(StepState, TrialPathWithDoubleUnderscore) {
+  // smdebug deserialises worker names when the *trial path* contains "__"; Vigil looks only at
+  // the file names inside the trial.
+  TempDir dir;
+  auto trial_dir = dir.path() / "job__run";
+  write_worker(trial_dir, "worker_0", 1, range_steps(0, 2), true);
+  auto t = open_trial(trial_dir);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tensor_workers("w", 1).value(), (std::vector<std::string>{"worker_0"}));
+  EXPECT_TRUE(t->value("w", 1, Mode::Global, "worker_0").has_value());
 }
 
 TEST(StepState, RangeStepsLoadsOnlyTheRange) {

@@ -78,7 +78,7 @@ TEST(WriterErrors, BlockedEventFolderFailsTheStepOnly) {
   EXPECT_FALSE(fs::exists(dir / "index"));
 
   ASSERT_TRUE(w.begin_step(Mode::Train));
-  ASSERT_TRUE(w.save_tensor("a", value()));
+  ASSERT_TRUE(w.write_tensor("a", value()));
   ASSERT_TRUE(w.end_step());
   EXPECT_TRUE(fs::exists(dir / format::index_file_relpath(1, "worker_0")));
 }
@@ -146,14 +146,14 @@ TEST(WriterErrors, StepsOnlyMoveForward) {
   ASSERT_TRUE(writer);
   auto& w = **writer;
   ASSERT_TRUE(w.begin_step_at(5, Mode::Train, 2));
-  ASSERT_TRUE(w.save_tensor("a", value()));
+  ASSERT_TRUE(w.write_tensor("a", value()));
   // Refused while step 5 is open with data, without losing it.
   for (int64_t g : {5, 4, -1}) {
     auto r = w.begin_step_at(g, Mode::Train, 0);
     ASSERT_FALSE(r) << g;
     EXPECT_EQ(r.error().code, ErrorCode::InvalidArgument);
   }
-  ASSERT_TRUE(w.save_tensor("b", value()));
+  ASSERT_TRUE(w.write_tensor("b", value()));
   ASSERT_TRUE(w.end_step());
   EXPECT_FALSE(w.begin_step_at(5, Mode::Eval, 0));
   ASSERT_TRUE(w.begin_step_at(6, Mode::Eval, 0));

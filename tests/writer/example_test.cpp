@@ -187,7 +187,9 @@ TEST(WriterExample, ZeroSizeArraysAreNotWritten) {
   auto parsed = format::parse_collections_json(read_file(dir / "collections/000000000/worker_0_collections.json"), "c");
   ASSERT_TRUE(parsed);
   for (const auto& c : parsed->collections) {
-    if (c.name == "default") EXPECT_EQ(c.tensor_names, std::vector<std::string>{"empty"});
+    if (c.name == "default") {
+      EXPECT_EQ(c.tensor_names, std::vector<std::string>{"empty"});
+    }
   }
 }
 

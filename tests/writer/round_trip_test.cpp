@@ -109,20 +109,24 @@ class WriterRoundTrip : public ::testing::Test {
   static constexpr int64_t kShapesOnlyStep = 4;
 
   void SetUp() override {
-    for (int w = 0; w < kWorkers; ++w) write_worker(w);
+    // All workers start before any finishes: the first close() writes the end marker (spec §1.5).
+    std::vector<std::unique_ptr<TrialWriter>> writers;
+    for (int w = 0; w < kWorkers; ++w) {
+      WriterOptions options;
+      options.worker = worker_name(w);
+      options.num_workers = kWorkers;
+      for (auto& sc : options.save_config) sc.save_interval = 1;
+      auto writer = TrialWriter::create(dir_.path(), options);
+      ASSERT_TRUE(writer) << writer.error().message;
+      writers.push_back(std::move(*writer));
+    }
+    for (int w = 0; w < kWorkers; ++w) write_worker(w, *writers[w]);
     auto trial = Trial::open(dir_.path());
     ASSERT_TRUE(trial) << trial.error().message;
     trial_ = *trial;
   }
 
-  void write_worker(int w) {
-    WriterOptions options;
-    options.worker = worker_name(w);
-    options.num_workers = kWorkers;
-    for (auto& sc : options.save_config) sc.save_interval = 1;
-    auto writer = TrialWriter::create(dir_.path(), options);
-    ASSERT_TRUE(writer) << writer.error().message;
-    auto& tw = **writer;
+  void write_worker(int w, TrialWriter& tw) {
 
     auto add = [&](std::string name, std::string regex, std::optional<format::ReductionConfig> rc) {
       format::CollectionConfig c;
