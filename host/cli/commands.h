@@ -8,10 +8,14 @@
 namespace vigil::cli {
 
 // Exit codes shared by all sub-commands.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;  // the command ran but failed (unreadable trial, ...)
-inline constexpr int kExitUsage = 2;    // bad command line
+inline constexpr int kExitOk = 0;        // it ran (whatever the rules found)
+inline constexpr int kExitFailure = 1;   // the command ran but failed (unreadable trial, ...)
+inline constexpr int kExitUsage = 2;     // bad command line or bad job: refused before anything ran
+inline constexpr int kExitInternal = 3;  // internal failure (status file not writable, ...)
 
 int run_inspect(const std::vector<std::string>& args);
+int run_evaluate(const std::vector<std::string>& args);
+int run_rules(const std::vector<std::string>& args);
+int run_image_uri(const std::vector<std::string>& args);
 
 }  // namespace vigil::cli

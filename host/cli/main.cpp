@@ -13,7 +13,10 @@ constexpr std::string_view kUsage = R"(usage: vigil <command> [options]
 Vigil reads training data saved in SageMaker Debugger (smdebug) format and runs debugger rules on it.
 
 commands:
+  evaluate        run debugger rules over a trial (the rule evaluator)
+  rules           list the rules the plugins provide, and refused plugins
   inspect TRIAL   summarise a trial (workers, steps, tensors, collections); --json for a full dump
+  image-uri       the ECR URI of SageMaker's rule evaluator images for a region
 
 Run `vigil <command> --help` for the options of a command.
 options:
@@ -40,6 +43,9 @@ int main(int argc, char** argv) {
     return vigil::cli::kExitOk;
   }
   if (command == "inspect") return vigil::cli::run_inspect(args);
+  if (command == "evaluate") return vigil::cli::run_evaluate(args);
+  if (command == "rules") return vigil::cli::run_rules(args);
+  if (command == "image-uri") return vigil::cli::run_image_uri(args);
   std::fprintf(stderr, "vigil: unknown command '%s'\n\n%s", command.c_str(), kUsage.data());
   return vigil::cli::kExitUsage;
 }

@@ -41,7 +41,10 @@ std::optional<int64_t> as_int_like(const ojson& v) {
   if (auto i = as_int64(v)) return i;
   if (!v.is_string()) return std::nullopt;
   std::string_view s = trim(v.get_ref<const std::string&>());
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  if (!s.empty() && s.front() == '+') {
+    s.remove_prefix(1);
+    if (s.empty() || s.front() < '0' || s.front() > '9') return std::nullopt;  // "+-1", "++1"
+  }
   int64_t out = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size()) return std::nullopt;

@@ -2,7 +2,6 @@
 
 #include <bit>
 #include <charconv>
-#include <cstring>
 #include <limits>
 
 namespace vigil::format {
@@ -395,8 +394,10 @@ std::optional<int64_t> parse_decimal(std::string_view s) {
   auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
   while (!s.empty() && space(s.front())) s.remove_prefix(1);
   while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  if (s.empty() || s.front() == '+') return std::nullopt;
+  if (!s.empty() && s.front() == '+') {
+    s.remove_prefix(1);
+    if (s.empty() || s.front() < '0' || s.front() > '9') return std::nullopt;  // "+-1", "++1"
+  }
   int64_t v = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc{} || ptr != s.data() + s.size()) return std::nullopt;

@@ -27,7 +27,8 @@ struct ReductionValue {
 };
 
 // Follows numpy: min/max keep the dtype; float results are rounded to the input's float dtype
-// (so a float32 prod that overflows is inf); integer sum/prod are int64 (prod wraps like numpy);
+// (so a float32 prod that overflows is inf); integer sum/prod are int64, or uint64 for unsigned
+// input (wrapping like numpy);
 // integer mean/std/variance/l1/l2 are float64; std and variance are population (N) statistics.
 Result<ReductionValue> compute_reduction(const TensorValue& value, ReductionOp op, bool abs);
 

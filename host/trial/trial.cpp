@@ -124,6 +124,8 @@ struct Trial::State {
   int64_t last_complete_step = -1;
   bool loaded_all_steps = false;
   bool end_marker_seen = false;
+  int refresh_holds = 0;
+  bool assume_ended = false;
 
   // Fixed after open().
   int64_t num_workers = 1;
@@ -268,8 +270,8 @@ Result<void> Trial::State::load_new_index_files() {
 }
 
 Result<void> Trial::State::refresh_locked() {
-  if (loaded_all_steps) return {};
-  const bool ended = marker_exists();
+  if (loaded_all_steps || refresh_holds > 0) return {};
+  const bool ended = assume_ended || marker_exists();
   if (auto r = load_new_index_files(); !r) return r;
   if (ended) {
     if (options.end_refresh_delay.count() > 0) std::this_thread::sleep_for(options.end_refresh_delay);
@@ -487,6 +489,21 @@ Result<void> Trial::refresh() {
   return state_->refresh_locked();
 }
 
+void Trial::hold_refresh() {
+  std::lock_guard lock(state_->mu);
+  ++state_->refresh_holds;
+}
+
+void Trial::release_refresh() {
+  std::lock_guard lock(state_->mu);
+  if (state_->refresh_holds > 0) --state_->refresh_holds;
+}
+
+void Trial::assume_training_ended() {
+  std::lock_guard lock(state_->mu);
+  state_->assume_ended = true;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Trial-level queries
 
@@ -654,7 +671,13 @@ bool Trial::loaded_all_steps() {
   return state_->loaded_all_steps;
 }
 
-bool Trial::training_ended() { return state_->marker_exists(); }
+bool Trial::training_ended() {
+  {
+    std::lock_guard lock(state_->mu);
+    if (state_->assume_ended) return true;
+  }
+  return state_->marker_exists();
+}
 
 int64_t Trial::num_workers() const { return state_->num_workers; }
 

@@ -91,6 +91,12 @@ class Trial : public std::enable_shared_from_this<Trial> {
                               std::optional<std::chrono::milliseconds> timeout = std::nullopt);
   // Looks for new index files and the end marker now (what every refreshing query does first).
   Result<void> refresh();
+  // smdebug's no_refresh: while at least one hold is active, queries see a frozen index (a rule's
+  // answers within one invocation agree). Holds nest and may come from several threads.
+  void hold_refresh();
+  void release_refresh();
+  // Treat the trial as complete even without the end marker (`vigil evaluate --no-follow`).
+  void assume_training_ended();
 
   int64_t last_complete_step();
   bool loaded_all_steps();

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -414,10 +413,9 @@ struct TrialWriter::State {
     return {};
   }
 
-  Result<void> append_event(const std::string& tag, std::string payload_event) {
+  Result<void> append_event(const std::string& tag, const std::string& event) {
     std::string record;
-    format::append_record(record,
-                          {reinterpret_cast<const uint8_t*>(payload_event.data()), payload_event.size()},
+    format::append_record(record, {reinterpret_cast<const uint8_t*>(event.data()), event.size()},
                           format::Footer::Magic);
     auto& s = *step;
     const std::string rel = format::event_file_relpath(s.global_step, options.worker);

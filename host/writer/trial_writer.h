@@ -79,6 +79,7 @@ class TrialWriter {
   // hook.save_scalar: a 1-element float64 array named "scalar/<name>".
   Result<void> save_scalar(std::string_view name, double value);
 
+  // The current step's numbers; -1 before the first step.
   int64_t global_step() const;
   Mode mode() const;
   int64_t mode_step() const;

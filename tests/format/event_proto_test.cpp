@@ -256,6 +256,8 @@ TEST(EventProtoDecode, BadPluginContentIsAnError) {
   EXPECT_FALSE(decode_event(bytes_of(with_plugin("mode", "TRAIN"))));
   EXPECT_FALSE(decode_event(bytes_of(with_plugin("mode_step", ""))));
   EXPECT_FALSE(decode_event(bytes_of(with_plugin("mode_step", "1x"))));
+  EXPECT_FALSE(decode_event(bytes_of(with_plugin("mode_step", "+-1"))));
+  EXPECT_EQ(decode_event(bytes_of(with_plugin("mode_step", "+4")))->mode_step, 4);
   EXPECT_TRUE(decode_event(bytes_of(with_plugin("other", "whatever"))));
 }
 

@@ -1,8 +1,12 @@
 // The worked example of format spec §10, byte for byte, and the publication order of §1.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "format/collections_json.h"
+#include "format/event_proto.h"
 #include "format/index_json.h"
+#include "format/tfrecord.h"
 #include "writer_test_util.h"
 
 namespace vigil::writer {
@@ -218,6 +222,54 @@ TEST(WriterExample, ReductionNamesDropDeviceSuffixesAndFollowSmdebugOrder) {
                                              "smdebug/reductions/l1/dense/kernel",
                                              "smdebug/reductions/abs_mean/dense/kernel",
                                              "smdebug/reductions/abs_l2/dense/kernel"}));
+}
+
+
+// Computed reductions of 16-bit floats are stored as 0-d tensors of the input dtype, rounded to
+// nearest even: subnormals, the largest finite value and overflow to infinity survive exactly.
+TEST(WriterExample, SixteenBitFloatReductionsKeepTheirBits) {
+  ScratchDir dir;
+  auto writer = TrialWriter::create(dir.path(), pinned_clock());
+  ASSERT_TRUE(writer);
+  auto& w = **writer;
+  format::CollectionConfig c;
+  c.name = "reduced";
+  c.include_regex = {"^h"};
+  c.reduction_config = format::ReductionConfig{
+      .save_raw_tensor = false, .reductions = {{"min", false}, {"max", false}, {"mean", false}, {"sum", false}},
+      .save_shape = false};
+  ASSERT_TRUE(w.add_collection(c));
+  ASSERT_TRUE(w.begin_step(Mode::Train));
+  // float16: smallest subnormal, 3x it, the largest finite value twice (their sum overflows).
+  const std::vector<uint16_t> half{0x0001, 0x0003, 0x7bff, 0x7bff};
+  ASSERT_TRUE(w.save_tensor("h16", numeric(ElementType::Float16, {4}, half)));
+  const std::vector<uint16_t> bf16{0x0001, 0x7f7f};
+  ASSERT_TRUE(w.save_tensor("hbf", numeric(ElementType::BFloat16, {2}, bf16)));
+  ASSERT_TRUE(w.end_step());
+
+  const std::string events = read_file(dir / "events/000000000000/000000000000_worker_0.tfevents");
+  auto records = format::split_records({reinterpret_cast<const uint8_t*>(events.data()), events.size()});
+  ASSERT_TRUE(records);
+  std::map<std::string, std::pair<int32_t, uint16_t>> stored;  // tag -> (dtype, bits)
+  for (const auto& r : *records) {
+    auto e = format::decode_event(r.record.payload);
+    ASSERT_TRUE(e);
+    const auto& t = e->values.at(0).tensor;
+    EXPECT_TRUE(t.shape.empty());
+    ASSERT_EQ(t.tensor_content.size(), 2u);
+    stored[std::string(e->values[0].tag)] = {t.dtype, uint16_t(t.tensor_content[0] | t.tensor_content[1] << 8)};
+  }
+  using P = std::pair<int32_t, uint16_t>;
+  EXPECT_EQ(stored, (std::map<std::string, P>{
+                        {"smdebug/reductions/min/h16", P{19, 0x0001}},
+                        {"smdebug/reductions/max/h16", P{19, 0x7bff}},
+                        {"smdebug/reductions/mean/h16", P{19, 0x77ff}},  // 65504 / 2 (+ 2^-24, rounded away)
+                        {"smdebug/reductions/sum/h16", P{19, 0x7c00}},   // inf
+                        {"smdebug/reductions/min/hbf", P{14, 0x0001}},
+                        {"smdebug/reductions/max/hbf", P{14, 0x7f7f}},
+                        {"smdebug/reductions/mean/hbf", P{14, 0x7eff}},  // max / 2
+                        {"smdebug/reductions/sum/hbf", P{14, 0x7f7f}},
+                    }));
 }
 
 }  // namespace

@@ -247,8 +247,11 @@ TEST_F(WriterRoundTrip, SavedReductionsAndShapes) {
       ASSERT_TRUE(got) << got.error().message;
       EXPECT_TRUE(got->saved);
       EXPECT_EQ(got->dtype, want->dtype);
-      if (std::isnan(want->value)) EXPECT_TRUE(std::isnan(got->value));
-      else EXPECT_EQ(got->value, want->value);
+      if (std::isnan(want->value)) {
+        EXPECT_TRUE(std::isnan(got->value));
+      } else {
+        EXPECT_EQ(got->value, want->value);
+      }
       ++checked;
     }
   }

@@ -1,0 +1,191 @@
+#include "evaluate/job_config.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+namespace vigil::evaluate {
+
+namespace {
+
+Error invalid(std::string_view field, std::string_view what) {
+  return Error::invalid_argument(fmt::format("{}: {}", field, what));
+}
+
+std::optional<int64_t> parse_int(std::string_view s) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+bool truthy(const nlohmann::json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number()) return v.get<double>() != 0;
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return s == "true" || s == "1";
+  }
+  return false;
+}
+
+// Debugger's unsupported setups (sagemaker-api §9.3), read from CreateTrainingJob members.
+Result<void> check_supported(const nlohmann::json& job) {
+  const auto hp = job.value("HyperParameters", nlohmann::json::object());
+  const auto dist = job.value("Distribution", nlohmann::json::object());
+  auto hp_true = [&](const char* key) { return hp.is_object() && hp.contains(key) && truthy(hp[key]); };
+  auto dist_enabled = [&](std::initializer_list<const char*> path) {
+    const nlohmann::json* cur = &dist;
+    for (const char* key : path) {
+      if (!cur->is_object() || !cur->contains(key)) return false;
+      cur = &(*cur)[key];
+    }
+    return cur->is_object() ? truthy(cur->value("enabled", nlohmann::json(false))) : truthy(*cur);
+  };
+  if (hp_true("sagemaker_parameter_server_enabled") || dist_enabled({"parameter_server"}))
+    return fail(Error::not_supported("Amazon SageMaker Debugger does not currently support Parameter Server distribution"));
+  if (dist_enabled({"smdistributed", "modelparallel"}) || hp.contains("mp_parameters"))
+    return fail(Error::not_supported("Amazon SageMaker Debugger does not support SageMaker model parallel training jobs"));
+
+  int64_t instances = 1;
+  if (auto rc = job.find("ResourceConfig"); rc != job.end() && rc->is_object() && rc->contains("InstanceCount")) {
+    const auto& n = (*rc)["InstanceCount"];
+    if (!n.is_number_integer() || n.get<int64_t>() < 1)
+      return fail(invalid("ResourceConfig.InstanceCount", "must be an integer >= 1"));
+    instances = n.get<int64_t>();
+  }
+  const bool distributed = instances > 1 || hp_true("sagemaker_distributed_dataparallel_enabled") ||
+                           hp_true("sagemaker_mpi_enabled") || dist_enabled({"smdistributed", "dataparallel"}) ||
+                           dist_enabled({"mpi"}) || dist_enabled({"torch_distributed"}) || dist_enabled({"pytorchddp"});
+  bool checkpointing = false;
+  if (auto cc = job.find("CheckpointConfig"); cc != job.end() && cc->is_object())
+    checkpointing = !cc->value("S3Uri", std::string()).empty() || !cc->value("LocalPath", std::string()).empty();
+  if (distributed && checkpointing)
+    return fail(Error::not_supported("SMDebug Does Not Currently Support Distributed Training Jobs With Checkpointing Enabled"));
+  return {};
+}
+
+}  // namespace
+
+Result<RuleConfig> rule_from_parameters(std::string configuration_name, const std::map<std::string, std::string>& params,
+                                        const std::string& default_trial, std::string_view field) {
+  RuleConfig rule;
+  rule.configuration_name = std::move(configuration_name);
+  rule.base_trial = default_trial;
+  std::map<int64_t, std::string> numbered_others;
+  for (const auto& [key, value] : params) {
+    const std::string where = fmt::format("{}.{}", field, key);
+    if (key.empty() || key.size() > 256) return fail(invalid(where, "keys must be 1 to 256 characters"));
+    if (value.size() > 256) return fail(invalid(where, "values must be at most 256 characters"));
+    if (key == "rule_to_invoke") {
+      rule.rule_to_invoke = value;
+    } else if (key == "base_trial") {
+      rule.base_trial = value;
+    } else if (key == "start_step" || key == "end_step") {
+      auto v = parse_int(value);
+      if (!v || *v < 0) return fail(invalid(where, fmt::format("'{}' is not a non-negative integer", value)));
+      if (key == "start_step") rule.start_step = *v;
+      else rule.end_step = *v;
+    } else if (key == "other_trials") {
+      std::string_view rest = value;
+      while (!rest.empty()) {
+        auto comma = rest.find(',');
+        std::string item(rest.substr(0, comma));
+        if (!item.empty()) rule.other_trials.push_back(item);
+        if (comma == std::string_view::npos) break;
+        rest.remove_prefix(comma + 1);
+      }
+    } else if (key.starts_with("other_trial_")) {
+      auto n = parse_int(std::string_view(key).substr(12));
+      if (!n || *n < 0) return fail(invalid(where, "other trials are numbered other_trial_0, other_trial_1, ..."));
+      numbered_others[*n] = value;
+    } else if (key == "action_json") {
+      rule.action_json = value;
+    } else if (key == "source_s3_uri") {
+      rule.source = value;
+    } else {
+      rule.parameters[key] = value;
+    }
+  }
+  for (auto& [n, path] : numbered_others) rule.other_trials.push_back(path);
+  if (rule.rule_to_invoke.empty()) return fail(invalid(fmt::format("{}.rule_to_invoke", field), "is required"));
+  if (rule.end_step && *rule.end_step <= rule.start_step)
+    return fail(invalid(fmt::format("{}.end_step", field),
+                        fmt::format("must be greater than start_step ({} <= {})", *rule.end_step, rule.start_step)));
+  return rule;
+}
+
+Result<JobConfig> parse_job_json(std::string_view text, const std::string& default_trial) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return fail(Error::invalid_argument(fmt::format("the job file is not valid JSON: {}", e.what())));
+  }
+  const nlohmann::json* list = &doc;
+  if (doc.is_object()) {
+    if (auto r = check_supported(doc); !r) return fail(r.error());
+    auto it = doc.find("DebugRuleConfigurations");
+    if (it == doc.end()) return fail(invalid("DebugRuleConfigurations", "is missing"));
+    list = &*it;
+  }
+  if (!list->is_array()) return fail(invalid("DebugRuleConfigurations", "must be a list"));
+  if (list->size() > kMaxRules)
+    return fail(invalid("DebugRuleConfigurations",
+                        fmt::format("{} rules given; SageMaker allows at most {}", list->size(), kMaxRules)));
+  JobConfig job;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const auto& entry = (*list)[i];
+    const std::string field = fmt::format("DebugRuleConfigurations[{}]", i);
+    if (!entry.is_object()) return fail(invalid(field, "must be an object"));
+    auto name = entry.find("RuleConfigurationName");
+    if (name == entry.end() || !name->is_string())
+      return fail(invalid(field + ".RuleConfigurationName", "is required and must be a string"));
+    std::map<std::string, std::string> params;
+    if (auto rp = entry.find("RuleParameters"); rp != entry.end()) {
+      if (!rp->is_object()) return fail(invalid(field + ".RuleParameters", "must be an object of strings"));
+      if (rp->size() > 100) return fail(invalid(field + ".RuleParameters", "at most 100 parameters"));
+      for (const auto& [k, v] : rp->items()) {
+        if (!v.is_string())
+          return fail(invalid(fmt::format("{}.RuleParameters.{}", field, k),
+                              "values must be strings, as in SageMaker (write \"" + v.dump() + "\")"));
+        params[k] = v.get<std::string>();
+      }
+    }
+    for (const auto& [k, v] : entry.items()) {
+      static const std::set<std::string> known = {"RuleConfigurationName", "RuleEvaluatorImage", "RuleParameters",
+                                                  "LocalPath", "S3OutputPath", "InstanceType", "VolumeSizeInGB"};
+      if (!known.contains(k)) return fail(invalid(field + "." + k, "unknown member"));
+    }
+    auto rule = rule_from_parameters(name->get<std::string>(), params, default_trial, field + ".RuleParameters");
+    if (!rule) return fail(rule.error());
+    job.rules.push_back(std::move(*rule));
+  }
+  if (auto r = validate_job(job); !r) return fail(r.error());
+  return job;
+}
+
+Result<void> validate_job(const JobConfig& job) {
+  if (job.rules.empty()) return fail(invalid("DebugRuleConfigurations", "no rule to run"));
+  if (job.rules.size() > kMaxRules)
+    return fail(invalid("DebugRuleConfigurations",
+                        fmt::format("{} rules given; SageMaker allows at most {}", job.rules.size(), kMaxRules)));
+  std::set<std::string> names;
+  for (size_t i = 0; i < job.rules.size(); ++i) {
+    const auto& r = job.rules[i];
+    const std::string field = fmt::format("DebugRuleConfigurations[{}]", i);
+    if (r.configuration_name.empty() || r.configuration_name.size() > 256)
+      return fail(invalid(field + ".RuleConfigurationName", "must be 1 to 256 characters"));
+    if (!names.insert(r.configuration_name).second)
+      return fail(invalid(field + ".RuleConfigurationName", fmt::format("'{}' is used twice", r.configuration_name)));
+    if (r.base_trial.empty())
+      return fail(invalid(field, "no trial: give --trial PATH or a base_trial rule parameter"));
+  }
+  return {};
+}
+
+}  // namespace vigil::evaluate

@@ -1,0 +1,49 @@
+// The evaluation job: which rules run on which trials, in SageMaker's JSON shapes
+// (a DebugRuleConfigurations list whose RuleParameters values are strings), or built from
+// `--rule NAME --param k=v` on the command line. Validated before anything runs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace vigil::evaluate {
+
+inline constexpr size_t kMaxRules = 20;  // SageMaker's limit on DebugRuleConfigurations
+
+struct RuleConfig {
+  std::string configuration_name;   // RuleConfigurationName
+  std::string rule_to_invoke;       // the rule's name (or plugin id)
+  std::map<std::string, std::string> parameters;  // the rule's own parameters (reserved keys removed)
+  std::string base_trial;           // RuleParameters base_trial, else the job's --trial
+  std::vector<std::string> other_trials;  // other_trial_0, other_trial_1, ... or other_trials (comma-separated)
+  int64_t start_step = 0;
+  std::optional<int64_t> end_step;  // exclusive
+  std::optional<std::string> action_json;
+  std::optional<std::string> source;  // source_s3_uri (custom rule files)
+};
+
+struct JobConfig {
+  std::vector<RuleConfig> rules;
+};
+
+// Parses a job file: either {"DebugRuleConfigurations": [...]} with optional CreateTrainingJob
+// members that decide whether Debugger supports the job (CheckpointConfig, ResourceConfig,
+// HyperParameters, Distribution), or a bare list of rule configurations. `default_trial` fills
+// rules without a base_trial. Errors are InvalidArgument naming the failing field.
+Result<JobConfig> parse_job_json(std::string_view text, const std::string& default_trial);
+
+// Checks what the JSON parser and the command line share: names, counts, step ranges, trials.
+Result<void> validate_job(const JobConfig& job);
+
+// Splits reserved RuleParameters keys (rule_to_invoke, base_trial, other_trial_N, other_trials,
+// start_step, end_step, action_json, source_s3_uri) from the rule's own parameters.
+Result<RuleConfig> rule_from_parameters(std::string configuration_name, const std::map<std::string, std::string>& params,
+                                        const std::string& default_trial, std::string_view field);
+
+}  // namespace vigil::evaluate

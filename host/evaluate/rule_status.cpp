@@ -1,0 +1,121 @@
+#include "evaluate/rule_status.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+namespace vigil::evaluate {
+
+std::string_view status_name(RuleEvaluationStatus s) {
+  switch (s) {
+    case RuleEvaluationStatus::InProgress: return "InProgress";
+    case RuleEvaluationStatus::NoIssuesFound: return "NoIssuesFound";
+    case RuleEvaluationStatus::IssuesFound: return "IssuesFound";
+    case RuleEvaluationStatus::Error: return "Error";
+    case RuleEvaluationStatus::Stopping: return "Stopping";
+    case RuleEvaluationStatus::Stopped: return "Stopped";
+  }
+  return "?";
+}
+
+double now_epoch_seconds() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+StatusBoard::StatusBoard(std::vector<RuleStatus> initial, std::optional<std::filesystem::path> status_file,
+                         Listener listener)
+    : rules_(std::move(initial)), file_(std::move(status_file)), listener_(std::move(listener)) {
+  for (auto& r : rules_) r.last_modified = now_epoch_seconds();
+}
+
+void StatusBoard::set(size_t rule, RuleEvaluationStatus status, std::string details) {
+  RuleStatus copy;
+  {
+    std::lock_guard lock(mu_);
+    auto& r = rules_.at(rule);
+    if (r.status == status && r.details == details) return;
+    r.status = status;
+    // StatusDetails is at most 1024 characters in SageMaker.
+    if (details.size() > 1024) details.resize(1024);
+    r.details = std::move(details);
+    r.last_modified = now_epoch_seconds();
+    (void)write_locked();
+    copy = r;
+  }
+  if (listener_) listener_(copy);
+}
+
+void StatusBoard::add_trigger(size_t rule, Trigger trigger) {
+  std::lock_guard lock(mu_);
+  rules_.at(rule).triggers.push_back(std::move(trigger));
+  (void)write_locked();
+}
+
+void StatusBoard::progress(size_t rule, int64_t step) {
+  std::lock_guard lock(mu_);
+  rules_.at(rule).current_step = step;
+  const double now = now_epoch_seconds();
+  if (now - last_progress_write_ >= 1.0) {
+    last_progress_write_ = now;
+    (void)write_locked();
+  }
+}
+
+RuleStatus StatusBoard::get(size_t rule) const {
+  std::lock_guard lock(mu_);
+  return rules_.at(rule);
+}
+
+std::vector<RuleStatus> StatusBoard::all() const {
+  std::lock_guard lock(mu_);
+  return rules_;
+}
+
+Result<void> StatusBoard::flush() {
+  std::lock_guard lock(mu_);
+  return write_locked();
+}
+
+nlohmann::ordered_json StatusBoard::to_json() const {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& r : rules_) {
+    nlohmann::ordered_json j;
+    j["RuleConfigurationName"] = r.configuration_name;
+    j["RuleEvaluationStatus"] = status_name(r.status);
+    if (!r.details.empty()) j["StatusDetails"] = r.details;
+    j["LastModifiedTime"] = r.last_modified;
+    // Vigil's additions (not in SageMaker's shape): the rule, its progress and the evidence.
+    j["RuleToInvoke"] = r.rule_name;
+    if (r.current_step) j["CurrentStep"] = *r.current_step;
+    nlohmann::ordered_json triggers = nlohmann::ordered_json::array();
+    for (const auto& t : r.triggers) {
+      nlohmann::ordered_json tj;
+      tj["step"] = t.step;
+      tj["evidence"] = t.evidence;
+      triggers.push_back(std::move(tj));
+    }
+    j["Triggers"] = std::move(triggers);
+    list.push_back(std::move(j));
+  }
+  return {{"DebugRuleEvaluationStatuses", std::move(list)}};
+}
+
+Result<void> StatusBoard::write_locked() {
+  if (!file_) return {};
+  const std::filesystem::path tmp = file_->string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return fail(Error::io(tmp.string(), "cannot write the status file"));
+    out << to_json().dump(2) << '\n';
+    if (!out) return fail(Error::io(tmp.string(), "write failed"));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, *file_, ec);
+  if (ec) return fail(Error::io(file_->string(), ec.message()));
+  return {};
+}
+
+}  // namespace vigil::evaluate

@@ -1,0 +1,65 @@
+// DebugRuleEvaluationStatus records (sagemaker-api §2.7, §4.7) and the status file that holds them.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace vigil::evaluate {
+
+enum class RuleEvaluationStatus { InProgress, NoIssuesFound, IssuesFound, Error, Stopping, Stopped };
+std::string_view status_name(RuleEvaluationStatus s);
+
+// One step at which a rule's condition was met, with the evidence the rule reported.
+struct Trigger {
+  int64_t step = 0;
+  std::vector<nlohmann::json> evidence;
+};
+
+struct RuleStatus {
+  std::string configuration_name;
+  std::string rule_name;  // rule_to_invoke as resolved (the rule class name)
+  RuleEvaluationStatus status = RuleEvaluationStatus::InProgress;
+  std::string details;    // StatusDetails; empty = absent
+  double last_modified = 0;  // epoch seconds
+  std::optional<int64_t> current_step;
+  std::vector<Trigger> triggers;
+};
+
+// All rules' statuses. Every change is written atomically (temp file + rename) to the status file
+// and reported to the listener; `CurrentStep` progress is written at most once a second.
+class StatusBoard {
+ public:
+  using Listener = std::function<void(const RuleStatus&)>;
+  StatusBoard(std::vector<RuleStatus> initial, std::optional<std::filesystem::path> status_file, Listener listener);
+
+  void set(size_t rule, RuleEvaluationStatus status, std::string details = {});
+  void add_trigger(size_t rule, Trigger trigger);
+  void progress(size_t rule, int64_t step);
+  RuleStatus get(size_t rule) const;
+  std::vector<RuleStatus> all() const;
+  // Writes the file now (also used for the first write).
+  Result<void> flush();
+  nlohmann::ordered_json to_json() const;
+
+ private:
+  Result<void> write_locked();
+  mutable std::mutex mu_;
+  std::vector<RuleStatus> rules_;
+  std::optional<std::filesystem::path> file_;
+  Listener listener_;
+  double last_progress_write_ = 0;
+};
+
+double now_epoch_seconds();
+
+}  // namespace vigil::evaluate

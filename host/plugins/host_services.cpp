@@ -1,0 +1,473 @@
+#include "plugins/host_services.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <string_view>
+
+#include "format/dtype.h"
+
+namespace vigil::plugins {
+
+namespace {
+
+// Copies `src` into a fixed buffer, NUL-terminated; reports whether it had to cut.
+bool copy_text(char* dst, size_t capacity, std::string_view src) {
+  if (capacity == 0) return !src.empty();
+  size_t n = std::min(src.size(), capacity - 1);
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+  return n < src.size();
+}
+
+vigil_status status_of(const Error& e) { return static_cast<vigil_status>(e.code); }
+
+// Runs `fn`, turning anything it throws into VIGIL_E_INTERNAL: nothing crosses the ABI.
+template <typename Fn>
+vigil_status guarded(vigil_error* err, Fn&& fn) noexcept {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    fill_abi_error(Error{.code = ErrorCode::OutOfMemory, .message = "out of memory"}, err);
+    return VIGIL_E_OUT_OF_MEMORY;
+  } catch (const std::exception& ex) {
+    fill_abi_error(Error::internal(fmt::format("host error: {}", ex.what())), err);
+    return VIGIL_E_INTERNAL;
+  } catch (...) {
+    fill_abi_error(Error::internal("host error: unknown exception"), err);
+    return VIGIL_E_INTERNAL;
+  }
+}
+
+vigil_status fail_with(const Error& e, vigil_error* err) {
+  fill_abi_error(e, err);
+  return status_of(e);
+}
+
+vigil_status bad_argument(const char* what, vigil_error* err) {
+  return fail_with(Error::invalid_argument(what), err);
+}
+
+Mode to_mode(vigil_mode m) { return mode_from_int(m).value_or(Mode::Global); }
+
+vigil_status push_strings(const std::vector<std::string>& values, vigil_str_sink sink) {
+  if (!sink.push) return VIGIL_OK;
+  for (const auto& v : values)
+    if (vigil_status s = sink.push(sink.ctx, v.data(), v.size()); s != VIGIL_OK) return s;
+  return VIGIL_OK;
+}
+
+vigil_status push_i64(const std::vector<int64_t>& values, vigil_i64_sink sink) {
+  if (!sink.push || values.empty()) return VIGIL_OK;
+  return sink.push(sink.ctx, values.data(), values.size());
+}
+
+// ---- tensor views ----
+
+struct ViewHolder {
+  vigil_tensor view{};
+  TensorValue value;                 // keeps the bytes alive
+  std::vector<int64_t> shape;
+  std::shared_ptr<std::atomic<int64_t>> outstanding;
+};
+
+void release_view(vigil_tensor* self) {
+  if (!self) return;
+  auto* holder = static_cast<ViewHolder*>(self->manager_ctx);
+  if (holder->outstanding) holder->outstanding->fetch_sub(1);
+  delete holder;
+}
+
+DLDataType dl_type(ElementType t) {
+  using ET = ElementType;
+  switch (t) {
+    case ET::Float16: return {kDLFloat, 16, 1};
+    case ET::BFloat16: return {kDLBfloat, 16, 1};
+    case ET::Float32: return {kDLFloat, 32, 1};
+    case ET::Float64: return {kDLFloat, 64, 1};
+    case ET::Int8: return {kDLInt, 8, 1};
+    case ET::Int16: return {kDLInt, 16, 1};
+    case ET::Int32: return {kDLInt, 32, 1};
+    case ET::Int64: return {kDLInt, 64, 1};
+    case ET::UInt8: return {kDLUInt, 8, 1};
+    case ET::UInt16: return {kDLUInt, 16, 1};
+    case ET::UInt32: return {kDLUInt, 32, 1};
+    case ET::UInt64: return {kDLUInt, 64, 1};
+    case ET::Bool: return {VIGIL_DL_BOOL, 8, 1};
+    case ET::Complex64: return {kDLComplex, 64, 1};
+    case ET::Complex128: return {kDLComplex, 128, 1};
+    case ET::String: break;
+  }
+  return {kDLOpaqueHandle, 0, 1};
+}
+
+// The value at a key, through the session's per-step cache when there is one.
+Result<std::shared_ptr<const TensorValue>> read_value(vigil_trial* t, const vigil_tensor_key* key) {
+  std::optional<std::string_view> worker;
+  if (key->worker) worker = key->worker;
+  const Mode mode = to_mode(key->mode);
+  StepValueCache::Key cache_key{t->trial.get(), key->name, key->step, mode, key->worker ? key->worker : ""};
+  auto* cache = t->session ? t->session->cache.get() : nullptr;
+  if (cache)
+    if (auto hit = cache->find(cache_key)) return hit;
+  auto v = t->trial->value(key->name, key->step, mode, worker);
+  if (!v) return fail(v.error());
+  auto shared = std::make_shared<const TensorValue>(std::move(*v));
+  if (cache) cache->put(cache_key, *shared);
+  return shared;
+}
+
+bool valid_key(const vigil_tensor_key* key) {
+  return key && key->struct_size >= offsetof(vigil_tensor_key, worker) + sizeof(key->worker) && key->name;
+}
+
+// ---- the table's functions ----
+
+const void* VIGIL_CALL get_extension(const vigil_host_api*, const char*) { return nullptr; }
+
+void VIGIL_CALL log_fn(vigil_session* s, vigil_log_level level, const char* utf8) {
+  if (!s || !utf8 || !s->log) return;
+  try {
+    s->log(level, utf8);
+  } catch (...) {
+  }
+}
+
+bool VIGIL_CALL is_cancelled(vigil_session* s) { return s && s->stop.stop_requested(); }
+
+vigil_status VIGIL_CALL report_evidence(vigil_session* s, const char* json, vigil_error* err) {
+  if (!s || !json) return bad_argument("report_evidence: session and json are required", err);
+  return guarded(err, [&]() -> vigil_status {
+    std::lock_guard lock(s->evidence_mu);
+    s->evidence.emplace_back(json);
+    return VIGIL_OK;
+  });
+}
+
+vigil_status VIGIL_CALL tensor_names(vigil_trial* t, const vigil_name_query* q, vigil_str_sink out, vigil_error* err) {
+  if (!t) return bad_argument("tensor_names: trial is NULL", err);
+  return guarded(err, [&]() -> vigil_status {
+    TensorNameQuery query;
+    if (q) {
+      if (q->has_step) query.step = q->step;
+      if (q->mode != 0) query.mode = to_mode(q->mode);
+      for (size_t i = 0; q->regex && i < q->regex_count; ++i)
+        if (q->regex[i]) query.regex.emplace_back(q->regex[i]);
+      if (q->collection) query.collection = q->collection;
+    }
+    auto names = t->trial->tensor_names(query);
+    if (!names) return fail_with(names.error(), err);
+    return push_strings(*names, out);
+  });
+}
+
+vigil_status VIGIL_CALL has_tensor(vigil_trial* t, const char* name, bool* out, vigil_error* err) {
+  if (!t || !name || !out) return bad_argument("has_tensor: NULL argument", err);
+  return guarded(err, [&]() -> vigil_status {
+    *out = t->trial->has_tensor(name);
+    return VIGIL_OK;
+  });
+}
+
+vigil_status VIGIL_CALL steps(vigil_trial* t, vigil_mode mode, bool show_incomplete, vigil_i64_sink out,
+                              vigil_error* err) {
+  if (!t) return bad_argument("steps: trial is NULL", err);
+  return guarded(err, [&]() -> vigil_status {
+    auto s = t->trial->steps(to_mode(mode), show_incomplete);
+    if (!s) return fail_with(s.error(), err);
+    return push_i64(*s, out);
+  });
+}
+
+vigil_status VIGIL_CALL modes(vigil_trial* t, vigil_i64_sink out, vigil_error* err) {
+  if (!t) return bad_argument("modes: trial is NULL", err);
+  return guarded(err, [&]() -> vigil_status {
+    std::vector<int64_t> values;
+    for (Mode m : t->trial->modes()) values.push_back(int64_t(m));
+    return push_i64(values, out);
+  });
+}
+
+vigil_status VIGIL_CALL workers(vigil_trial* t, vigil_str_sink out, vigil_error* err) {
+  if (!t) return bad_argument("workers: trial is NULL", err);
+  return guarded(err, [&]() -> vigil_status {
+    auto w = t->trial->workers();
+    if (!w) return fail_with(w.error(), err);
+    return push_strings(*w, out);
+  });
+}
+
+vigil_status VIGIL_CALL global_step(vigil_trial* t, vigil_mode mode, vigil_step mode_step, bool* found,
+                                    vigil_step* out, vigil_error* err) {
+  if (!t || !found || !out) return bad_argument("global_step: NULL argument", err);
+  return guarded(err, [&]() -> vigil_status {
+    auto g = t->trial->global_step(to_mode(mode), mode_step);
+    *found = g.has_value();
+    *out = g.value_or(0);
+    return VIGIL_OK;
+  });
+}
+
+vigil_status VIGIL_CALL mode_modestep(vigil_trial* t, vigil_step global, bool* found, vigil_mode* mode,
+                                      vigil_step* mode_step, vigil_error* err) {
+  if (!t || !found || !mode || !mode_step) return bad_argument("mode_modestep: NULL argument", err);
+  return guarded(err, [&]() -> vigil_status {
+    auto mm = t->trial->mode_modestep(global);
+    *found = mm.has_value();
+    *mode = mm ? vigil_mode(mm->first) : VIGIL_MODE_GLOBAL;
+    *mode_step = mm ? mm->second : 0;
+    return VIGIL_OK;
+  });
+}
+
+vigil_status VIGIL_CALL has_passed_step(vigil_trial* t, vigil_step step, vigil_mode mode, vigil_step_state* out,
+                                        vigil_error* err) {
+  if (!t || !out) return bad_argument("has_passed_step: NULL argument", err);
+  return guarded(err, [&]() -> vigil_status {
+    auto s = t->trial->has_passed_step(step, to_mode(mode));
+    if (!s) return fail_with(s.error(), err);
+    *out = vigil_step_state(*s);
+    return VIGIL_OK;
+  });
+}
+
+vigil_status VIGIL_CALL wait_for_steps(vigil_trial* t, const vigil_step* step_list, size_t count, vigil_mode mode,
+                                       int64_t timeout_ms, vigil_error* err) {
+  if (!t || (count > 0 && !step_list)) return bad_argument("wait_for_steps: NULL argument", err);
+  return guarded(err, [&]() -> vigil_status {
+    std::vector<int64_t> wanted(step_list, step_list + count);
+    std::optional<std::chrono::milliseconds> timeout;
+    if (timeout_ms >= 0) timeout = std::chrono::milliseconds(timeout_ms);
+    auto r = t->trial->wait_for_steps(wanted, to_mode(mode), t->session ? t->session->stop : std::stop_token{}, timeout);
+    if (!r) return fail_with(r.error(), err);
+    return VIGIL_OK;
+  });
+}
+
+vigil_status VIGIL_CALL last_complete_step(vigil_trial* t, vigil_step* out, vigil_error* err) {
+  if (!t || !out) return bad_argument("last_complete_step: NULL argument", err);
+  return guarded(err, [&]() -> vigil_status {
+    *out = t->trial->last_complete_step();
+    return VIGIL_OK;
+  });
+}
+
+vigil_status VIGIL_CALL training_ended(vigil_trial* t, bool* out, vigil_error* err) {
+  if (!t || !out) return bad_argument("training_ended: NULL argument", err);
+  return guarded(err, [&]() -> vigil_status {
+    *out = t->trial->training_ended();
+    return VIGIL_OK;
+  });
+}
+
+vigil_status VIGIL_CALL tensor_steps(vigil_trial* t, const char* name, vigil_mode mode, bool show_incomplete,
+                                     vigil_i64_sink out, vigil_error* err) {
+  if (!t || !name) return bad_argument("tensor_steps: NULL argument", err);
+  return guarded(err, [&]() -> vigil_status {
+    auto s = t->trial->tensor_steps(name, to_mode(mode), show_incomplete);
+    if (!s) return fail_with(s.error(), err);
+    return push_i64(*s, out);
+  });
+}
+
+vigil_status VIGIL_CALL tensor_workers(vigil_trial* t, const char* name, vigil_step step, vigil_mode mode,
+                                       vigil_str_sink out, vigil_error* err) {
+  if (!t || !name) return bad_argument("tensor_workers: NULL argument", err);
+  return guarded(err, [&]() -> vigil_status {
+    auto w = t->trial->tensor_workers(name, step, to_mode(mode));
+    if (!w) return fail_with(w.error(), err);
+    return push_strings(*w, out);
+  });
+}
+
+vigil_status VIGIL_CALL tensor_shape(vigil_trial* t, const vigil_tensor_key* key, vigil_i64_sink dims,
+                                     vigil_error* err) {
+  if (!t || !valid_key(key)) return bad_argument("tensor_shape: NULL or undersized argument", err);
+  return guarded(err, [&]() -> vigil_status {
+    std::optional<std::string_view> worker;
+    if (key->worker) worker = key->worker;
+    auto s = t->trial->shape(key->name, key->step, to_mode(key->mode), worker);
+    if (!s) return fail_with(s.error(), err);
+    if (s->empty() || !dims.push) return VIGIL_OK;  // 0-d: no dims to push
+    return dims.push(dims.ctx, s->data(), s->size());
+  });
+}
+
+vigil_status VIGIL_CALL tensor_value(vigil_trial* t, const vigil_tensor_key* key, vigil_tensor** out,
+                                     vigil_error* err) {
+  if (!t || !valid_key(key) || !out) return bad_argument("tensor_value: NULL or undersized argument", err);
+  *out = nullptr;
+  return guarded(err, [&]() -> vigil_status {
+    auto v = read_value(t, key);
+    if (!v) return fail_with(v.error(), err);
+    const TensorValue& value = **v;
+    if (value.is_string())
+      return fail_with(Error{.code = ErrorCode::TypeError,
+                             .message = fmt::format("tensor {} holds strings: read it with tensor_strings", key->name)},
+                       err);
+    auto holder = std::make_unique<ViewHolder>();
+    holder->value = value;
+    holder->shape = value.shape();
+    if (t->session) holder->outstanding = t->session->outstanding_views;
+    vigil_tensor& view = holder->view;
+    view.dlpack_version = {1, 0};
+    view.deleter = release_view;
+    view.flags = VIGIL_TENSOR_FLAG_READ_ONLY;
+    view.dl_tensor.data = const_cast<std::byte*>(holder->value.bytes().data());
+    view.dl_tensor.device = {kDLCPU, 0};
+    view.dl_tensor.ndim = int32_t(holder->shape.size());
+    view.dl_tensor.dtype = dl_type(value.dtype());
+    view.dl_tensor.shape = holder->shape.data();
+    view.dl_tensor.strides = nullptr;
+    view.dl_tensor.byte_offset = 0;
+    view.manager_ctx = holder.get();
+    if (holder->outstanding) holder->outstanding->fetch_add(1);
+    *out = &holder.release()->view;
+    return VIGIL_OK;
+  });
+}
+
+vigil_status VIGIL_CALL tensor_strings(vigil_trial* t, const vigil_tensor_key* key, vigil_str_sink out,
+                                       vigil_error* err) {
+  if (!t || !valid_key(key)) return bad_argument("tensor_strings: NULL or undersized argument", err);
+  return guarded(err, [&]() -> vigil_status {
+    auto v = read_value(t, key);
+    if (!v) return fail_with(v.error(), err);
+    if (!(*v)->is_string())
+      return fail_with(Error{.code = ErrorCode::TypeError,
+                             .message = fmt::format("tensor {} is numeric: read it with tensor_value", key->name)},
+                       err);
+    return push_strings((*v)->string_values(), out);
+  });
+}
+
+vigil_status VIGIL_CALL reduction_value(vigil_trial* t, const vigil_tensor_key* key, vigil_reduction reduction,
+                                        bool abs, double* out, vigil_error* err) {
+  if (!t || !valid_key(key) || !out) return bad_argument("reduction_value: NULL or undersized argument", err);
+  if (reduction < VIGIL_RED_MIN || reduction > VIGIL_RED_L2)
+    return fail_with(Error::invalid_argument(fmt::format("Invalid reduction type {}", reduction)), err);
+  return guarded(err, [&]() -> vigil_status {
+    std::optional<std::string_view> worker;
+    if (key->worker) worker = key->worker;
+    const auto op = kAllReductionOps[reduction - VIGIL_RED_MIN];
+    auto r = t->trial->reduction_value(key->name, key->step, reduction_name(op), abs, to_mode(key->mode), worker);
+    if (!r) return fail_with(r.error(), err);
+    *out = r->value;
+    return VIGIL_OK;
+  });
+}
+
+vigil_status VIGIL_CALL collection_names(vigil_trial* t, vigil_str_sink out, vigil_error* err) {
+  if (!t) return bad_argument("collection_names: trial is NULL", err);
+  return guarded(err, [&]() -> vigil_status {
+    std::vector<std::string> names;
+    for (const auto& c : t->trial->collections()) names.push_back(c.name);
+    return push_strings(names, out);
+  });
+}
+
+vigil_status VIGIL_CALL collection_tensor_names(vigil_trial* t, const char* collection, vigil_str_sink out,
+                                                vigil_error* err) {
+  if (!t || !collection) return bad_argument("collection_tensor_names: NULL argument", err);
+  return guarded(err, [&]() -> vigil_status {
+    auto names = t->trial->tensor_names(TensorNameQuery{.collection = std::string(collection)});
+    if (!names) return fail_with(names.error(), err);
+    return push_strings(*names, out);
+  });
+}
+
+const vigil_host_api kHostApi = {
+    .struct_size = sizeof(vigil_host_api),
+    .abi = {VIGIL_ABI_MAJOR, VIGIL_ABI_MINOR, VIGIL_ABI_PATCH},
+    .host_name = "vigil",
+    .host_version = VIGIL_HOST_VERSION,
+    .get_extension = get_extension,
+    .log = log_fn,
+    .is_cancelled = is_cancelled,
+    .report_evidence = report_evidence,
+    .tensor_names = tensor_names,
+    .has_tensor = has_tensor,
+    .steps = steps,
+    .modes = modes,
+    .workers = workers,
+    .global_step = global_step,
+    .mode_modestep = mode_modestep,
+    .has_passed_step = has_passed_step,
+    .wait_for_steps = wait_for_steps,
+    .last_complete_step = last_complete_step,
+    .training_ended = training_ended,
+    .tensor_steps = tensor_steps,
+    .tensor_workers = tensor_workers,
+    .tensor_shape = tensor_shape,
+    .tensor_value = tensor_value,
+    .tensor_strings = tensor_strings,
+    .reduction_value = reduction_value,
+    .collection_names = collection_names,
+    .collection_tensor_names = collection_tensor_names,
+};
+
+}  // namespace
+
+const vigil_host_api* host_api() { return &kHostApi; }
+
+void fill_abi_error(const Error& e, vigil_error* err) {
+  if (!err || err->struct_size < offsetof(vigil_error, code) + sizeof(err->code)) return;
+  const size_t size = err->struct_size;
+  auto has = [&](size_t offset, size_t field) { return size >= offset + field; };
+  err->code = static_cast<vigil_status>(e.code);
+  uint32_t flags = 0;
+  if (e.has_reductions) flags |= VIGIL_ERRF_HAS_REDUCTIONS;
+  bool cut = false;
+  if (has(offsetof(vigil_error, mode), sizeof(err->mode))) err->mode = vigil_mode(e.mode);
+  if (has(offsetof(vigil_error, step), sizeof(err->step))) err->step = e.step;
+  if (has(offsetof(vigil_error, last_step), sizeof(err->last_step))) err->last_step = e.last_step;
+  if (has(offsetof(vigil_error, tensor), sizeof(err->tensor))) cut |= copy_text(err->tensor, sizeof(err->tensor), e.tensor);
+  if (has(offsetof(vigil_error, worker), sizeof(err->worker))) cut |= copy_text(err->worker, sizeof(err->worker), e.worker);
+  if (has(offsetof(vigil_error, rule), sizeof(err->rule))) cut |= copy_text(err->rule, sizeof(err->rule), e.rule);
+  if (has(offsetof(vigil_error, message), sizeof(err->message)))
+    cut |= copy_text(err->message, sizeof(err->message), e.message);
+  if (cut) flags |= VIGIL_ERRF_TRUNCATED;
+  if (has(offsetof(vigil_error, flags), sizeof(err->flags))) err->flags = flags;
+}
+
+Error error_from_abi(vigil_status status, const vigil_error& err) {
+  Error e;
+  e.code = static_cast<ErrorCode>(status);
+  auto text = [](const char* buf, size_t cap) { return std::string(buf, strnlen(buf, cap)); };
+  if (err.struct_size >= sizeof(vigil_error)) {
+    e.message = text(err.message, sizeof(err.message));
+    e.tensor = text(err.tensor, sizeof(err.tensor));
+    e.worker = text(err.worker, sizeof(err.worker));
+    e.rule = text(err.rule, sizeof(err.rule));
+    e.step = err.step;
+    e.mode = mode_from_int(err.mode).value_or(Mode::Global);
+    e.last_step = err.last_step;
+    e.has_reductions = (err.flags & VIGIL_ERRF_HAS_REDUCTIONS) != 0;
+  }
+  return e;
+}
+
+std::shared_ptr<const TensorValue> StepValueCache::find(const Key& key) {
+  std::lock_guard lock(mu_);
+  auto it = values_.find(key);
+  return it == values_.end() ? nullptr : it->second;
+}
+
+void StepValueCache::put(const Key& key, TensorValue value) {
+  std::lock_guard lock(mu_);
+  values_.try_emplace(key, std::make_shared<const TensorValue>(std::move(value)));
+}
+
+void StepValueCache::clear() {
+  std::lock_guard lock(mu_);
+  values_.clear();
+}
+
+size_t StepValueCache::size() {
+  std::lock_guard lock(mu_);
+  return values_.size();
+}
+
+}  // namespace vigil::plugins

@@ -1,0 +1,68 @@
+// The host services table (vigil_host_api) that adapts the trial API to the C ABI, and the
+// host-side objects behind the ABI's opaque handles (vigil_trial, vigil_session).
+#pragma once
+
+#include <vigil/vigil.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/error.h"
+#include "trial/trial.h"
+
+// The opaque ABI handles are defined here, on the host side only.
+// A rule instance's handle on one trial: each rule gets its own handles, pointing at the trial
+// shared by every rule that reads it and at the rule's session.
+struct vigil_trial {
+  std::shared_ptr<vigil::Trial> trial;
+  vigil_session* session = nullptr;
+};
+
+namespace vigil::plugins {
+
+// Copies a host Error into a caller's vigil_error, filling only what its struct_size allows.
+void fill_abi_error(const Error& e, vigil_error* err);
+// The reverse, for errors a plugin reports.
+Error error_from_abi(vigil_status status, const vigil_error& err);
+
+// Values read for one step, shared by every rule at that step (one read per tensor per step).
+class StepValueCache {
+ public:
+  using Key = std::tuple<const vigil::Trial*, std::string, int64_t, Mode, std::string>;  // worker "" = default
+  std::shared_ptr<const TensorValue> find(const Key& key);
+  void put(const Key& key, TensorValue value);
+  void clear();
+  size_t size();
+
+ private:
+  std::mutex mu_;
+  std::map<Key, std::shared_ptr<const TensorValue>> values_;
+};
+
+}  // namespace vigil::plugins
+
+// One per rule instance: what host functions called on the rule's behalf need to know.
+struct vigil_session {
+  std::string rule_name;                              // the RuleConfigurationName
+  std::function<void(vigil_log_level, const std::string&)> log;
+  std::stop_token stop;                               // requested when the evaluation is being stopped
+  std::shared_ptr<vigil::plugins::StepValueCache> cache;  // may be null
+  // Views handed out and not yet released; shared with the views so a late release stays safe.
+  std::shared_ptr<std::atomic<int64_t>> outstanding_views = std::make_shared<std::atomic<int64_t>>(0);
+  std::mutex evidence_mu;
+  std::vector<std::string> evidence;                  // JSON objects reported at the current step
+};
+
+namespace vigil::plugins {
+
+// The table handed to plugins. Static, valid for the life of the process.
+const vigil_host_api* host_api();
+
+}  // namespace vigil::plugins

@@ -1,0 +1,53 @@
+// Rule parameters: SageMaker passes every RuleParameters value as a string; the host parses and
+// validates each against the rule's parameter schema before the rule is created.
+#pragma once
+
+#include <vigil/vigil.h>
+
+#include <expected>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace vigil::plugins {
+
+struct ParsedParam {
+  vigil_param_type type = VIGIL_PARAM_STRING;
+  bool is_set = false;
+  std::string text;
+  bool b = false;
+  int64_t i = 0;
+  double d = 0;
+  std::vector<std::string> list;
+};
+
+// Parses `text` as the spec's type and checks bounds/choices; the error says why in a few words.
+std::expected<ParsedParam, std::string> parse_param_value(const vigil_param_spec& spec, std::string_view text);
+
+// The validated values of one rule instance, with the storage the C array points into.
+class BoundParams {
+ public:
+  // `given` maps parameter names to their strings. Errors name the rule, the parameter and the value:
+  // an unknown parameter, a missing required one, an unparsable or out-of-range value.
+  static Result<BoundParams> bind(const vigil_rule_descriptor& rule, const std::map<std::string, std::string>& given,
+                                  std::string_view configuration_name);
+  BoundParams() = default;
+  BoundParams(BoundParams&&) = default;
+  BoundParams& operator=(BoundParams&&) = default;
+  BoundParams(const BoundParams&) = delete;
+
+  const vigil_param_value* data() const { return values_.data(); }
+  uint32_t size() const { return uint32_t(values_.size()); }
+  const std::vector<ParsedParam>& parsed() const { return parsed_; }
+
+ private:
+  void rebuild_views();
+  std::vector<ParsedParam> parsed_;
+  std::vector<std::vector<const char*>> list_pointers_;
+  std::vector<vigil_param_value> values_;
+};
+
+}  // namespace vigil::plugins
