@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   relu.include_regex = {"relu\\d*_output"};
   relu.reduction_config = vigil::format::ReductionConfig{
       .save_raw_tensor = false, .reductions = {{"mean", false}, {"max", false}, {"l2", false}}, .save_shape = false};
-  w.add_collection(relu);
+  if (auto r = w.add_collection(relu); !r) return report(r.error());
 
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 0.5f);

@@ -21,7 +21,11 @@ struct LoadedPlugin {
   const vigil_plugin_entry* entry = nullptr;
   bool initialised = false;
   ~LoadedPlugin() {
-    if (initialised && entry->deinit) entry->deinit();
+    try {
+      if (initialised && entry->deinit) entry->deinit();
+    } catch (...) {
+      // A deinit that throws across the ABI is ignored: the library is going away anyway.
+    }
     // Plugins that ask never to be unloaded (an embedded interpreter) keep their code mapped.
     if (entry && (entry->flags & VIGIL_PLUGINF_NO_UNLOAD)) new boost::dll::shared_library(std::move(library));
   }
@@ -41,6 +45,18 @@ bool iequals(std::string_view a, std::string_view b) {
 }
 
 bool nonempty(const char* s) { return s && *s; }
+
+// Calls into plugin code: a C++ exception thrown across the C ABI becomes a refusal reason.
+template <typename Fn>
+auto call_plugin(const char* what, Fn&& fn) -> std::expected<decltype(fn()), std::string> {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    return std::unexpected(fmt::format("{} threw a C++ exception across the C ABI: {}", what, e.what()));
+  } catch (...) {
+    return std::unexpected(fmt::format("{} threw a C++ exception across the C ABI", what));
+  }
+}
 
 constexpr size_t kEntryV1Size = offsetof(vigil_plugin_entry, get_factory) + sizeof(void*);
 constexpr size_t kFactoryV1Size = offsetof(vigil_rule_factory, create) + sizeof(void*);
@@ -92,7 +108,9 @@ Result<void> PluginRegistry::load_file(const fs::path& file) {
     return refuse(fmt::format("no entry symbol {} (not a Vigil plugin, or built for another ABI major)",
                               VIGIL_PLUGIN_ENTRY_SYMBOL));
   auto entry_fn = plugin->library.get<const vigil_plugin_entry*(uint32_t, uint32_t)>(VIGIL_PLUGIN_ENTRY_SYMBOL);
-  const vigil_plugin_entry* entry = entry_fn(VIGIL_ABI_MAJOR, VIGIL_ABI_MINOR);
+  auto entry_or = call_plugin("the entry function", [&] { return entry_fn(VIGIL_ABI_MAJOR, VIGIL_ABI_MINOR); });
+  if (!entry_or) return refuse(entry_or.error());
+  const vigil_plugin_entry* entry = *entry_or;
   if (!entry)
     return refuse(fmt::format("the plugin declined host ABI {}.{} (it needs a newer host)", VIGIL_ABI_MAJOR,
                               VIGIL_ABI_MINOR));
@@ -106,7 +124,9 @@ Result<void> PluginRegistry::load_file(const fs::path& file) {
 
   vigil_error err{};
   err.struct_size = sizeof(err);
-  vigil_status st = entry->init(host_api(), file.c_str(), &err);
+  auto init_or = call_plugin("init", [&] { return entry->init(host_api(), file.c_str(), &err); });
+  if (!init_or) return refuse(init_or.error());
+  const vigil_status st = *init_or;
   if (st != VIGIL_OK) {
     std::string msg(err.message, strnlen(err.message, sizeof(err.message)));
     if (st == VIGIL_E_VERSION_MISMATCH)
@@ -115,15 +135,20 @@ Result<void> PluginRegistry::load_file(const fs::path& file) {
   }
   plugin->initialised = true;
 
-  auto* factory = static_cast<const vigil_rule_factory*>(entry->get_factory(VIGIL_RULE_FACTORY_ID));
+  auto factory_or = call_plugin("get_factory", [&] { return entry->get_factory(VIGIL_RULE_FACTORY_ID); });
+  if (!factory_or) return refuse(factory_or.error());
+  auto* factory = static_cast<const vigil_rule_factory*>(*factory_or);
   if (!factory) return refuse(fmt::format("no factory {}", VIGIL_RULE_FACTORY_ID));
   if (factory->struct_size < kFactoryV1Size || !factory->count || !factory->descriptor || !factory->create)
     return refuse("the rule factory is incomplete");
 
   std::vector<RuleType> found;
-  const uint32_t count = factory->count(factory);
-  for (uint32_t i = 0; i < count; ++i) {
-    const vigil_rule_descriptor* d = factory->descriptor(factory, i);
+  auto count_or = call_plugin("the factory's count", [&] { return factory->count(factory); });
+  if (!count_or) return refuse(count_or.error());
+  for (uint32_t i = 0; i < *count_or; ++i) {
+    auto d_or = call_plugin("the factory's descriptor", [&] { return factory->descriptor(factory, i); });
+    if (!d_or) return refuse(d_or.error());
+    const vigil_rule_descriptor* d = *d_or;
     if (std::string problem = check_descriptor(d); !problem.empty()) return refuse(problem);
     auto clash = [&](const RuleType& r) {
       return std::string_view(r.descriptor->id) == d->id || iequals(r.descriptor->name, d->name);

@@ -322,12 +322,15 @@ struct TrialWriter::State {
   std::optional<int64_t> last_written_step;
   bool saved_any = false;
   bool collections_written = false;
+  bool builtins_installed = false;
   bool closed = false;
 
   int64_t mode_step() const { return mode_steps[mode_index(mode)]; }
 
   void ensure_collections() {
-    if (!collections.empty()) return;
+    if (builtins_installed) return;
+    builtins_installed = true;
+    if (!options.builtin_collections && !collections.empty()) return;
     for (const auto& b : kPyTorchCollections) {
       Collection c;
       c.config.name = b.name;
@@ -564,6 +567,7 @@ Result<void> TrialWriter::add_collection(format::CollectionConfig collection) {
         return fail(Error::invalid_argument(fmt::format("collection {}: save_interval must be positive", collection.name)));
   }
   auto& s = *state_;
+  if (s.options.builtin_collections) s.ensure_collections();
   State::Collection c{std::move(collection), std::move(*regexes), {}};
   // Re-adding a collection replaces its configuration; the names saved into it stay.
   if (auto i = s.find(c.config.name)) {

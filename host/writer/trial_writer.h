@@ -34,6 +34,10 @@ struct WriterOptions {
   // collection without its own (§6.1).
   std::array<format::SaveConfigMode, 4> save_config{};
   bool write_end_marker = true;  // close() writes training_job_end.ts
+  // Start with smdebug PyTorch's six collections (default, weights, biases, gradients, losses, all)
+  // as its hook does; add_collection() then replaces or adds. Off: only what is added (plus
+  // "default" for names no collection claims), e.g. to reproduce another writer's file order.
+  bool builtin_collections = true;
   // Event wall_time source (seconds since the epoch); tests pin it for byte-exact output.
   std::function<double()> clock;
 };

@@ -28,6 +28,7 @@ TEST(WriterFixture, MixedDtypesReencodesByteForByte) {
   ScratchDir dir;
   double wall_time = 0;  // the clock returns the wall time of the record being re-written
   WriterOptions options;
+  options.builtin_collections = false;  // reproduce the fixture's own collection order
   options.clock = [&wall_time] { return wall_time; };
   auto writer = TrialWriter::create(dir.path(), options);
   ASSERT_TRUE(writer);

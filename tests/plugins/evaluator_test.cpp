@@ -1,0 +1,428 @@
+// The evaluator end to end: statuses, the exact steps where conditions are met, containment of
+// misbehaving rules, live evaluation while a writer writes, bad jobs, and the `vigil` command.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "evaluate/evaluator.h"
+#include "plugin_test_support.h"
+#include "test_trials.h"
+#include "trial/trial.h"
+
+extern char** environ;
+
+namespace vigil {
+namespace {
+
+using evaluate::RuleEvaluationStatus;
+using testing::fixture;
+using testing::registry_with;
+using testing::TempDir;
+
+evaluate::RuleConfig rule(std::string name, std::string rule_to_invoke, std::string trial,
+                          std::map<std::string, std::string> params = {}) {
+  params["rule_to_invoke"] = std::move(rule_to_invoke);
+  auto r = evaluate::rule_from_parameters(std::move(name), params, trial, "test");
+  EXPECT_TRUE(r.has_value()) << r.error().message;
+  return *r;
+}
+
+std::vector<int64_t> trigger_steps(const evaluate::RuleStatus& s) {
+  std::vector<int64_t> out;
+  for (const auto& t : s.triggers) out.push_back(t.step);
+  return out;
+}
+
+std::vector<evaluate::RuleStatus> evaluate_job(const plugins::PluginRegistry& registry, evaluate::JobConfig job,
+                                               evaluate::EvaluatorOptions options = {}) {
+  auto ev = evaluate::Evaluator::create(registry, std::move(job), std::move(options));
+  EXPECT_TRUE(ev.has_value()) << ev.error().message;
+  if (!ev) return {};
+  (*ev)->run({});
+  return (*ev)->statuses();
+}
+
+TEST(Evaluator, ExactTriggerStepsOnAFixture) {
+  auto registry = registry_with({"good"});
+  const std::string trial = fixture("vanishing_gradient").string();  // saved steps 0, 2, ..., 38
+  evaluate::JobConfig job;
+  job.rules.push_back(rule("fires", "StepsRule", trial, {{"fire_at", "2,5,38"}}));
+  job.rules.push_back(rule("quiet", "StepsRule", trial));
+  job.rules.push_back(rule("window", "StepsRule", trial, {{"fire_at", "0,10,20"}, {"start_step", "5"}, {"end_step", "20"}}));
+  TempDir dir;
+  evaluate::EvaluatorOptions options;
+  options.status_file = dir.path() / "status.json";
+  auto statuses = evaluate_job(registry, job, options);
+  ASSERT_EQ(statuses.size(), 3u);
+
+  EXPECT_EQ(statuses[0].status, RuleEvaluationStatus::IssuesFound);
+  EXPECT_EQ(trigger_steps(statuses[0]), (std::vector<int64_t>{2, 38}));  // 5 was never saved: not invoked
+  EXPECT_EQ(statuses[0].details,
+            "RuleEvaluationConditionMet: Evaluation of the rule StepsRule at step 2 resulted in the condition being met\n");
+  ASSERT_EQ(statuses[0].triggers[0].evidence.size(), 1u);
+  EXPECT_EQ(statuses[0].triggers[0].evidence[0]["step"], 2);
+  EXPECT_EQ(statuses[1].status, RuleEvaluationStatus::NoIssuesFound);
+  EXPECT_TRUE(statuses[1].details.empty());
+  EXPECT_EQ(statuses[2].status, RuleEvaluationStatus::IssuesFound);
+  EXPECT_EQ(trigger_steps(statuses[2]), (std::vector<int64_t>{10}));
+
+  // The status file holds the same, in SageMaker's shape.
+  std::ifstream in(dir.path() / "status.json");
+  auto file = nlohmann::json::parse(in);
+  const auto& list = file.at("DebugRuleEvaluationStatuses");
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0]["RuleConfigurationName"], "fires");
+  EXPECT_EQ(list[0]["RuleEvaluationStatus"], "IssuesFound");
+  EXPECT_EQ(list[0]["StatusDetails"], statuses[0].details);
+  EXPECT_TRUE(list[0]["LastModifiedTime"].is_number());
+  EXPECT_EQ(list[0]["Triggers"].size(), 2u);
+  EXPECT_EQ(list[1]["RuleEvaluationStatus"], "NoIssuesFound");
+  EXPECT_FALSE(list[1].contains("StatusDetails"));
+}
+
+TEST(Evaluator, EndOfRuleStopsTheRule) {
+  auto registry = registry_with({"good"});
+  evaluate::JobConfig job;
+  job.rules.push_back(rule("r", "StepsRule", fixture("mlp_healthy").string(), {{"fire_at", "3,7"}, {"end_at", "4"}}));
+  auto statuses = evaluate_job(registry, job);
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_EQ(statuses[0].status, RuleEvaluationStatus::IssuesFound);
+  EXPECT_EQ(trigger_steps(statuses[0]), (std::vector<int64_t>{3, 4}));  // 7 never reached
+}
+
+TEST(Evaluator, MisbehavingRulesGetErrorAndOthersFinish) {
+  auto registry = registry_with({"good"});
+  const std::string trial = fixture("mlp_healthy").string();
+  evaluate::JobConfig job;
+  job.rules.push_back(rule("unknown-status", "UnknownStatus", trial));
+  job.rules.push_back(rule("leaks", "LeaksView", trial));
+  job.rules.push_back(rule("throws", "Thrower", trial));
+  job.rules.push_back(rule("fails", "StepsRule", trial, {{"fail_at", "6"}}));
+  job.rules.push_back(rule("healthy", "StepsRule", trial, {{"fire_at", "29"}}));
+  auto statuses = evaluate_job(registry, job);
+  ASSERT_EQ(statuses.size(), 5u);
+  auto expect_error = [&](size_t i, const std::string& part) {
+    EXPECT_EQ(statuses[i].status, RuleEvaluationStatus::Error) << statuses[i].configuration_name;
+    EXPECT_NE(statuses[i].details.find(part), std::string::npos) << statuses[i].details;
+  };
+  expect_error(0, "returned unknown status 4242 at step 0");
+  expect_error(1, "kept 1 tensor view(s) past invoke_at_step at step 0");
+  expect_error(2, "threw a C++ exception across the C ABI at step 0");
+  expect_error(3, "SMDebugRuntimeError: deliberate failure at step 6");
+  EXPECT_EQ(statuses[4].status, RuleEvaluationStatus::IssuesFound);
+  EXPECT_EQ(trigger_steps(statuses[4]), (std::vector<int64_t>{29}));
+}
+
+TEST(Evaluator, PluginsThrowingFromEveryRuleCallbackAreContained) {
+  for (const char* variant : {"throw_in_create", "throw_in_required", "throw_in_invoke", "throw_in_destroy"}) {
+    SCOPED_TRACE(variant);
+    auto registry = registry_with({variant});
+    ASSERT_EQ(registry.rules().size(), 5u);
+    evaluate::JobConfig job;
+    job.rules.push_back(rule("r", "StepsRule", fixture("mixed_dtypes").string(), {{"fire_at", "1"}}));
+    auto statuses = evaluate_job(registry, job);
+    ASSERT_EQ(statuses.size(), 1u);
+    if (std::string(variant) == "throw_in_destroy") {
+      EXPECT_EQ(statuses[0].status, RuleEvaluationStatus::IssuesFound);  // the verdict stands
+    } else {
+      EXPECT_EQ(statuses[0].status, RuleEvaluationStatus::Error);
+      EXPECT_NE(statuses[0].details.find("threw a C++ exception"), std::string::npos) << statuses[0].details;
+    }
+  }
+}
+
+TEST(Evaluator, RulesShareOneReadOfEachTensor) {
+  // Two rules at the same step read through one cache: the StepsRule prefetches every tensor.
+  auto registry = registry_with({"good"});
+  const std::string trial = fixture("mixed_dtypes").string();
+  evaluate::JobConfig job;
+  job.rules.push_back(rule("a", "StepsRule", trial, {{"fire_at", "0"}}));
+  job.rules.push_back(rule("b", "StepsRule", trial, {{"fire_at", "3"}}));
+  auto statuses = evaluate_job(registry, job);
+  EXPECT_EQ(trigger_steps(statuses[0]), (std::vector<int64_t>{0}));
+  EXPECT_EQ(trigger_steps(statuses[1]), (std::vector<int64_t>{3}));
+}
+
+TEST(Evaluator, PureCPluginOnAFixture) {
+  plugins::PluginRegistry registry;
+  registry.load_directory(VIGIL_EXAMPLE_C_PLUGIN_DIR);
+  ASSERT_NE(registry.find("LossAboveThreshold"), nullptr);
+  const auto trial_path = fixture("mlp_healthy");
+  // The expected steps, computed independently from the trial API.
+  auto trial = Trial::open(trial_path);
+  ASSERT_TRUE(trial.has_value());
+  std::vector<int64_t> expected;
+  const auto steps = (*trial)->steps().value();
+  for (int64_t step : steps) {
+    auto v = (*trial)->value("CrossEntropyLoss_output_0", step);
+    ASSERT_TRUE(v.has_value()) << v.error().message;
+    if (v->as<float>()[0] > 1.3f) expected.push_back(step);
+  }
+  ASSERT_FALSE(expected.empty());
+  evaluate::JobConfig job;
+  job.rules.push_back(rule("loss", "LossAboveThreshold", trial_path.string(), {{"threshold", "1.3"}}));
+  auto statuses = evaluate_job(registry, job);
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_EQ(statuses[0].status, RuleEvaluationStatus::IssuesFound);
+  EXPECT_EQ(trigger_steps(statuses[0]), expected);
+  EXPECT_EQ(statuses[0].triggers[0].evidence[0]["tensor"], "CrossEntropyLoss_output_0");
+}
+
+TEST(Evaluator, FollowsALiveTrial) {
+  auto registry = registry_with({"good"});
+  TempDir dir;
+  std::atomic<bool> writer_ok{true};
+  // The first step must exist before the evaluator is created (the trial folder must exist).
+  std::filesystem::create_directories(dir.path());
+  std::thread writer([&] {
+    writer::WriterOptions o;
+    for (auto& m : o.save_config) m.save_interval = 1;
+    auto w = writer::TrialWriter::create(dir.path(), o);
+    if (!w) { writer_ok = false; return; }
+    for (int s = 0; s < 40; ++s) {
+      std::vector<float> v{float(s)};
+      writer_ok = writer_ok && (*w)->begin_step(Mode::Train) && (*w)->write_tensor("w", testing::float_data(v, {1})) &&
+                  (*w)->end_step();
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+    writer_ok = writer_ok && (*w)->close();
+  });
+  evaluate::JobConfig job;
+  job.rules.push_back(rule("live", "StepsRule", dir.path().string(), {{"fire_at", "5,17,39"}}));
+  std::vector<evaluate::RuleEvaluationStatus> seen;
+  evaluate::EvaluatorOptions options;
+  std::mutex mu;
+  options.on_status = [&](const evaluate::RuleStatus& s) {
+    std::lock_guard lock(mu);
+    seen.push_back(s.status);
+  };
+  auto statuses = evaluate_job(registry, job, options);
+  writer.join();
+  ASSERT_TRUE(writer_ok);
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_EQ(trigger_steps(statuses[0]), (std::vector<int64_t>{5, 17, 39}));
+  EXPECT_EQ(statuses[0].status, RuleEvaluationStatus::IssuesFound);
+  EXPECT_EQ(seen.front(), RuleEvaluationStatus::InProgress);
+}
+
+TEST(Evaluator, NoFollowAndIdleTimeoutEndTrialsWithoutMarker) {
+  auto registry = registry_with({"good"});
+  TempDir dir;
+  testing::write_worker(dir.path(), "worker_0", 1, testing::range_steps(0, 5), /*end_marker=*/false);
+  {
+    evaluate::JobConfig job;
+    job.rules.push_back(rule("r", "StepsRule", dir.path().string(), {{"fire_at", "5"}}));
+    evaluate::EvaluatorOptions options;
+    options.follow = false;
+    auto statuses = evaluate_job(registry, job, options);
+    EXPECT_EQ(statuses[0].status, RuleEvaluationStatus::IssuesFound);
+    EXPECT_EQ(trigger_steps(statuses[0]), (std::vector<int64_t>{5}));
+  }
+  {
+    evaluate::JobConfig job;
+    job.rules.push_back(rule("r", "StepsRule", dir.path().string()));
+    evaluate::EvaluatorOptions options;
+    options.idle_timeout = std::chrono::milliseconds(300);
+    auto started = std::chrono::steady_clock::now();
+    auto statuses = evaluate_job(registry, job, options);
+    EXPECT_EQ(statuses[0].status, RuleEvaluationStatus::NoIssuesFound);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  }
+}
+
+TEST(Evaluator, StopRequestMovesRulesToStopped) {
+  auto registry = registry_with({"good"});
+  TempDir dir;
+  testing::write_worker(dir.path(), "worker_0", 1, testing::range_steps(0, 2), /*end_marker=*/false);
+  evaluate::JobConfig job;
+  job.rules.push_back(rule("r", "StepsRule", dir.path().string()));
+  std::vector<RuleEvaluationStatus> seen;
+  std::mutex mu;
+  evaluate::EvaluatorOptions options;
+  options.on_status = [&](const evaluate::RuleStatus& s) {
+    std::lock_guard lock(mu);
+    seen.push_back(s.status);
+  };
+  auto ev = evaluate::Evaluator::create(registry, job, options);
+  ASSERT_TRUE(ev.has_value());
+  std::stop_source stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop.request_stop();
+  });
+  (*ev)->run(stop.get_token());
+  stopper.join();
+  EXPECT_EQ((*ev)->statuses()[0].status, RuleEvaluationStatus::Stopped);
+  ASSERT_GE(seen.size(), 3u);
+  EXPECT_EQ(seen[seen.size() - 2], RuleEvaluationStatus::Stopping);
+  EXPECT_EQ(seen.back(), RuleEvaluationStatus::Stopped);
+}
+
+// ---- bad jobs ----
+
+void expect_bad_job(const std::string& json, const std::string& part, const std::string& trial = "/tmp") {
+  auto job = evaluate::parse_job_json(json, trial);
+  if (!job) {
+    EXPECT_NE(job.error().message.find(part), std::string::npos) << job.error().message;
+    return;
+  }
+  auto registry = registry_with({"good"});
+  auto ev = evaluate::Evaluator::create(registry, *job, {});
+  ASSERT_FALSE(ev.has_value()) << "accepted: " << json;
+  EXPECT_NE(ev.error().message.find(part), std::string::npos) << ev.error().message;
+}
+
+std::string one_rule(const std::string& params) {
+  return R"({"DebugRuleConfigurations": [{"RuleConfigurationName": "r", "RuleParameters": {)" + params + "}}]}";
+}
+
+TEST(BadJobs, AreRefusedNamingTheField) {
+  expect_bad_job("{not json", "not valid JSON");
+  expect_bad_job("{}", "DebugRuleConfigurations: is missing");
+  expect_bad_job(one_rule(R"("rule_to_invoke": "NoSuchRule")"), "rule_to_invoke: unknown rule 'NoSuchRule'");
+  expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule", "bogus": "1")"), "unknown parameter 'bogus'");
+  expect_bad_job(one_rule(R"("rule_to_invoke": "Validated", "needed": "x", "ratio": "7")"),
+                 "parameter 'ratio' has invalid value '7'");
+  expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule", "fail_at": 3)"), "values must be strings");
+  expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule", "start_step": "10", "end_step": "5")"),
+                 "end_step: must be greater than start_step");
+  expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule", "start_step": "-1")"), "start_step: '-1' is not a non-negative integer");
+  expect_bad_job(one_rule(R"("fire_at": "1")"), "rule_to_invoke: is required");
+  expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule")"), "no trial", "");
+  expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule")"), "is not a directory", "/no/such/trial");
+  expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule", "other_trial_0": "/tmp")"), "reads only its base trial");
+  std::string many = R"({"DebugRuleConfigurations": [)";
+  for (int i = 0; i < 21; ++i)
+    many += (i ? "," : "") + std::string(R"({"RuleConfigurationName": "r)") + std::to_string(i) +
+            R"(", "RuleParameters": {"rule_to_invoke": "StepsRule"}})";
+  expect_bad_job(many + "]}", "21 rules given; SageMaker allows at most 20");
+  expect_bad_job(R"({"DebugRuleConfigurations": [
+      {"RuleConfigurationName": "r", "RuleParameters": {"rule_to_invoke": "StepsRule"}},
+      {"RuleConfigurationName": "r", "RuleParameters": {"rule_to_invoke": "StepsRule"}}]})",
+                 "'r' is used twice");
+}
+
+TEST(BadJobs, UnsupportedTrainingSetups) {
+  const std::string rules = R"("DebugRuleConfigurations": [{"RuleConfigurationName": "r", "RuleParameters": {"rule_to_invoke": "StepsRule"}}])";
+  expect_bad_job("{" + rules + R"(, "ResourceConfig": {"InstanceCount": 2}, "CheckpointConfig": {"S3Uri": "s3://b/c"}})",
+                 "SMDebug Does Not Currently Support Distributed Training Jobs With Checkpointing Enabled");
+  expect_bad_job("{" + rules +
+                     R"(, "HyperParameters": {"sagemaker_distributed_dataparallel_enabled": "true"}, "CheckpointConfig": {"LocalPath": "/opt/ml/checkpoints"}})",
+                 "SMDebug Does Not Currently Support Distributed Training Jobs With Checkpointing Enabled");
+  expect_bad_job("{" + rules + R"(, "Distribution": {"smdistributed": {"modelparallel": {"enabled": true}}}})",
+                 "does not support SageMaker model parallel");
+  expect_bad_job("{" + rules + R"(, "Distribution": {"parameter_server": {"enabled": true}}})",
+                 "does not currently support Parameter Server distribution");
+  // Distributed without checkpoints, and checkpoints on one instance, are fine.
+  for (const char* ok : {R"(, "ResourceConfig": {"InstanceCount": 4})", R"(, "CheckpointConfig": {"S3Uri": "s3://b/c"})"}) {
+    auto job = evaluate::parse_job_json("{" + rules + ok + "}", "/tmp");
+    EXPECT_TRUE(job.has_value()) << job.error().message;
+  }
+}
+
+// ---- the command ----
+
+struct CommandResult {
+  int exit_code;
+  std::string out;
+};
+
+CommandResult run_vigil(std::vector<std::string> args, const std::filesystem::path& scratch) {
+  args.insert(args.begin(), VIGIL_BINARY);
+  std::string cmd;
+  for (const auto& a : args) cmd += "'" + a + "' ";
+  cmd += "> '" + (scratch / "out.txt").string() + "' 2>&1";
+  int status = std::system(cmd.c_str());
+  std::ifstream in(scratch / "out.txt");
+  return {WEXITSTATUS(status), std::string(std::istreambuf_iterator<char>(in), {})};
+}
+
+TEST(Command, EvaluateExitCodesAndOutput) {
+  TempDir dir;
+  const std::string plugins = testing::variant_dir("good").string();
+  const std::string trial = fixture("mlp_healthy").string();
+  auto ok = run_vigil({"evaluate", "--plugins", plugins, "--trial", trial, "--rule", "StepsRule", "--param",
+                       "fire_at=4", "--status-file", (dir.path() / "s.json").string()},
+                      dir.path());
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("vigil: [StepsRule] InProgress"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("vigil: [StepsRule] IssuesFound: RuleEvaluationConditionMet: Evaluation of the rule StepsRule "
+                        "at step 4 resulted in the condition being met"),
+            std::string::npos)
+      << ok.out;
+  auto bad = run_vigil({"evaluate", "--plugins", plugins, "--trial", trial, "--rule", "StepsRule", "--param", "nope=1"},
+                       dir.path());
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("unknown parameter 'nope'"), std::string::npos) << bad.out;
+  auto usage = run_vigil({"evaluate", "--bogus"}, dir.path());
+  EXPECT_EQ(usage.exit_code, 2);
+  auto help = run_vigil({"evaluate", "--help"}, dir.path());
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--idle-timeout"), std::string::npos);
+  auto unwritable = run_vigil({"evaluate", "--plugins", plugins, "--trial", trial, "--rule", "StepsRule",
+                               "--status-file", "/proc/vigil-cannot-write/s.json"},
+                              dir.path());
+  EXPECT_EQ(unwritable.exit_code, 3) << unwritable.out;
+}
+
+TEST(Command, SigtermStopsTheEvaluation) {
+  TempDir dir;
+  testing::write_worker(dir.path() / "trial", "worker_0", 1, testing::range_steps(0, 2), /*end_marker=*/false);
+  const auto status_file = dir.path() / "status.json";
+  std::vector<std::string> args = {VIGIL_BINARY, "evaluate", "--plugins", testing::variant_dir("good").string(),
+                                   "--trial", (dir.path() / "trial").string(), "--rule", "StepsRule",
+                                   "--status-file", status_file.string(), "--quiet"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+  // Wait until it runs (the status file exists), then stop it.
+  for (int i = 0; i < 200 && !std::filesystem::exists(status_file); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  std::ifstream in(status_file);
+  auto file = nlohmann::json::parse(in);
+  EXPECT_EQ(file["DebugRuleEvaluationStatuses"][0]["RuleEvaluationStatus"], "Stopped");
+}
+
+TEST(Command, RulesAndImageUri) {
+  TempDir dir;
+  auto rules = run_vigil({"rules", "--json", "--plugins", testing::variant_dir("good").string(), "--plugins",
+                          testing::variant_dir("init_fails").string()},
+                         dir.path());
+  ASSERT_EQ(rules.exit_code, 0) << rules.out;
+  auto j = nlohmann::json::parse(rules.out);
+  EXPECT_EQ(j["rules"].size(), 5u);
+  EXPECT_EQ(j["rules"][0]["name"], "StepsRule");
+  EXPECT_EQ(j["rules"][0]["parameters"][1]["name"], "fail_at");
+  EXPECT_EQ(j["rules"][0]["parameters"][1]["default"], "-1");
+  ASSERT_EQ(j["refused_plugins"].size(), 1u);
+  EXPECT_NE(j["refused_plugins"][0]["reason"].get<std::string>().find("deliberate init failure"), std::string::npos);
+
+  auto uri = run_vigil({"image-uri", "--region", "eu-west-1"}, dir.path());
+  EXPECT_EQ(uri.exit_code, 0);
+  EXPECT_EQ(uri.out, "929884845733.dkr.ecr.eu-west-1.amazonaws.com/sagemaker-debugger-rules:latest\n");
+  auto custom = run_vigil({"image-uri", "--region", "cn-northwest-1", "--custom"}, dir.path());
+  EXPECT_EQ(custom.out, "658559488188.dkr.ecr.cn-northwest-1.amazonaws.com.cn/sagemaker-debugger-rule-evaluator:latest\n");
+  auto list = run_vigil({"image-uri", "--list"}, dir.path());
+  EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 24);
+  auto unknown = run_vigil({"image-uri", "--region", "mars-north-1"}, dir.path());
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.out.find("unknown region 'mars-north-1'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vigil

@@ -1,0 +1,279 @@
+// Purpose-built plugins for the loader and evaluator tests, written against the raw C ABI (no SDK)
+// so that they can misbehave in every way the host must contain. One source, many libraries: the
+// VARIANT macro picks what this build does wrong (0 = a well-behaved plugin with test rules).
+#include <vigil/vigil.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#define VARIANT_GOOD 0
+#define VARIANT_NO_ENTRY 1
+#define VARIANT_ABI_MAJOR_2 2
+#define VARIANT_DECLINES_HOST 3
+#define VARIANT_INIT_FAILS 4
+#define VARIANT_NEEDS_NEWER_MINOR 5
+#define VARIANT_BAD_DESCRIPTOR 6
+#define VARIANT_DUPLICATE_ID 7
+#define VARIANT_BAD_PARAM_DEFAULT 8
+#define VARIANT_THROW_IN_ENTRY 9
+#define VARIANT_THROW_IN_INIT 10
+#define VARIANT_THROW_IN_GET_FACTORY 11
+#define VARIANT_THROW_IN_COUNT 12
+#define VARIANT_THROW_IN_DESCRIPTOR 13
+#define VARIANT_THROW_IN_CREATE 14
+#define VARIANT_THROW_IN_REQUIRED 15
+#define VARIANT_THROW_IN_INVOKE 16
+#define VARIANT_THROW_IN_DESTROY 17
+#define VARIANT_THROW_IN_DEINIT 18
+
+#ifndef VARIANT
+#error "define VARIANT"
+#endif
+
+namespace {
+
+const vigil_host_api* g_host = nullptr;
+
+[[noreturn, maybe_unused]] void deliberate_throw(const char* where) { throw std::runtime_error(std::string("deliberate throw in ") + where); }
+
+void set_error(vigil_error* err, vigil_status code, const std::string& message, uint32_t flags = 0) {
+  if (!err || err->struct_size < sizeof(vigil_error)) return;
+  err->code = code;
+  err->flags = flags;
+  std::snprintf(err->message, sizeof(err->message), "%s", message.c_str());
+}
+
+// ---- the rules ----
+
+enum RuleKind { kStepsRule, kUnknownStatus, kLeaksView, kThrower, kValidated };
+
+struct TestRule {
+  vigil_rule base;
+  RuleKind kind;
+  vigil_trial* trial;
+  vigil_session* session;
+  std::set<int64_t> fire_at;
+  int64_t fail_at = -1;
+  int64_t end_at = -1;
+};
+
+void destroy_rule(vigil_rule* r) {
+#if VARIANT == VARIANT_THROW_IN_DESTROY
+  deliberate_throw("destroy");
+#endif
+  delete static_cast<TestRule*>(r->rule_data);
+}
+
+vigil_status required_tensors(vigil_rule* r, vigil_step step, const vigil_required_sink* sink, vigil_error* err) {
+#if VARIANT == VARIANT_THROW_IN_REQUIRED
+  deliberate_throw("required_tensors");
+#endif
+  (void)r;
+  (void)err;
+  const vigil_step steps[] = {step};
+  return sink->add(sink->ctx, 0, ".*", true, steps, 1);
+}
+
+vigil_status first_tensor(TestRule* self, std::string& name) {
+  vigil_str_sink sink{&name, [](void* ctx, const char* s, size_t n) -> vigil_status {
+                        auto* out = static_cast<std::string*>(ctx);
+                        if (out->empty()) out->assign(s, n);
+                        return VIGIL_OK;
+                      }};
+  vigil_name_query q{};
+  q.struct_size = sizeof(q);
+  return g_host->tensor_names(self->trial, &q, sink, nullptr);
+}
+
+vigil_status invoke_at_step(vigil_rule* r, vigil_step step, bool* met, vigil_error* err) {
+#if VARIANT == VARIANT_THROW_IN_INVOKE
+  deliberate_throw("invoke_at_step");
+#endif
+  auto* self = static_cast<TestRule*>(r->rule_data);
+  *met = false;
+  switch (self->kind) {
+    case kStepsRule:
+      if (step == self->fail_at) {
+        set_error(err, VIGIL_E_INTERNAL, "deliberate failure at step " + std::to_string(step));
+        return VIGIL_E_INTERNAL;
+      }
+      if (self->fire_at.contains(step)) {
+        std::string evidence = "{\"step\": " + std::to_string(step) + "}";
+        g_host->report_evidence(self->session, evidence.c_str(), nullptr);
+        *met = true;
+      }
+      if (step == self->end_at) {
+        set_error(err, VIGIL_S_RULE_CONDITION_MET, "end of rule", VIGIL_ERRF_END_OF_RULE);
+        return VIGIL_S_RULE_CONDITION_MET;
+      }
+      return VIGIL_OK;
+    case kUnknownStatus: return 4242;
+    case kLeaksView: {
+      std::string name;
+      if (vigil_status st = first_tensor(self, name); st != VIGIL_OK || name.empty()) return st;
+      vigil_tensor_key key{sizeof(key), name.c_str(), step, VIGIL_MODE_GLOBAL, nullptr};
+      vigil_tensor* view = nullptr;
+      return g_host->tensor_value(self->trial, &key, &view, err);  // never released: the host must notice
+    }
+    case kThrower: throw std::logic_error("a rule that throws across the C ABI");
+    case kValidated: return VIGIL_OK;
+  }
+  return VIGIL_OK;
+}
+
+// ---- descriptors ----
+
+const vigil_param_spec kStepsParams[] = {
+    {sizeof(vigil_param_spec), "fire_at", VIGIL_PARAM_STRING_LIST, 0, "", NAN, NAN, nullptr, "steps where the condition is met"},
+    {sizeof(vigil_param_spec), "fail_at", VIGIL_PARAM_INT64, 0, "-1", NAN, NAN, nullptr, "step where the rule fails"},
+    {sizeof(vigil_param_spec), "end_at", VIGIL_PARAM_INT64, 0, "-1", NAN, NAN, nullptr, "step where the rule ends (end_of_rule)"},
+};
+
+const char* const kModes[] = {"TRAIN", "EVAL", nullptr};
+const vigil_param_spec kValidatedParams[] = {
+    {sizeof(vigil_param_spec), "ratio", VIGIL_PARAM_DOUBLE, 0, "0.5", 0.0, 1.0, nullptr, "between 0 and 1"},
+    {sizeof(vigil_param_spec), "count", VIGIL_PARAM_INT64, 0, "3", 1.0, NAN, nullptr, "at least 1"},
+    {sizeof(vigil_param_spec), "flag", VIGIL_PARAM_BOOL, 0, "False", NAN, NAN, nullptr, "a boolean"},
+    {sizeof(vigil_param_spec), "mode", VIGIL_PARAM_ENUM, 0, "TRAIN", NAN, NAN, kModes, "TRAIN or EVAL"},
+    {sizeof(vigil_param_spec), "pattern", VIGIL_PARAM_REGEX, 0, ".*", NAN, NAN, nullptr, "a regex"},
+    {sizeof(vigil_param_spec), "needed", VIGIL_PARAM_STRING, VIGIL_PARAMF_REQUIRED, nullptr, NAN, NAN, nullptr, "required"},
+#if VARIANT == VARIANT_BAD_PARAM_DEFAULT
+    {sizeof(vigil_param_spec), "broken", VIGIL_PARAM_DOUBLE, 0, "abc", NAN, NAN, nullptr, "a default that is no number"},
+#endif
+};
+
+#if VARIANT == VARIANT_DUPLICATE_ID
+#define ID_PREFIX "vigil.test.dup."
+#else
+#define ID_PREFIX "vigil.test."
+#endif
+
+const vigil_rule_descriptor kRules[] = {
+    {sizeof(vigil_rule_descriptor), ID_PREFIX "StepsRule", VARIANT == VARIANT_BAD_DESCRIPTOR ? nullptr : "StepsRule",
+     "1.0", "met at the steps listed in fire_at", kStepsParams, 3, 0},
+    {sizeof(vigil_rule_descriptor), ID_PREFIX "UnknownStatus", "UnknownStatus", "1.0", "returns status 4242", nullptr, 0, 0},
+    {sizeof(vigil_rule_descriptor), ID_PREFIX "LeaksView", "LeaksView", "1.0", "keeps a tensor view", nullptr, 0, 0},
+    {sizeof(vigil_rule_descriptor), ID_PREFIX "Thrower", "Thrower", "1.0", "throws from invoke_at_step", nullptr, 0, 0},
+    {sizeof(vigil_rule_descriptor), ID_PREFIX "Validated", "Validated", "1.0", "typed parameters",
+     kValidatedParams, sizeof(kValidatedParams) / sizeof(kValidatedParams[0]), VIGIL_RULEF_MULTI_TRIAL},
+};
+constexpr uint32_t kRuleCount = sizeof(kRules) / sizeof(kRules[0]);
+
+uint32_t factory_count(const vigil_rule_factory*) {
+#if VARIANT == VARIANT_THROW_IN_COUNT
+  deliberate_throw("count");
+#endif
+  return kRuleCount;
+}
+
+const vigil_rule_descriptor* factory_descriptor(const vigil_rule_factory*, uint32_t i) {
+#if VARIANT == VARIANT_THROW_IN_DESCRIPTOR
+  deliberate_throw("descriptor");
+#endif
+  return i < kRuleCount ? &kRules[i] : nullptr;
+}
+
+vigil_status factory_create(const vigil_rule_factory*, const char* rule_id, const vigil_rule_context* ctx,
+                            vigil_rule** out, vigil_error* err) {
+#if VARIANT == VARIANT_THROW_IN_CREATE
+  deliberate_throw("create");
+#endif
+  auto* self = new TestRule{};
+  self->base.struct_size = sizeof(vigil_rule);
+  self->base.rule_data = self;
+  self->base.destroy = destroy_rule;
+  self->base.invoke_at_step = invoke_at_step;
+  self->base.required_tensors = required_tensors;
+  self->trial = ctx->trials[0];
+  self->session = ctx->session;
+  const std::string id = rule_id;
+  const std::string name = id.substr(id.rfind('.') + 1);
+  if (name == "StepsRule") {
+    self->kind = kStepsRule;
+    for (size_t i = 0; i < ctx->params[0].list_count; ++i) self->fire_at.insert(std::stoll(ctx->params[0].list[i]));
+    self->fail_at = ctx->params[1].v.i;
+    self->end_at = ctx->params[2].v.i;
+  } else if (name == "UnknownStatus") {
+    self->kind = kUnknownStatus;
+  } else if (name == "LeaksView") {
+    self->kind = kLeaksView;
+  } else if (name == "Thrower") {
+    self->kind = kThrower;
+  } else if (name == "Validated") {
+    self->kind = kValidated;
+  } else {
+    delete self;
+    set_error(err, VIGIL_E_INVALID_ARGUMENT, "unknown rule " + id);
+    return VIGIL_E_INVALID_ARGUMENT;
+  }
+  *out = &self->base;
+  return VIGIL_OK;
+}
+
+const vigil_rule_factory kFactory = {sizeof(vigil_rule_factory), factory_count, factory_descriptor, factory_create};
+
+vigil_status plugin_init(const vigil_host_api* host, const char*, vigil_error* err) {
+#if VARIANT == VARIANT_THROW_IN_INIT
+  deliberate_throw("init");
+#endif
+#if VARIANT == VARIANT_INIT_FAILS
+  set_error(err, VIGIL_E_INTERNAL, "deliberate init failure");
+  return VIGIL_E_INTERNAL;
+#endif
+#if VARIANT == VARIANT_NEEDS_NEWER_MINOR
+  if (host->abi.minor < 7) {
+    set_error(err, VIGIL_E_VERSION_MISMATCH, "this plugin needs host ABI 1.7 or newer");
+    return VIGIL_E_VERSION_MISMATCH;
+  }
+#endif
+  (void)err;
+  g_host = host;
+  return VIGIL_OK;
+}
+
+void plugin_deinit() {
+#if VARIANT == VARIANT_THROW_IN_DEINIT
+  deliberate_throw("deinit");
+#endif
+  g_host = nullptr;
+}
+
+const void* plugin_get_factory(const char* id) {
+#if VARIANT == VARIANT_THROW_IN_GET_FACTORY
+  deliberate_throw("get_factory");
+#endif
+  return std::strcmp(id, VIGIL_RULE_FACTORY_ID) == 0 ? &kFactory : nullptr;
+}
+
+const vigil_plugin_entry kEntry = {
+    sizeof(vigil_plugin_entry),
+    {VARIANT == VARIANT_ABI_MAJOR_2 ? uint16_t(2) : uint16_t(VIGIL_ABI_MAJOR), VIGIL_ABI_MINOR, 0},
+    0,
+    "vigil.test.variant" VIGIL_TEST_VARIANT_NAME,
+    "1.0",
+    "test plugin",
+    plugin_init,
+    plugin_deinit,
+    plugin_get_factory,
+};
+
+}  // namespace
+
+#if VARIANT == VARIANT_NO_ENTRY
+extern "C" VIGIL_EXPORT const vigil_plugin_entry* some_other_symbol() { return &kEntry; }
+#else
+extern "C" VIGIL_EXPORT const vigil_plugin_entry* vigil_plugin_entry_v1(uint32_t, uint32_t) {
+#if VARIANT == VARIANT_THROW_IN_ENTRY
+  deliberate_throw("the entry function");
+#endif
+#if VARIANT == VARIANT_DECLINES_HOST
+  return nullptr;
+#else
+  return &kEntry;
+#endif
+}
+#endif
