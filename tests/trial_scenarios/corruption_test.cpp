@@ -61,7 +61,9 @@ TEST_F(Corruption, TruncatedEventFile) {
     write_file(event_file(1), bytes.substr(0, keep));
     expect_error(1, ErrorCode::CorruptData, event_file(1));
     auto v = read_step(1);
-    if (!v) EXPECT_TRUE(v.error().offset.has_value());
+    if (!v) {
+      EXPECT_TRUE(v.error().offset.has_value());
+    }
   }
 }
 
