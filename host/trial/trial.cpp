@@ -25,6 +25,7 @@
 #include "format/tfrecord.h"
 #include "format/trial_layout.h"
 #include "trial/element_access.h"
+#include "trial/trial_watcher.h"
 
 namespace vigil {
 
@@ -125,6 +126,7 @@ struct Trial::State {
   bool loaded_all_steps = false;
   bool end_marker_seen = false;
   int refresh_holds = 0;
+  std::unique_ptr<TrialWatcher> watcher;  // created by the first wait_for_steps
   bool assume_ended = false;
 
   // Fixed after open().
@@ -626,13 +628,19 @@ Result<void> Trial::wait_for_steps(const std::vector<int64_t>& steps, Mode mode,
                                    std::optional<std::chrono::milliseconds> timeout) {
   const auto deadline =
       timeout ? std::chrono::steady_clock::now() + *timeout : std::chrono::steady_clock::time_point::max();
-  std::mutex sleep_mu;
-  std::condition_variable_any sleeper;
+  // Watch the trial before looking at it, so no change between a look and the wait is missed.
+  TrialWatcher* watcher;
+  {
+    std::lock_guard lock(state_->mu);
+    if (!state_->watcher) state_->watcher = std::make_unique<TrialWatcher>(state_->path);
+    watcher = state_->watcher.get();
+  }
   for (int64_t step : steps) {
     while (true) {
       StepState state;
       std::vector<int64_t> all;
       bool all_loaded;
+      const uint64_t seen = watcher->generation();
       {
         std::lock_guard lock(state_->mu);
         if (auto r = state_->refresh_locked(); !r) return fail(r.error());
@@ -654,8 +662,13 @@ Result<void> Trial::wait_for_steps(const std::vector<int64_t>& steps, Mode mode,
                           .message = fmt::format("timed out waiting for step {} of mode {}", step, mode_name(mode)),
                           .step = step,
                           .mode = mode});
-      std::unique_lock lk(sleep_mu);
-      sleeper.wait_for(lk, stop, state_->options.poll_interval, [] { return false; });
+      // Event driven with inotify; the poll interval only bounds the wait as a fallback.
+      auto wait = watcher->event_driven() ? std::chrono::milliseconds(1000) : state_->options.poll_interval;
+      if (timeout) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        wait = std::max(std::chrono::milliseconds(1), std::min(wait, left));
+      }
+      watcher->wait_for_change(seen, wait, stop);
     }
   }
   return {};
