@@ -274,8 +274,12 @@ sdk::Result<int> quarter(int x) {
   VIGIL_TRY(int q, half(h));
   return q;
 }
+sdk::Result<void> even(int x) {
+  if (x % 2) return sdk::fail(sdk::Error::invalid_argument("odd"));
+  return {};
+}
 sdk::Result<void> check_even(int x) {
-  VIGIL_TRY_VOID(half(x).transform([](int) {}));
+  VIGIL_TRY_VOID(even(x));
   return {};
 }
 

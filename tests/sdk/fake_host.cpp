@@ -74,7 +74,7 @@ vigil_status find_value(vigil_trial* t, const vigil_tensor_key* key, const vigil
     return fill_error(err, VIGIL_E_TENSOR_UNAVAILABLE_FOR_STEP,
                       "Value for tensor " + std::string(key->name) + " is not available for step " +
                           std::to_string(key->step) + " with mode " + mode_text(key->mode) + " as it was not saved.",
-                      key->name, key->step, key->mode, -1, it->second.has_reductions ? VIGIL_ERRF_HAS_REDUCTIONS : 0u);
+                      key->name, key->step, key->mode, -1, it->second.has_reductions ? uint32_t{VIGIL_ERRF_HAS_REDUCTIONS} : 0u);
   }
   if (key->worker) {
     auto w = st->second.find(key->worker);
@@ -312,7 +312,7 @@ vigil_status fill_error(vigil_error* err, vigil_status code, const std::string& 
   put(err, offsetof(vigil_error, worker), sizeof(err->worker), worker, cut);
   put(err, offsetof(vigil_error, rule), sizeof(err->rule), "", cut);
   put(err, offsetof(vigil_error, message), sizeof(err->message), message, cut);
-  if (fits(offsetof(vigil_error, flags), sizeof(err->flags))) err->flags = flags | (cut ? VIGIL_ERRF_TRUNCATED : 0u);
+  if (fits(offsetof(vigil_error, flags), sizeof(err->flags))) err->flags = flags | (cut ? uint32_t{VIGIL_ERRF_TRUNCATED} : 0u);
   return code;
 }
 

@@ -344,7 +344,9 @@ TEST_F(PluginTest, EveryExceptionMapsToItsStatus) {
     EXPECT_EQ(invoke(r, 3, &met), c.status);
     EXPECT_EQ(err.code, c.status);
     EXPECT_FALSE(met);
-    if (c.message) EXPECT_STREQ(err.message, c.message);
+    if (c.message) {
+      EXPECT_STREQ(err.message, c.message);
+    }
   }
   // Fields travel with the status.
   vigil_rule* r = thrower("tensor_unavailable_for_step");

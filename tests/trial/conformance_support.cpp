@@ -1,3 +1,4 @@
+#include <unistd.h>
 #include "conformance_support.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,8 @@
 
 namespace fs = std::filesystem;
 
+#include "rewrite_with_writer.h"
+
 namespace conf {
 
 __extension__ typedef __int128 i128;  // exact integer sums / JSON integer comparison
@@ -45,7 +48,34 @@ std::vector<std::string> list_fixtures() {
   return out;
 }
 
-fs::path trial_dir(const std::string& fixture) { return fixtures_root() / fixture; }
+std::string base_fixture(const std::string& fixture) {
+  auto at = fixture.find(kRewrittenSuffix);
+  return at == std::string::npos ? fixture : fixture.substr(0, at);
+}
+
+fs::path trial_dir(const std::string& fixture) {
+  if (base_fixture(fixture) == fixture) return fixtures_root() / fixture;
+  // The fixture written again by Vigil's writer, once per process, in a temporary folder.
+  static std::mutex mu;
+  static std::map<std::string, fs::path> rewritten;
+  std::lock_guard lock(mu);
+  auto& dir = rewritten[fixture];
+  if (dir.empty()) {
+    const std::string base = base_fixture(fixture);
+    dir = fs::temp_directory_path() / ("vigil-conformance-" + std::to_string(::getpid())) / base;
+    fs::remove_all(dir);
+    if (std::string problem = rewrite_with_writer(fixtures_root() / base, dir); !problem.empty())
+      throw std::runtime_error("rewriting " + base + " with the writer failed: " + problem);
+    static struct Cleanup {
+      fs::path root;
+      ~Cleanup() {
+        std::error_code ec;
+        fs::remove_all(root, ec);
+      }
+    } cleanup{dir.parent_path()};
+  }
+  return dir;
+}
 
 static std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -60,7 +90,7 @@ const json& expected_json(const std::string& fixture) {
   std::lock_guard lock(mu);
   auto& slot = cache[fixture];
   if (!slot) {
-    fs::path p = fixtures_root() / (fixture + ".expected.json");
+    fs::path p = fixtures_root() / (base_fixture(fixture) + ".expected.json");
     slot = std::make_unique<json>(json::parse(read_file(p)));
   }
   return *slot;

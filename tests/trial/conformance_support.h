@@ -28,6 +28,9 @@ using json = nlohmann::json;
 std::filesystem::path fixtures_root();                 // <VIGIL_SHARED_DIR>/fixtures/smdebug-real
 std::vector<std::string> list_fixtures();              // names with both <name>/ and <name>.expected.json, sorted
 const json& expected_json(const std::string& fixture);  // parsed once per process
+// A fixture name with this suffix stands for that fixture written again by Vigil's writer.
+inline constexpr std::string_view kRewrittenSuffix = "@vigil-writer";
+std::string base_fixture(const std::string& fixture);
 std::filesystem::path trial_dir(const std::string& fixture);
 // One Trial per fixture per process (smdebug's answers come from one trial object).
 vigil::Result<std::shared_ptr<vigil::Trial>> shared_trial(const std::string& fixture);

@@ -910,6 +910,14 @@ std::string fixture_test_name(const ::testing::TestParamInfo<std::string>& info)
 
 INSTANTIATE_TEST_SUITE_P(SmdebugReal, Conformance, ::testing::ValuesIn(conf::list_fixtures()), fixture_test_name);
 
+// The same facts on the fixtures written again by Vigil's writer, record by record.
+std::vector<std::string> rewritten_fixtures() {
+  std::vector<std::string> out;
+  for (const auto& f : conf::list_fixtures()) out.push_back(f + std::string(conf::kRewrittenSuffix));
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(VigilWriter, Conformance, ::testing::ValuesIn(rewritten_fixtures()), fixture_test_name);
+
 TEST(ConformanceFixtures, RequiredFixturesPresent) {
   auto names = conf::list_fixtures();
   for (const char* required : {"loss_not_decreasing", "mixed_dtypes", "mlp_healthy", "vanishing_gradient"}) {
