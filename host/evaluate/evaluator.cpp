@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 
-#include "plugins/host_services.h"
+#include "evaluate/rule_instance.h"
 #include "plugins/param_values.h"
 #include "trial/trial.h"
 
@@ -20,35 +19,15 @@ using plugins::RuleType;
 
 namespace {
 
-struct RuleInstance {
+struct ConfiguredRule {
   size_t index = 0;  // in the job and on the status board
   RuleConfig config;
   RuleType type;
   BoundParams params;
-  std::unique_ptr<vigil_session> session;
-  std::vector<vigil_trial> handles;  // [0] base trial, then other trials
-  std::vector<vigil_trial*> handle_ptrs;
-  vigil_rule* rule = nullptr;
+  std::unique_ptr<RuleInstance> instance;
   bool finished = false;
   bool fired = false;
 };
-
-// The statuses the ABI defines (others are unknown and fail the rule).
-bool known_status(vigil_status s) { return (s >= 0 && s <= 11) || (s >= 100 && s <= 112); }
-
-std::string class_of(vigil_status s) {
-  if (const char* c = vigil_status_smdebug_class(s)) return c;
-  switch (s) {
-    case VIGIL_E_OUT_OF_MEMORY: return "MemoryError";
-    case VIGIL_E_VERSION_MISMATCH: return "VersionMismatch";
-    case VIGIL_E_CANCELLED: return "Cancelled";
-    case VIGIL_E_TIMEOUT: return "Timeout";
-    case VIGIL_E_PLUGIN_FAILURE: return "RuleError";
-    default: return fmt::format("Status{}", s);
-  }
-}
-
-std::string abi_message(const vigil_error& err) { return std::string(err.message, strnlen(err.message, sizeof(err.message))); }
 
 // How SageMaker words an Error status caused by the user's data or configuration.
 std::string client_error(const Error& e) {
@@ -58,47 +37,35 @@ std::string client_error(const Error& e) {
   return fmt::format("ClientError: {}: {}", e.class_name(), e.message);
 }
 
+// Python rule files (source_s3_uri) are served by the embedded-Python plugin under this id.
+constexpr std::string_view kPythonRuleId = "vigil.python.CustomRule";
+
 }  // namespace
 
 struct Evaluator::Impl {
   EvaluatorOptions options;
-  std::vector<std::unique_ptr<RuleInstance>> rules;
+  std::vector<std::unique_ptr<ConfiguredRule>> rules;
   std::unique_ptr<StatusBoard> board;
   std::mutex trials_mu;
   std::map<std::string, std::shared_ptr<Trial>> trials;  // by path, shared by every rule reading it
 
   Result<std::shared_ptr<Trial>> open_trial(const std::string& path, std::stop_token stop);
-  void run_group(const std::string& base_path, std::vector<RuleInstance*> group, std::stop_token stop);
-  bool create_instance(RuleInstance& r, const std::shared_ptr<plugins::StepValueCache>& cache,
-                       const std::vector<std::shared_ptr<Trial>>& trials, std::stop_token stop);
-  void invoke(RuleInstance& r, int64_t step);
-  void prefetch(RuleInstance& r, Trial& base, const std::vector<std::shared_ptr<Trial>>& trials, int64_t step,
-                plugins::StepValueCache& cache);
-  void finish(RuleInstance& r) {
+  void run_group(const std::string& base_path, std::vector<ConfiguredRule*> group, std::stop_token stop);
+  void apply(ConfiguredRule& r, int64_t step, const InvokeOutcome& outcome);
+  void finish(ConfiguredRule& r) {
     if (r.finished) return;
     r.finished = true;
     if (!r.fired) board->set(r.index, RuleEvaluationStatus::NoIssuesFound);
   }
-  void fail_rule(RuleInstance& r, std::string details) {
+  void fail_rule(ConfiguredRule& r, std::string details) {
     if (r.finished) return;
     r.finished = true;
     board->set(r.index, RuleEvaluationStatus::Error, std::move(details));
   }
-  void destroy(RuleInstance& r) {
-    if (!r.rule) return;
-    try {
-      r.rule->destroy(r.rule);
-    } catch (...) {
-    }
-    r.rule = nullptr;
-  }
 };
 
 Evaluator::Evaluator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-
-Evaluator::~Evaluator() {
-  for (auto& r : impl_->rules) impl_->destroy(*r);
-}
+Evaluator::~Evaluator() = default;
 
 Result<std::unique_ptr<Evaluator>> Evaluator::create(const plugins::PluginRegistry& registry, JobConfig job,
                                                      EvaluatorOptions options) {
@@ -109,7 +76,21 @@ Result<std::unique_ptr<Evaluator>> Evaluator::create(const plugins::PluginRegist
   for (size_t i = 0; i < job.rules.size(); ++i) {
     auto& config = job.rules[i];
     const std::string field = fmt::format("DebugRuleConfigurations[{}].RuleParameters", i);
-    const RuleType* type = registry.find(config.rule_to_invoke);
+    const RuleType* type = nullptr;
+    auto params_given = config.parameters;
+    if (config.source) {
+      // A custom rule file: the Python plugin runs class rule_to_invoke from source_s3_uri.
+      type = registry.find(kPythonRuleId);
+      if (!type)
+        return fail(Error::invalid_argument(fmt::format(
+            "{}.source_s3_uri: Python rule files need the Python rule plugin (vigil.python.CustomRule), which is not "
+            "loaded",
+            field)));
+      params_given["source_s3_uri"] = *config.source;
+      params_given["rule_to_invoke"] = config.rule_to_invoke;
+    } else {
+      type = registry.find(config.rule_to_invoke);
+    }
     if (!type) {
       std::string known;
       for (const auto& r : registry.rules()) known += (known.empty() ? "" : ", ") + std::string(r.descriptor->name);
@@ -119,25 +100,24 @@ Result<std::unique_ptr<Evaluator>> Evaluator::create(const plugins::PluginRegist
     if (!config.other_trials.empty() && !(type->descriptor->flags & VIGIL_RULEF_MULTI_TRIAL))
       return fail(Error::invalid_argument(
           fmt::format("{}.other_trials: rule {} reads only its base trial", field, type->descriptor->name)));
-    auto params = BoundParams::bind(*type->descriptor, config.parameters, config.configuration_name);
+    auto params = BoundParams::bind(*type->descriptor, params_given, config.configuration_name);
     if (!params) return fail(params.error());
-    for (const auto& path : [&] {
-           std::vector<std::string> all{config.base_trial};
-           all.insert(all.end(), config.other_trials.begin(), config.other_trials.end());
-           return all;
-         }()) {
+    std::vector<std::string> paths{config.base_trial};
+    paths.insert(paths.end(), config.other_trials.begin(), config.other_trials.end());
+    for (const auto& path : paths) {
       std::error_code ec;
       if (!fs::is_directory(path, ec))
         return fail(Error::invalid_argument(
             fmt::format("DebugRuleConfigurations[{}]: trial '{}' is not a directory", i, path)));
     }
-    auto r = std::make_unique<RuleInstance>();
+    auto r = std::make_unique<ConfiguredRule>();
     r->index = i;
     r->type = *type;
     r->params = std::move(*params);
     r->config = std::move(config);
+    const std::string rule_name = r->config.source ? r->config.rule_to_invoke : std::string(type->descriptor->name);
     initial.push_back(RuleStatus{.configuration_name = r->config.configuration_name,
-                                 .rule_name = type->descriptor->name,
+                                 .rule_name = rule_name,
                                  .status = RuleEvaluationStatus::InProgress});
     impl->rules.push_back(std::move(r));
   }
@@ -151,14 +131,14 @@ std::vector<RuleStatus> Evaluator::statuses() const { return impl_->board->all()
 void Evaluator::run(std::stop_token stop) {
   for (auto& r : impl_->rules)
     if (impl_->options.on_status) impl_->options.on_status(impl_->board->get(r->index));
-  std::map<std::string, std::vector<RuleInstance*>> groups;
+  std::map<std::string, std::vector<ConfiguredRule*>> groups;
   for (auto& r : impl_->rules) groups[r->config.base_trial].push_back(r.get());
   {
     std::vector<std::jthread> threads;
     for (auto& [path, group] : groups)
       threads.emplace_back([this, path, group, stop] { impl_->run_group(path, group, stop); });
   }
-  for (auto& r : impl_->rules) impl_->destroy(*r);
+  for (auto& r : impl_->rules) r->instance.reset();  // destroy the rule instances
   if (stop.stop_requested())
     for (auto& r : impl_->rules)
       if (impl_->board->get(r->index).status == RuleEvaluationStatus::Stopping)
@@ -190,169 +170,40 @@ Result<std::shared_ptr<Trial>> Evaluator::Impl::open_trial(const std::string& pa
   }
 }
 
-bool Evaluator::Impl::create_instance(RuleInstance& r, const std::shared_ptr<plugins::StepValueCache>& cache,
-                                      const std::vector<std::shared_ptr<Trial>>& trial_list, std::stop_token stop) {
-  r.session = std::make_unique<vigil_session>();
-  r.session->rule_name = r.config.configuration_name;
-  r.session->stop = stop;
-  r.session->cache = cache;
-  r.session->log = [this, name = r.config.configuration_name](vigil_log_level level, const std::string& msg) {
-    if (options.on_log) options.on_log(name, level, msg);
-  };
-  r.handles.clear();
-  for (const auto& t : trial_list) r.handles.push_back(vigil_trial{t, r.session.get()});
-  r.handle_ptrs.clear();
-  for (auto& h : r.handles) r.handle_ptrs.push_back(&h);
-  vigil_rule_context ctx{};
-  ctx.struct_size = sizeof(ctx);
-  ctx.host = plugins::host_api();
-  ctx.session = r.session.get();
-  ctx.trials = r.handle_ptrs.data();
-  ctx.trial_count = uint32_t(r.handle_ptrs.size());
-  ctx.params = r.params.data();
-  ctx.param_count = r.params.size();
-  ctx.instance_name = r.config.configuration_name.c_str();
-  vigil_error err{};
-  err.struct_size = sizeof(err);
-  vigil_status st;
-  try {
-    st = r.type.factory->create(r.type.factory, r.type.descriptor->id, &ctx, &r.rule, &err);
-  } catch (...) {
-    fail_rule(r, "RuleError: the plugin threw a C++ exception across the C ABI while creating the rule");
-    r.rule = nullptr;
-    return false;
-  }
-  if (st != VIGIL_OK || !r.rule) {
-    fail_rule(r, fmt::format("{}: {}", class_of(st), st == VIGIL_OK ? "create() returned no rule" : abi_message(err)));
-    r.rule = nullptr;
-    return false;
-  }
-  if (r.rule->struct_size < offsetof(vigil_rule, invoke_at_step) + sizeof(void*) || !r.rule->invoke_at_step ||
-      !r.rule->destroy) {
-    fail_rule(r, "RuleError: the plugin returned an incomplete rule (no invoke_at_step or destroy)");
-    return false;
-  }
-  return true;
-}
-
-namespace {
-
-struct RequiredTensor {
-  uint32_t trial_index;
-  std::string name;
-  bool is_regex;
-  std::vector<int64_t> steps;
-};
-
-vigil_status add_required(void* ctx, uint32_t trial_index, const char* name, bool is_regex, const vigil_step* steps,
-                          size_t count) {
-  if (!name || (count > 0 && !steps)) return VIGIL_E_INVALID_ARGUMENT;
-  try {
-    static_cast<std::vector<RequiredTensor>*>(ctx)->push_back(
-        RequiredTensor{trial_index, name, is_regex, std::vector<int64_t>(steps, steps + count)});
-  } catch (...) {
-    return VIGIL_E_OUT_OF_MEMORY;
-  }
-  return VIGIL_OK;
-}
-
-}  // namespace
-
-void Evaluator::Impl::prefetch(RuleInstance& r, Trial& base, const std::vector<std::shared_ptr<Trial>>& trial_list,
-                               int64_t step, plugins::StepValueCache& cache) {
-  if (!r.rule->required_tensors) return;
-  std::vector<RequiredTensor> wanted;
-  vigil_required_sink sink{&wanted, add_required};
-  vigil_error err{};
-  err.struct_size = sizeof(err);
-  vigil_status st;
-  try {
-    st = r.rule->required_tensors(r.rule, step, &sink, &err);
-  } catch (...) {
-    fail_rule(r, "RuleError: the plugin threw a C++ exception across the C ABI in required_tensors");
-    return;
-  }
-  if (vigil_status_is_skip(st) || st == VIGIL_OK) {
-    // Read each required value once into the step's cache; the rule's own reads then hit it.
-    for (const auto& req : wanted) {
-      if (req.trial_index >= trial_list.size()) continue;
-      Trial& t = req.trial_index == 0 ? base : *trial_list[req.trial_index];
-      std::vector<std::string> names;
-      if (req.is_regex) names = t.tensor_names(TensorNameQuery{.regex = {req.name}}).value_or(std::vector<std::string>{});
-      else names.push_back(req.name);
-      for (const auto& name : names)
-        for (int64_t s : req.steps.empty() ? std::vector<int64_t>{step} : req.steps) {
-          auto value = t.value(name, s);
-          if (value) cache.put({&t, name, s, Mode::Global, ""}, std::move(*value));
-        }
+// Maps one call's outcome onto the rule's status (smdebug's invoke_rule).
+void Evaluator::Impl::apply(ConfiguredRule& r, int64_t step, const InvokeOutcome& outcome) {
+  if (outcome.condition_met) {
+    Trigger trigger{.step = step};
+    for (const auto& e : outcome.evidence) {
+      try {
+        trigger.evidence.push_back(nlohmann::json::parse(e));
+      } catch (const nlohmann::json::exception&) {
+        trigger.evidence.push_back(e);  // not JSON: keep the text
+      }
     }
+    board->add_trigger(r.index, std::move(trigger));
+    if (!r.fired) {
+      r.fired = true;
+      board->set(r.index, RuleEvaluationStatus::IssuesFound,
+                 "RuleEvaluationConditionMet: " + Error::condition_met(board->get(r.index).rule_name, step).message + "\n");
+    }
+    if (outcome.end_of_rule) finish(r);
     return;
   }
-  if (!known_status(st)) fail_rule(r, fmt::format("RuleError: required_tensors returned unknown status {}", st));
-  else if (vigil_status_is_failure(st)) fail_rule(r, fmt::format("{}: {}", class_of(st), abi_message(err)));
-}
-
-void Evaluator::Impl::invoke(RuleInstance& r, int64_t step) {
-  vigil_error err{};
-  err.struct_size = sizeof(err);
-  bool met = false;
-  const int64_t views_before = r.session->outstanding_views->load();
-  vigil_status st;
-  try {
-    st = r.rule->invoke_at_step(r.rule, step, &met, &err);
-  } catch (...) {
-    fail_rule(r, fmt::format("RuleError: the plugin threw a C++ exception across the C ABI at step {}", step));
-    return;
-  }
-  std::vector<std::string> evidence;
-  {
-    std::lock_guard lock(r.session->evidence_mu);
-    evidence.swap(r.session->evidence);
-  }
-  if (const int64_t leaked = r.session->outstanding_views->load() - views_before; leaked > 0) {
-    fail_rule(r, fmt::format("RuleError: the rule kept {} tensor view(s) past invoke_at_step at step {} "
-                             "(views must be released before the call returns)",
-                             leaked, step));
-    return;
-  }
-  if (!known_status(st)) {
-    fail_rule(r, fmt::format("RuleError: invoke_at_step returned unknown status {} at step {}", st, step));
-    return;
-  }
-  const bool signal = st == VIGIL_S_RULE_CONDITION_MET;
-  switch (vigil_status_classify(st)) {
+  switch (vigil_status_classify(outcome.status)) {
     case VIGIL_CLASS_OK:
-    case VIGIL_CLASS_SIGNAL: {
-      if (!met && !signal) return;
-      Trigger trigger{.step = step};
-      for (const auto& e : evidence) {
-        try {
-          trigger.evidence.push_back(nlohmann::json::parse(e));
-        } catch (const nlohmann::json::exception&) {
-          trigger.evidence.push_back(e);  // not JSON: keep the text
-        }
-      }
-      board->add_trigger(r.index, std::move(trigger));
-      if (!r.fired) {
-        r.fired = true;
-        board->set(r.index, RuleEvaluationStatus::IssuesFound,
-                   "RuleEvaluationConditionMet: " + Error::condition_met(r.type.descriptor->name, step).message + "\n");
-      }
-      if (signal && (err.flags & VIGIL_ERRF_END_OF_RULE)) finish(r);
-      return;
-    }
+    case VIGIL_CLASS_SIGNAL: return;
     case VIGIL_CLASS_SKIP:
-      if (options.on_log) options.on_log(r.config.configuration_name, VIGIL_LOG_DEBUG, abi_message(err));
+      if (options.on_log) options.on_log(r.config.configuration_name, VIGIL_LOG_DEBUG, outcome.details());
       return;
     case VIGIL_CLASS_STOP: finish(r); return;
     case VIGIL_CLASS_WAIT:
-    case VIGIL_CLASS_FAILURE:
-      fail_rule(r, fmt::format("{}: {}", class_of(st), abi_message(err)));
-      return;
+    case VIGIL_CLASS_FAILURE: fail_rule(r, outcome.details()); return;
   }
 }
 
-void Evaluator::Impl::run_group(const std::string& base_path, std::vector<RuleInstance*> group, std::stop_token stop) {
+void Evaluator::Impl::run_group(const std::string& base_path, std::vector<ConfiguredRule*> group,
+                                std::stop_token stop) {
   auto stopping = [&] {
     for (auto* r : group)
       if (!r->finished) {
@@ -379,11 +230,21 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<RuleIn
       }
       trial_list.push_back(*t);
     }
-    if (ok) create_instance(*r, cache, trial_list, stop);
+    if (!ok) continue;
+    auto log = [this, name = r->config.configuration_name](vigil_log_level level, const std::string& msg) {
+      if (options.on_log) options.on_log(name, level, msg);
+    };
+    auto instance = RuleInstance::create(r->type, r->params, r->config.configuration_name, trial_list, cache, stop, log);
+    if (!instance) {
+      fail_rule(*r, InvokeOutcome{.status = static_cast<vigil_status>(instance.error().code), .error = instance.error()}
+                        .details());
+      continue;
+    }
+    r->instance = std::move(*instance);
   }
 
   auto active = [&] {
-    std::vector<RuleInstance*> out;
+    std::vector<ConfiguredRule*> out;
     for (auto* r : group)
       if (!r->finished) out.push_back(r);
     return out;
@@ -434,16 +295,15 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<RuleIn
     }
     trial.hold_refresh();  // smdebug's no_refresh: one consistent view per step
     cache->clear();
-    std::vector<std::shared_ptr<Trial>> dummy;
+    auto due = [&](ConfiguredRule* r) { return r->config.start_step <= step && !r->finished; };
     for (auto* r : rules_now)
-      if (r->config.start_step <= step && !r->finished) {
-        std::vector<std::shared_ptr<Trial>> trial_list;
-        for (auto& h : r->handles) trial_list.push_back(h.trial);
-        prefetch(*r, trial, trial_list, step, *cache);
+      if (due(r)) {
+        auto outcome = r->instance->prefetch(step);
+        if (vigil_status_is_failure(outcome.status)) fail_rule(*r, outcome.details());
       }
     for (auto* r : rules_now)
-      if (r->config.start_step <= step && !r->finished) {
-        invoke(*r, step);
+      if (due(r)) {
+        apply(*r, step, r->instance->invoke(step));
         board->progress(r->index, step);
       }
     cache->clear();

@@ -106,6 +106,10 @@ Result<BoundParams> BoundParams::bind(const vigil_rule_descriptor& rule, const s
   for (const auto& [name, value] : given) {
     bool known = false;
     for (uint32_t i = 0; i < rule.param_count; ++i) known |= name == rule.params[i].name;
+    if (!known && (rule.flags & VIGIL_RULEF_EXTRA_PARAMS)) {
+      out.extras_.emplace_back(name, value);
+      continue;
+    }
     if (!known) {
       std::string names;
       for (uint32_t i = 0; i < rule.param_count; ++i) names += (i ? ", " : "") + std::string(rule.params[i].name);
@@ -138,6 +142,12 @@ Result<BoundParams> BoundParams::bind(const vigil_rule_descriptor& rule, const s
 void BoundParams::rebuild_views() {
   list_pointers_.clear();
   values_.clear();
+  extra_name_ptrs_.clear();
+  extra_value_ptrs_.clear();
+  for (const auto& [name, value] : extras_) {
+    extra_name_ptrs_.push_back(name.c_str());
+    extra_value_ptrs_.push_back(value.c_str());
+  }
   for (const auto& p : parsed_) {
     auto& ptrs = list_pointers_.emplace_back();
     for (const auto& s : p.list) ptrs.push_back(s.c_str());

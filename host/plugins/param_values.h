@@ -31,7 +31,8 @@ std::expected<ParsedParam, std::string> parse_param_value(const vigil_param_spec
 class BoundParams {
  public:
   // `given` maps parameter names to their strings. Errors name the rule, the parameter and the value:
-  // an unknown parameter, a missing required one, an unparsable or out-of-range value.
+  // an unknown parameter (unless the rule takes extra parameters), a missing required one, an
+  // unparsable or out-of-range value.
   static Result<BoundParams> bind(const vigil_rule_descriptor& rule, const std::map<std::string, std::string>& given,
                                   std::string_view configuration_name);
   BoundParams() = default;
@@ -42,12 +43,19 @@ class BoundParams {
   const vigil_param_value* data() const { return values_.data(); }
   uint32_t size() const { return uint32_t(values_.size()); }
   const std::vector<ParsedParam>& parsed() const { return parsed_; }
+  // Parameters the rule does not declare, kept for rules flagged VIGIL_RULEF_EXTRA_PARAMS (ABI 1.1).
+  const char* const* extra_names() const { return extra_name_ptrs_.data(); }
+  const char* const* extra_values() const { return extra_value_ptrs_.data(); }
+  uint32_t extra_count() const { return uint32_t(extras_.size()); }
 
  private:
   void rebuild_views();
   std::vector<ParsedParam> parsed_;
   std::vector<std::vector<const char*>> list_pointers_;
   std::vector<vigil_param_value> values_;
+  std::vector<std::pair<std::string, std::string>> extras_;
+  std::vector<const char*> extra_name_ptrs_;
+  std::vector<const char*> extra_value_ptrs_;
 };
 
 }  // namespace vigil::plugins

@@ -27,8 +27,11 @@ TEST(PluginLoader, LoadsAGoodPlugin) {
 
 struct RefusalCase {
   const char* variant;
-  const char* reason_contains;
+  std::string reason_contains;
 };
+
+// "1.1": the host's ABI version as refusal messages spell it.
+const std::string kHostAbi = std::to_string(VIGIL_ABI_MAJOR) + "." + std::to_string(VIGIL_ABI_MINOR);
 
 class PluginRefusal : public ::testing::TestWithParam<RefusalCase> {};
 
@@ -44,8 +47,8 @@ TEST_P(PluginRefusal, IsRefusedWithAReason) {
 INSTANTIATE_TEST_SUITE_P(
     Variants, PluginRefusal,
     ::testing::Values(RefusalCase{"no_entry", "no entry symbol vigil_plugin_entry_v1"},
-                      RefusalCase{"abi_major_2", "built for ABI 2.0, the host speaks ABI 1.0"},
-                      RefusalCase{"declines_host", "declined host ABI 1.0"},
+                      RefusalCase{"abi_major_2", "built for ABI 2." + std::to_string(VIGIL_ABI_MINOR) + ", the host speaks ABI " + kHostAbi},
+                      RefusalCase{"declines_host", "declined host ABI " + kHostAbi},
                       RefusalCase{"init_fails", "deliberate init failure"},
                       RefusalCase{"needs_newer_minor", "needs host ABI 1.7 or newer"},
                       RefusalCase{"bad_descriptor", "has no name"},

@@ -106,7 +106,7 @@ TEST(SharedPlugin, LoadsAndDescribesItself) {
   ASSERT_EQ(d->param_count, 2u);
   EXPECT_STREQ(d->params[1].name, "threshold");
   // Nothing but the entry is visible.
-  EXPECT_EQ(dlsym(p.lib.handle(), "_ZN5vigil3sdk2v16detail14g_plugin_host"), nullptr);
+  EXPECT_EQ(dlsym(p.lib.handle(), "_ZN5vigil3sdk2v16detail12plugin_stateEv"), nullptr);
 }
 
 TEST(SharedPlugin, RunsARuleWithEigen) {

@@ -176,6 +176,6 @@ TEST(Params, AHostTypeMismatchIsAnError) {
 
   auto none = sdk::Params::from_abi(Specs::kParams, nullptr, 3);
   EXPECT_FALSE(none.has_value());
-  auto empty = sdk::Params::from_abi({}, nullptr, 0);
+  auto empty = sdk::Params::from_abi(std::span<const sdk::ParamSpec>(), nullptr, 0);
   EXPECT_TRUE(empty.has_value());
 }

@@ -134,12 +134,27 @@ class Probe final : public sdk::Rule {
   explicit Probe(sdk::RuleContext ctx) : Rule(std::move(ctx)) {}
 };
 
+// Reads undeclared parameters (ABI 1.1, VIGIL_RULEF_EXTRA_PARAMS).
+class Extras final : public sdk::Rule {
+ public:
+  static constexpr sdk::ParamSpec kParams[] = {sdk::param_int("declared", "1", "a declared parameter")};
+#if VIGIL_ABI_MINOR >= 1
+  static constexpr uint32_t kFlags = VIGIL_RULEF_EXTRA_PARAMS;
+#endif
+  static inline std::vector<std::pair<std::string, std::string>> seen;
+  explicit Extras(sdk::RuleContext ctx) : Rule(std::move(ctx)) {
+    seen.assign(params().extra().begin(), params().extra().end());
+  }
+  sdk::Result<bool> invoke_at_step(vigil_step) override { return params().extra("custom") == "yes"; }
+};
+
 }  // namespace
 
 VIGIL_PLUGIN("vigil.test.in-process", "2.0.1",
              VIGIL_RULE(Thrower, "vigil.test.Thrower", "Thrower", "Fails on demand"),
              VIGIL_RULE(CtorThrower, "vigil.test.CtorThrower", "CtorThrower", "Fails in its constructor"),
-             VIGIL_RULE(Probe, "vigil.test.Probe", "Probe", "Uses the host services"));
+             VIGIL_RULE(Probe, "vigil.test.Probe", "Probe", "Uses the host services"),
+             VIGIL_RULE(Extras, "vigil.test.Extras", "Extras", "Reads extra parameters"));
 
 namespace {
 
@@ -214,7 +229,7 @@ TEST_F(PluginTest, EntryAndDescriptors) {
   EXPECT_EQ(entry->get_factory(nullptr), nullptr);
   EXPECT_EQ(vigil_plugin_entry_v1(VIGIL_ABI_MAJOR, 99), entry);  // static data
 
-  ASSERT_EQ(factory->count(factory), 3u);
+  ASSERT_EQ(factory->count(factory), 4u);
   const vigil_rule_descriptor* d = factory->descriptor(factory, 0);
   EXPECT_EQ(d->struct_size, sizeof(vigil_rule_descriptor));
   EXPECT_STREQ(d->id, "vigil.test.Thrower");
@@ -233,7 +248,7 @@ TEST_F(PluginTest, EntryAndDescriptors) {
   ASSERT_EQ(p->param_count, 4u);
   EXPECT_EQ(p->params[1].type, VIGIL_PARAM_ENUM);
   EXPECT_STREQ(p->params[1].choices[1], "exact");
-  EXPECT_EQ(factory->descriptor(factory, 3), nullptr);
+  EXPECT_EQ(factory->descriptor(factory, 4), nullptr);
 }
 
 TEST_F(PluginTest, InitIsReferenceCountedAndRunsHooks) {
@@ -264,7 +279,7 @@ TEST_F(PluginTest, InitIsReferenceCountedAndRunsHooks) {
   vigil_host_api v2 = fake::host_api();
   v2.abi.major = 2;
   EXPECT_EQ(entry->init(&v2, "/x.so", &err), VIGIL_E_VERSION_MISMATCH);
-  EXPECT_NE(std::string(err.message).find("the host 2.0"), std::string::npos) << err.message;
+  EXPECT_NE(std::string(err.message).find("the host 2."), std::string::npos) << err.message;
   EXPECT_EQ(entry->init(nullptr, "/x.so", &err), VIGIL_E_INVALID_ARGUMENT);
 
   ASSERT_EQ(entry->init(&api, "/plugins/libtest.so", &err), VIGIL_OK);  // for TearDown
@@ -513,3 +528,30 @@ TEST_F(PluginTest, StaticCreateCanFail) {
   EXPECT_EQ(r, nullptr);
   EXPECT_STREQ(err.message, "Insufficient information to invoke rule Probe: create refused");
 }
+
+#if VIGIL_ABI_MINOR >= 1
+TEST_F(PluginTest, ExtraParametersReachRulesThatAskForThem) {
+  EXPECT_EQ(factory->descriptor(factory, 3)->flags, uint32_t{VIGIL_RULEF_EXTRA_PARAMS});
+  const char* names[] = {"custom", "other"};
+  const char* values[] = {"yes", "1,2"};
+  ctx.extra_param_names = names;
+  ctx.extra_param_values = values;
+  ctx.extra_param_count = 2;
+  vigil_param_value declared{VIGIL_PARAM_INT64, true, "1", {}, nullptr, 0};
+  vigil_rule* r = nullptr;
+  ASSERT_EQ(create("vigil.test.Extras", {declared}, &r), VIGIL_OK) << err.message;
+  ASSERT_EQ(Extras::seen.size(), 2u);
+  EXPECT_EQ(Extras::seen[1].first, "other");
+  EXPECT_EQ(Extras::seen[1].second, "1,2");
+  bool met = false;
+  EXPECT_EQ(invoke(r, 0, &met), VIGIL_OK);
+  EXPECT_TRUE(met);
+
+  // An ABI 1.0 context (smaller struct_size) has no extras, whatever lies beyond it.
+  ctx.struct_size = offsetof(vigil_rule_context, extra_param_names);
+  ASSERT_EQ(create("vigil.test.Extras", {declared}, &r), VIGIL_OK) << err.message;
+  EXPECT_TRUE(Extras::seen.empty());
+  EXPECT_EQ(invoke(r, 0, &met), VIGIL_OK);
+  EXPECT_FALSE(met);
+}
+#endif

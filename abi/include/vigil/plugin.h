@@ -59,8 +59,10 @@ typedef struct vigil_param_value {
 } vigil_param_value;
 
 enum {
-  VIGIL_RULEF_MULTI_TRIAL = 1u,          /* takes other trials (context->trials[1..]) */
-  VIGIL_RULEF_INSTANCE_THREADSAFE = 2u   /* calls on one instance may overlap */
+  VIGIL_RULEF_MULTI_TRIAL = 1u,         /* takes other trials (context->trials[1..]) */
+  VIGIL_RULEF_INSTANCE_THREADSAFE = 2u, /* calls on one instance may overlap */
+  VIGIL_RULEF_EXTRA_PARAMS = 4u         /* ABI 1.1: parameters outside `params` are passed through as
+                                           strings (context->extra_param_*) instead of refused */
 };
 
 typedef struct vigil_rule_descriptor {
@@ -83,6 +85,12 @@ typedef struct vigil_rule_context {
   const vigil_param_value *params; /* same order as the descriptor's params */
   uint32_t param_count;
   const char *instance_name; /* the RuleConfigurationName */
+  /* ---- ABI 1.1: check VIGIL_HAS_FIELD(context, vigil_rule_context, extra_param_count) ---- */
+  /* With VIGIL_RULEF_EXTRA_PARAMS: the given parameters the descriptor does not declare, as
+   * (name, value) string pairs in name order. */
+  const char *const *extra_param_names;
+  const char *const *extra_param_values;
+  uint32_t extra_param_count;
 } vigil_rule_context;
 
 /* smdebug's RequiredTensors.add: the host reads these once per step for every rule before

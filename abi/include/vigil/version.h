@@ -9,7 +9,7 @@
 #include "vigil/platform.h"
 
 #define VIGIL_ABI_MAJOR 1
-#define VIGIL_ABI_MINOR 0
+#define VIGIL_ABI_MINOR 1 /* 1.1: extra rule parameters (VIGIL_RULEF_EXTRA_PARAMS) */
 #define VIGIL_ABI_PATCH 0
 
 VIGIL_EXTERN_C_BEGIN

@@ -209,9 +209,17 @@ struct Error {
 
   // ---- factories, in smdebug's wording (the same wording the host uses) ----
 
+  // An Error with just a code and a message.
+  static Error make(vigil_status code, std::string message = {}) {
+    Error e;
+    e.code = code;
+    e.message = std::move(message);
+    return e;
+  }
+
   static Error tensor_unavailable_for_step(std::string tensor, vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL,
                                            bool has_reductions = false) {
-    Error e{.code = VIGIL_E_TENSOR_UNAVAILABLE_FOR_STEP};
+    Error e = make(VIGIL_E_TENSOR_UNAVAILABLE_FOR_STEP);
     e.message = fmt::format("Value for tensor {} is not available for step {} with mode {} as it was not saved.",
                             tensor, step, mode_name(mode));
     if (has_reductions)
@@ -223,82 +231,92 @@ struct Error {
     return e;
   }
   static Error tensor_unavailable(std::string tensor) {
-    Error e{.code = VIGIL_E_TENSOR_UNAVAILABLE};
+    Error e = make(VIGIL_E_TENSOR_UNAVAILABLE);
     e.message = fmt::format("Tensor {} was not saved.", tensor);
     e.tensor = std::move(tensor);
     return e;
   }
   static Error step_unavailable(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL) {
-    Error e{.code = VIGIL_E_STEP_UNAVAILABLE, .step = step, .mode = mode};
+    Error e = make(VIGIL_E_STEP_UNAVAILABLE);
+    e.step = step;
+    e.mode = mode;
     e.message = fmt::format("Step {} of mode {} is not available as it was not saved", step, mode_name(mode));
     return e;
   }
   static Error step_not_yet_available(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL) {
-    Error e{.code = VIGIL_E_STEP_NOT_YET_AVAILABLE, .step = step, .mode = mode};
+    Error e = make(VIGIL_E_STEP_NOT_YET_AVAILABLE);
+    e.step = step;
+    e.mode = mode;
     e.message = fmt::format("Step {} of mode {} not yet available", step, mode_name(mode));
     return e;
   }
   static Error no_more_data(vigil_step step, vigil_mode mode, vigil_step last_step) {
-    Error e{.code = VIGIL_E_NO_MORE_DATA, .step = step, .mode = mode, .last_step = last_step};
+    Error e = make(VIGIL_E_NO_MORE_DATA);
+    e.step = step;
+    e.mode = mode;
+    e.last_step = last_step;
     e.message = fmt::format("Looking for step {} of mode {} and reached end of training. Max step available is {}",
                             step, mode_name(mode), last_step);
     return e;
   }
   static Error index_reader(std::string message) {
-    return Error{.code = VIGIL_E_INDEX_READER, .message = std::move(message)};
+    return make(VIGIL_E_INDEX_READER, std::move(message));
   }
   static Error invalid_worker(std::string worker) {
-    Error e{.code = VIGIL_E_INVALID_WORKER};
+    Error e = make(VIGIL_E_INVALID_WORKER);
     e.message = fmt::format("Invalid Worker: {}", worker);
     e.worker = std::move(worker);
     return e;
   }
   static Error shape_unavailable_for_step(std::string tensor, vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL) {
-    Error e{.code = VIGIL_E_SHAPE_UNAVAILABLE_FOR_STEP, .step = step, .mode = mode};
+    Error e = make(VIGIL_E_SHAPE_UNAVAILABLE_FOR_STEP);
+    e.step = step;
+    e.mode = mode;
     e.message = fmt::format("Shape for tensor {} is not available for step {} with mode {} as it was not saved.",
                             tensor, step, mode_name(mode));
     e.tensor = std::move(tensor);
     return e;
   }
   static Error condition_met(std::string rule, vigil_step step, bool end_of_rule = false) {
-    Error e{.code = VIGIL_S_RULE_CONDITION_MET, .step = step, .end_of_rule = end_of_rule};
+    Error e = make(VIGIL_S_RULE_CONDITION_MET);
+    e.step = step;
+    e.end_of_rule = end_of_rule;
     e.message = fmt::format("Evaluation of the rule {} at step {} resulted in the condition being met", rule, step);
     e.rule = std::move(rule);
     return e;
   }
   static Error insufficient_information(std::string rule, std::string message) {
-    Error e{.code = VIGIL_E_INSUFFICIENT_INFORMATION};
+    Error e = make(VIGIL_E_INSUFFICIENT_INFORMATION);
     e.message = fmt::format("Insufficient information to invoke rule {}: {}", rule, message);
     e.rule = std::move(rule);
     return e;
   }
   static Error no_more_profiler_data(std::string message) {
-    return Error{.code = VIGIL_E_NO_MORE_PROFILER_DATA, .message = std::move(message)};
+    return make(VIGIL_E_NO_MORE_PROFILER_DATA, std::move(message));
   }
   static Error missing_collection_files() {
-    return Error{.code = VIGIL_E_MISSING_COLLECTION_FILES,
-                 .message = "Training job has ended. All the collection files could not be loaded"};
+    return make(VIGIL_E_MISSING_COLLECTION_FILES, "Training job has ended. All the collection files could not be loaded");
   }
   static Error invalid_collection_configuration(std::string message) {
-    return Error{.code = VIGIL_E_INVALID_COLLECTION_CONFIGURATION, .message = std::move(message)};
+    return make(VIGIL_E_INVALID_COLLECTION_CONFIGURATION, std::move(message));
   }
   static Error invalid_argument(std::string message) {  // SMDebugValueError
-    return Error{.code = VIGIL_E_INVALID_ARGUMENT, .message = std::move(message)};
+    return make(VIGIL_E_INVALID_ARGUMENT, std::move(message));
   }
   static Error type_error(std::string message) {  // SMDebugTypeError
-    return Error{.code = VIGIL_E_TYPE_ERROR, .message = std::move(message)};
+    return make(VIGIL_E_TYPE_ERROR, std::move(message));
   }
   static Error not_supported(std::string message) {  // SMDebugNotImplementedError
-    return Error{.code = VIGIL_E_NOT_SUPPORTED, .message = std::move(message)};
+    return make(VIGIL_E_NOT_SUPPORTED, std::move(message));
   }
   static Error internal(std::string message) {  // SMDebugRuntimeError
-    return Error{.code = VIGIL_E_INTERNAL, .message = std::move(message)};
+    return make(VIGIL_E_INTERNAL, std::move(message));
   }
   static Error plugin_failure(std::string message) {
-    return Error{.code = VIGIL_E_PLUGIN_FAILURE, .message = std::move(message)};
+    return make(VIGIL_E_PLUGIN_FAILURE, std::move(message));
   }
-  static Error out_of_memory() { return Error{.code = VIGIL_E_OUT_OF_MEMORY, .message = "out of memory"}; }
-  static Error cancelled() { return Error{.code = VIGIL_E_CANCELLED, .message = "the evaluation is being stopped"}; }
+  static Error out_of_memory() { return make(VIGIL_E_OUT_OF_MEMORY, "out of memory"); }
+  static Error cancelled() { return make(VIGIL_E_CANCELLED, "the evaluation is being stopped"); }
 };
 
 #undef VIGIL_SDK_ERR_FIELD

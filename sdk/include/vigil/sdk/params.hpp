@@ -19,9 +19,11 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "vigil/sdk/error.hpp"
@@ -181,7 +183,8 @@ constexpr std::array<vigil_param_spec, N> to_spec_array(std::span<const ParamSpe
   return table;
 }
 
-// The static vigil_param_spec[] the descriptor points to, built at compile time from R::kParams.
+// A static vigil_param_spec[] built at compile time from R::kParams (for inspection and tests; the
+// plugin's descriptors use a table private to the plugin, see plugin.hpp).
 template <class R>
 struct ParamTable {
   static constexpr std::span<const ParamSpec> specs = rule_params<R>();
@@ -210,15 +213,17 @@ class Params {
 
   Params() = default;
 
-  // Copies `count` host values read in the order of `specs`. Values past `count` are "not set".
-  static Result<Params> from_abi(std::span<const ParamSpec> specs, const vigil_param_value* values, uint32_t count) {
+  // Copies `count` host values read in the order of `specs` (the descriptor's vigil_param_spec
+  // array). Values past `count` are "not set".
+  static Result<Params> from_abi(std::span<const vigil_param_spec> specs, const vigil_param_value* values,
+                                 uint32_t count) {
     if (count > 0 && !values) return fail(Error::invalid_argument("the rule context has parameters but no values"));
     Params p;
     p.entries_.reserve(specs.size());
     for (size_t k = 0; k < specs.size(); ++k) {
       Entry e;
-      e.name = std::string(specs[k].name());
-      e.type = specs[k].type();
+      e.name = specs[k].name ? specs[k].name : "";
+      e.type = specs[k].type;
       if (k < count) {
         const vigil_param_value& v = values[k];
         if (v.type != e.type)
@@ -249,6 +254,31 @@ class Params {
       p.entries_.push_back(std::move(e));
     }
     return p;
+  }
+  // The same from the ParamSpec declarations.
+  static Result<Params> from_abi(std::span<const ParamSpec> specs, const vigil_param_value* values, uint32_t count) {
+    std::vector<vigil_param_spec> c;
+    c.reserve(specs.size());
+    for (const ParamSpec& s : specs) c.push_back(s.spec());
+    return from_abi(std::span<const vigil_param_spec>(c), values, count);
+  }
+
+  // ABI 1.1 (rules flagged VIGIL_RULEF_EXTRA_PARAMS): the parameters given that the rule does not
+  // declare, as (name, value) strings in name order. Empty with an ABI 1.0 host.
+  std::span<const std::pair<std::string, std::string>> extra() const noexcept { return extra_; }
+  std::optional<std::string_view> extra(std::string_view name) const noexcept {
+    for (const auto& [n, v] : extra_)
+      if (n == name) return std::string_view(v);
+    return std::nullopt;
+  }
+  // Copies the host's extra (name, value) arrays.
+  Result<void> set_extra_from_abi(const char* const* names, const char* const* values, uint32_t count) {
+    extra_.clear();
+    if (count == 0) return {};
+    if (!names || !values) return fail(Error::invalid_argument("the rule context has extra parameters but no arrays"));
+    extra_.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) extra_.emplace_back(names[i] ? names[i] : "", values[i] ? values[i] : "");
+    return {};
   }
 
   std::span<const Entry> entries() const noexcept { return entries_; }
@@ -333,6 +363,7 @@ class Params {
 
  private:
   std::vector<Entry> entries_;
+  std::vector<std::pair<std::string, std::string>> extra_;
 };
 
 }  // namespace vigil::sdk::inline v1

@@ -25,6 +25,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -39,10 +40,23 @@ namespace vigil::sdk::inline v1 {
 
 namespace detail {
 
-// ---- plugin-wide state: one copy per plugin (hidden visibility keeps it private to the library) ----
-inline constinit std::atomic<const vigil_host_api*> g_plugin_host{nullptr};
-inline constinit std::atomic<int> g_plugin_init_count{0};
-inline std::string g_plugin_path;  // written by init ([loader]), read afterwards
+// ---- plugin-wide state ----
+// One per plugin library. VIGIL_PLUGIN defines the object (in an anonymous namespace) and
+// plugin_state(), which is declared hidden: no SDK global is ever exported or made GNU_UNIQUE, even
+// in a plugin built without -fvisibility=hidden, so nothing pins the library in memory.
+struct PluginState {
+  std::atomic<const vigil_host_api*> host{nullptr};
+  int init_count = 0;  // [loader] init/deinit are serialized
+  std::string path;
+};
+
+#if defined(__GNUC__)
+#define VIGIL_SDK_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define VIGIL_SDK_HIDDEN
+#endif
+
+VIGIL_SDK_HIDDEN PluginState& plugin_state() noexcept;  // defined by VIGIL_PLUGIN
 
 // ---- filling the caller's vigil_error without allocating ----
 
@@ -196,10 +210,20 @@ vigil_status create_rule(const vigil_rule_descriptor* desc, const vigil_rule_con
     const uint32_t param_count = VIGIL_SDK_CTX_HAS(param_count) ? ctx->param_count : 0;
     const vigil_param_value* values = VIGIL_SDK_CTX_HAS(params) ? ctx->params : nullptr;
     const char* instance = VIGIL_SDK_CTX_HAS(instance_name) ? ctx->instance_name : nullptr;
-#undef VIGIL_SDK_CTX_HAS
-    auto params = Params::from_abi(ParamTable<R>::specs, values, param_count);
+    const std::span<const vigil_param_spec> specs =
+        desc && desc->params ? std::span<const vigil_param_spec>(desc->params, desc->param_count)
+                             : std::span<const vigil_param_spec>();
+    auto params = Params::from_abi(specs, values, param_count);
     if (!params) return fail(std::move(params).error());
     rc.params = std::move(*params);
+#if VIGIL_ABI_MINOR >= 1
+    // ABI 1.1: undeclared parameters, passed only to rules flagged VIGIL_RULEF_EXTRA_PARAMS and only by
+    // hosts whose context has the fields.
+    if (VIGIL_SDK_CTX_HAS(extra_param_count) && ctx->extra_param_count > 0)
+      VIGIL_TRY_VOID(rc.params.set_extra_from_abi(ctx->extra_param_names, ctx->extra_param_values,
+                                                  ctx->extra_param_count));
+#endif
+#undef VIGIL_SDK_CTX_HAS
     rc.instance_name = instance ? instance : "";
     rc.rule_name = desc && desc->name ? desc->name : "";
     rc.rule_id = desc && desc->id ? desc->id : "";
@@ -245,13 +269,12 @@ void rule_class_deinit() noexcept {
   R::on_plugin_deinit();
 }
 
-// What VIGIL_RULE produces: everything the descriptor and the factory need about one rule class.
+// What the factory needs about one rule at run time (no pointer into the rule class's own data).
 struct RuleRecord {
   const char* id;
   const char* name;
   const char* description;
   const char* version;  // nullptr: the plugin's version
-  const vigil_param_spec* params;
   uint32_t param_count;
   uint32_t flags;
   CreateFn create;
@@ -266,20 +289,36 @@ inline void rule_names_must_be_unique() {}
 inline void plugin_id_must_be_non_empty() {}
 inline void plugin_version_must_be_non_empty() {}
 
+// What VIGIL_RULE(Class, id, name, description) produces: the class as a type plus its names.
 template <class R>
-consteval RuleRecord make_rule_record(const char* id, const char* name, const char* description) {
+struct RuleDef {
+  using rule_type = R;
   static_assert(std::is_base_of_v<Rule, R>, "VIGIL_RULE: the class must derive from vigil::sdk::Rule");
   static_assert(!std::is_abstract_v<R>, "VIGIL_RULE: the class must implement invoke_at_step");
-  if (!id || !*id) rule_id_must_be_non_empty();
-  if (!name || !*name) rule_name_must_be_non_empty();
-  RuleRecord r{id, name, description, nullptr, ParamTable<R>::data(), static_cast<uint32_t>(ParamTable<R>::size),
-               0u, &create_rule<R>, nullptr, nullptr};
-  if constexpr (requires { R::kVersion; }) r.version = R::kVersion;
-  if constexpr (requires { R::kFlags; }) r.flags = static_cast<uint32_t>(R::kFlags);
-  if constexpr (requires { R::on_plugin_init(Host(), std::string_view()); }) r.init = &rule_class_init<R>;
-  if constexpr (requires { R::on_plugin_deinit(); }) r.deinit = &rule_class_deinit<R>;
-  return r;
-}
+  static_assert(check_params(rule_params<R>()), "VIGIL_RULE: invalid kParams");
+
+  const char* id;
+  const char* name;
+  const char* description;
+
+  consteval RuleDef(const char* id_, const char* name_, const char* description_)
+      : id(id_), name(name_), description(description_) {
+    if (!id || !*id) rule_id_must_be_non_empty();
+    if (!name || !*name) rule_name_must_be_non_empty();
+  }
+
+  static constexpr std::span<const ParamSpec> params() noexcept { return rule_params<R>(); }
+
+  constexpr RuleRecord record() const noexcept {
+    RuleRecord r{id, name, description, nullptr, static_cast<uint32_t>(params().size()), 0u, &create_rule<R>,
+                 nullptr, nullptr};
+    if constexpr (requires { R::kVersion; }) r.version = R::kVersion;
+    if constexpr (requires { R::kFlags; }) r.flags = static_cast<uint32_t>(R::kFlags);
+    if constexpr (requires { R::on_plugin_init(Host(), std::string_view()); }) r.init = &rule_class_init<R>;
+    if constexpr (requires { R::on_plugin_deinit(); }) r.deinit = &rule_class_deinit<R>;
+    return r;
+  }
+};
 
 struct PluginInfo {
   const char* id;
@@ -287,8 +326,31 @@ struct PluginInfo {
   uint32_t flags;
 };
 
+template <class... Defs>
+constexpr std::array<RuleRecord, sizeof...(Defs)> make_records(const std::tuple<Defs...>& defs) noexcept {
+  return std::apply([](const Defs&... d) { return std::array<RuleRecord, sizeof...(Defs)>{d.record()...}; }, defs);
+}
+
+template <class... Defs>
+constexpr size_t total_params(const std::tuple<Defs...>&) noexcept {
+  return (size_t{0} + ... + Defs::params().size());
+}
+
+// Every rule's vigil_param_spec entries, one rule after the other.
+template <size_t N, class... Defs>
+constexpr std::array<vigil_param_spec, N> make_param_table(const std::tuple<Defs...>&) noexcept {
+  std::array<vigil_param_spec, N> table{};
+  size_t k = 0;
+  ((
+       [&] {
+         for (const ParamSpec& p : Defs::params()) table[k++] = p.spec();
+       }()),
+   ...);
+  return table;
+}
+
 template <size_t N>
-consteval bool check_plugin(const PluginInfo& info, const RuleRecord (&rules)[N]) {
+consteval bool check_plugin(const PluginInfo& info, const std::array<RuleRecord, N>& rules) {
   if (!info.id || !*info.id) plugin_id_must_be_non_empty();
   if (!info.version || !*info.version) plugin_version_must_be_non_empty();
   for (size_t i = 0; i < N; ++i)
@@ -299,31 +361,37 @@ consteval bool check_plugin(const PluginInfo& info, const RuleRecord (&rules)[N]
   return true;
 }
 
-template <size_t N>
+template <size_t N, size_t P>
 constexpr std::array<vigil_rule_descriptor, N> make_descriptors(const PluginInfo& info,
-                                                                const RuleRecord (&rules)[N]) noexcept {
+                                                                const std::array<RuleRecord, N>& rules,
+                                                                const std::array<vigil_param_spec, P>& params) noexcept {
   std::array<vigil_rule_descriptor, N> out{};
+  size_t offset = 0;
   for (size_t i = 0; i < N; ++i) {
     out[i].struct_size = sizeof(vigil_rule_descriptor);
     out[i].id = rules[i].id;
     out[i].name = rules[i].name;
     out[i].version = rules[i].version ? rules[i].version : info.version;
     out[i].description = rules[i].description;
-    out[i].params = rules[i].params;
+    out[i].params = rules[i].param_count ? params.data() + offset : nullptr;
     out[i].param_count = rules[i].param_count;
     out[i].flags = rules[i].flags;
+    offset += rules[i].param_count;
   }
   return out;
 }
 
-// The static plugin: entry, factory, descriptors and the plugin-level trampolines.
-template <const PluginInfo& Info, const auto& Rules>
+// The static plugin: entry, factory, descriptors, parameter specs and the plugin-level trampolines.
+// Its template arguments live in an anonymous namespace, so all of this has internal linkage.
+template <const PluginInfo& Info, const auto& Defs>
 struct Plugin {
-  static constexpr size_t kCount = std::size(Rules);
+  static constexpr auto records = make_records(Defs);
+  static constexpr size_t kCount = records.size();
   static_assert(kCount > 0, "VIGIL_PLUGIN needs at least one VIGIL_RULE(...)");
-  static_assert(check_plugin(Info, Rules));
-
-  static constexpr std::array<vigil_rule_descriptor, kCount> descriptors = make_descriptors(Info, Rules);
+  static_assert(check_plugin(Info, records));
+  static constexpr size_t kParamCount = total_params(Defs);
+  static constexpr std::array<vigil_param_spec, kParamCount> params = make_param_table<kParamCount>(Defs);
+  static constexpr std::array<vigil_rule_descriptor, kCount> descriptors = make_descriptors(Info, records, params);
 
   static uint32_t VIGIL_CALL count(const vigil_rule_factory*) noexcept { return static_cast<uint32_t>(kCount); }
 
@@ -337,7 +405,7 @@ struct Plugin {
     if (out) *out = nullptr;
     if (rule_id)
       for (size_t i = 0; i < kCount; ++i)
-        if (std::strcmp(Rules[i].id, rule_id) == 0) return Rules[i].create(&descriptors[i], context, out, err);
+        if (std::strcmp(records[i].id, rule_id) == 0) return records[i].create(&descriptors[i], context, out, err);
     return guard(err, [&]() -> Result<void> {
       return fail(Error::invalid_argument(
           fmt::format("plugin {} has no rule {}", Info.id, rule_id ? rule_id : "(NULL)")));
@@ -349,46 +417,46 @@ struct Plugin {
   // [loader] Reference-counted: the first call checks the host and runs the rule classes'
   // on_plugin_init hooks; later calls only count.
   static vigil_status VIGIL_CALL init(const vigil_host_api* host, const char* plugin_path, vigil_error* err) noexcept {
+    PluginState& state = plugin_state();
     const vigil_status checked = guard(err, [&]() -> Result<void> {
       if (!host) return fail(Error::invalid_argument("init: the host table is NULL"));
       if (!VIGIL_HAS_FIELD(host, vigil_host_api, abi))
-        return fail(Error{.code = VIGIL_E_VERSION_MISMATCH, .message = "init: the host table is too small"});
+        return fail(Error::make(VIGIL_E_VERSION_MISMATCH, "init: the host table is too small"));
       if (host->abi.major != VIGIL_ABI_MAJOR)
-        return fail(Error{.code = VIGIL_E_VERSION_MISMATCH,
-                          .message = fmt::format("plugin {} speaks the rule-plugin ABI {}.{}, the host {}.{}", Info.id,
-                                                 VIGIL_ABI_MAJOR, VIGIL_ABI_MINOR, host->abi.major, host->abi.minor)});
-      if (g_plugin_init_count.load() == 0) g_plugin_path = plugin_path ? plugin_path : "";
+        return fail(Error::make(VIGIL_E_VERSION_MISMATCH,
+                                fmt::format("plugin {} speaks the rule-plugin ABI {}.{}, the host {}.{}", Info.id,
+                                            VIGIL_ABI_MAJOR, VIGIL_ABI_MINOR, host->abi.major, host->abi.minor)));
+      if (state.init_count == 0) state.path = plugin_path ? plugin_path : "";
       return {};
     });
     if (checked != VIGIL_OK) return checked;
-    if (g_plugin_init_count.load() > 0) {
-      g_plugin_init_count.fetch_add(1);
+    if (state.init_count > 0) {
+      ++state.init_count;
       return VIGIL_OK;
     }
-    g_plugin_host.store(host);
+    state.host.store(host);
     for (size_t i = 0; i < kCount; ++i) {
-      if (!Rules[i].init) continue;
-      const vigil_status s = Rules[i].init(host, plugin_path, err);
+      if (!records[i].init) continue;
+      const vigil_status s = records[i].init(host, plugin_path, err);
       if (s != VIGIL_OK) {
         for (size_t j = i; j-- > 0;)
-          if (Rules[j].deinit) Rules[j].deinit();
-        g_plugin_host.store(nullptr);
+          if (records[j].deinit) records[j].deinit();
+        state.host.store(nullptr);
         return s;
       }
     }
-    g_plugin_init_count.store(1);
+    state.init_count = 1;
     return VIGIL_OK;
   }
 
   // [loader] The last matching call runs the on_plugin_deinit hooks (in reverse) and forgets the host.
   static void VIGIL_CALL deinit() noexcept {
-    const int n = g_plugin_init_count.load();
-    if (n <= 0) return;  // deinit without init: nothing to undo
-    g_plugin_init_count.store(n - 1);
-    if (n > 1) return;
+    PluginState& state = plugin_state();
+    if (state.init_count <= 0) return;  // deinit without init: nothing to undo
+    if (--state.init_count > 0) return;
     for (size_t j = kCount; j-- > 0;)
-      if (Rules[j].deinit) Rules[j].deinit();
-    g_plugin_host.store(nullptr);
+      if (records[j].deinit) records[j].deinit();
+    state.host.store(nullptr);
   }
 
   static const void* VIGIL_CALL get_factory(const char* factory_id) noexcept {
@@ -404,17 +472,18 @@ struct Plugin {
 }  // namespace detail
 
 // The host table the plugin was initialized with (empty before init and after the last deinit).
-inline Host plugin_host() noexcept { return Host(detail::g_plugin_host.load()); }
+// Needs VIGIL_PLUGIN(...) somewhere in the plugin.
+inline Host plugin_host() noexcept { return Host(detail::plugin_state().host.load()); }
 // The plugin_path the host passed to init.
-inline std::string_view plugin_path() noexcept { return detail::g_plugin_path; }
+inline std::string_view plugin_path() noexcept { return detail::plugin_state().path; }
 
 }  // namespace vigil::sdk::inline v1
 
 // VIGIL_RULE(Class, id, name, description): one rule of the plugin. `id` is unique and reverse-DNS
 // ("com.acme.rules.MyRule"), `name` is the rule_to_invoke value ("MyRule").
-#define VIGIL_RULE(Class, id, name, description) ::vigil::sdk::detail::make_rule_record<Class>(id, name, description)
+#define VIGIL_RULE(Class, id, name, description) ::vigil::sdk::detail::RuleDef<Class>(id, name, description)
 
-// VIGIL_PLUGIN(plugin_id, plugin_version, VIGIL_RULE(...), ...); once per plugin, at namespace scope.
+// VIGIL_PLUGIN(plugin_id, plugin_version, VIGIL_RULE(...), ...); once per plugin, at global scope.
 #define VIGIL_PLUGIN(plugin_id, plugin_version, ...) \
   VIGIL_PLUGIN_WITH_FLAGS(plugin_id, plugin_version, 0u, __VA_ARGS__)
 
@@ -422,8 +491,12 @@ inline std::string_view plugin_path() noexcept { return detail::g_plugin_path; }
 #define VIGIL_PLUGIN_WITH_FLAGS(plugin_id, plugin_version, plugin_flags, ...)                                  \
   namespace {                                                                                                  \
   constexpr ::vigil::sdk::detail::PluginInfo vigil_sdk_plugin_info_{plugin_id, plugin_version, (plugin_flags)}; \
-  constexpr ::vigil::sdk::detail::RuleRecord vigil_sdk_plugin_rules_[] = {__VA_ARGS__};                        \
+  constexpr auto vigil_sdk_plugin_rules_ = ::std::make_tuple(__VA_ARGS__);                                     \
   using vigil_sdk_plugin_ = ::vigil::sdk::detail::Plugin<vigil_sdk_plugin_info_, vigil_sdk_plugin_rules_>;     \
+  ::vigil::sdk::detail::PluginState vigil_sdk_plugin_state_;                                                   \
+  }                                                                                                            \
+  VIGIL_SDK_HIDDEN ::vigil::sdk::detail::PluginState& ::vigil::sdk::detail::plugin_state() noexcept {          \
+    return vigil_sdk_plugin_state_;                                                                            \
   }                                                                                                            \
   extern "C" VIGIL_EXPORT const vigil_plugin_entry* VIGIL_CALL vigil_plugin_entry_v1(uint32_t, uint32_t) {     \
     return &vigil_sdk_plugin_::entry;                                                                          \

@@ -55,8 +55,7 @@ class RequiredTensors {
         sink_->add(sink_->ctx, trial_index, name.c_str(), is_regex, steps.empty() ? nullptr : steps.data(), steps.size());
     if (s == VIGIL_OK) return {};
     if (s == VIGIL_E_TENSOR_UNAVAILABLE) return fail(Error::tensor_unavailable(name));
-    Error e{.code = s};
-    e.message = fmt::format("required tensor {} was refused: {}", name, status_name(s));
+    Error e = Error::make(s, fmt::format("required tensor {} was refused: {}", name, status_name(s)));
     e.tensor = name;
     return fail(std::move(e));
   }

@@ -1,0 +1,200 @@
+#include "evaluate/rule_instance.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cstring>
+
+namespace vigil::evaluate {
+
+namespace {
+
+// The statuses the ABI defines; any other fails the rule.
+bool known_status(vigil_status s) { return (s >= 0 && s <= 11) || (s >= 100 && s <= 112); }
+
+Error plugin_failure(std::string message) {
+  return Error{.code = ErrorCode::PluginFailure, .message = std::move(message)};
+}
+
+struct RequiredTensor {
+  uint32_t trial_index;
+  std::string name;
+  bool is_regex;
+  std::vector<int64_t> steps;
+};
+
+vigil_status add_required(void* ctx, uint32_t trial_index, const char* name, bool is_regex, const vigil_step* steps,
+                          size_t count) {
+  if (!name || (count > 0 && !steps)) return VIGIL_E_INVALID_ARGUMENT;
+  try {
+    static_cast<std::vector<RequiredTensor>*>(ctx)->push_back(
+        RequiredTensor{trial_index, name, is_regex, std::vector<int64_t>(steps, steps + count)});
+  } catch (...) {
+    return VIGIL_E_OUT_OF_MEMORY;
+  }
+  return VIGIL_OK;
+}
+
+// "ZeroDivisionError: division by zero": a Python traceback's last line already names its class.
+bool starts_with_exception_class(const std::string& message) {
+  const auto colon = message.find(": ");
+  if (colon == std::string::npos || colon == 0) return false;
+  for (size_t i = 0; i < colon; ++i)
+    if (!std::isalnum(static_cast<unsigned char>(message[i])) && message[i] != '_' && message[i] != '.') return false;
+  return true;
+}
+
+}  // namespace
+
+std::string InvokeOutcome::details() const {
+  if (status == VIGIL_E_PLUGIN_FAILURE && starts_with_exception_class(error.message)) return error.message;
+  std::string cls;
+  if (const char* c = vigil_status_smdebug_class(status)) cls = c;
+  else if (status == VIGIL_E_PLUGIN_FAILURE) cls = "RuleError";
+  else cls = fmt::format("Status{}", status);
+  return cls + ": " + error.message;
+}
+
+Result<std::unique_ptr<RuleInstance>> RuleInstance::create(const plugins::RuleType& type,
+                                                           const plugins::BoundParams& params,
+                                                           const std::string& configuration_name,
+                                                           std::vector<std::shared_ptr<Trial>> trials,
+                                                           std::shared_ptr<plugins::StepValueCache> cache,
+                                                           std::stop_token stop, RuleLog log) {
+  std::unique_ptr<RuleInstance> r(new RuleInstance());
+  r->type_ = type;
+  r->session_ = std::make_unique<vigil_session>();
+  r->session_->rule_name = configuration_name;
+  r->session_->stop = stop;
+  r->session_->cache = std::move(cache);
+  r->session_->log = std::move(log);
+  for (const auto& t : trials) r->handles_.push_back(vigil_trial{t, r->session_.get()});
+  for (auto& h : r->handles_) r->handle_ptrs_.push_back(&h);
+
+  vigil_rule_context ctx{};
+  ctx.struct_size = sizeof(ctx);
+  ctx.host = plugins::host_api();
+  ctx.session = r->session_.get();
+  ctx.trials = r->handle_ptrs_.data();
+  ctx.trial_count = uint32_t(r->handle_ptrs_.size());
+  ctx.params = params.data();
+  ctx.param_count = params.size();
+  ctx.instance_name = r->session_->rule_name.c_str();
+  ctx.extra_param_names = params.extra_names();
+  ctx.extra_param_values = params.extra_values();
+  ctx.extra_param_count = params.extra_count();
+  vigil_error err{};
+  err.struct_size = sizeof(err);
+  vigil_status st;
+  try {
+    st = type.factory->create(type.factory, type.descriptor->id, &ctx, &r->rule_, &err);
+  } catch (...) {
+    r->rule_ = nullptr;
+    return fail(plugin_failure("the plugin threw a C++ exception across the C ABI while creating the rule"));
+  }
+  if (st != VIGIL_OK || !r->rule_) {
+    r->rule_ = nullptr;
+    if (st == VIGIL_OK) return fail(plugin_failure("create() returned no rule"));
+    return fail(plugins::error_from_abi(st, err));
+  }
+  if (r->rule_->struct_size < offsetof(vigil_rule, invoke_at_step) + sizeof(void*) || !r->rule_->invoke_at_step ||
+      !r->rule_->destroy) {
+    r->rule_ = nullptr;  // not safe to call anything on it
+    return fail(plugin_failure("the plugin returned an incomplete rule (no invoke_at_step or destroy)"));
+  }
+  return r;
+}
+
+RuleInstance::~RuleInstance() {
+  if (!rule_) return;
+  try {
+    rule_->destroy(rule_);
+  } catch (...) {
+    // A destroy that throws across the ABI cannot be helped; the verdict stands.
+  }
+}
+
+InvokeOutcome RuleInstance::prefetch(int64_t step) {
+  InvokeOutcome out;
+  if (!rule_->required_tensors) return out;
+  std::vector<RequiredTensor> wanted;
+  vigil_required_sink sink{&wanted, add_required};
+  vigil_error err{};
+  err.struct_size = sizeof(err);
+  try {
+    out.status = rule_->required_tensors(rule_, step, &sink, &err);
+  } catch (...) {
+    out.status = VIGIL_E_PLUGIN_FAILURE;
+    out.error = plugin_failure("the plugin threw a C++ exception across the C ABI in required_tensors");
+    return out;
+  }
+  if (!known_status(out.status)) {
+    out.error = plugin_failure(fmt::format("required_tensors returned unknown status {}", out.status));
+    out.status = VIGIL_E_PLUGIN_FAILURE;
+    return out;
+  }
+  if (out.status != VIGIL_OK) {
+    out.error = plugins::error_from_abi(out.status, err);
+    return out;
+  }
+  // Read each required value once into the step's cache; the rule's own reads then hit it.
+  auto* cache = session_->cache.get();
+  if (!cache) return out;
+  for (const auto& req : wanted) {
+    if (req.trial_index >= handles_.size()) continue;
+    Trial& t = *handles_[req.trial_index].trial;
+    std::vector<std::string> names;
+    if (req.is_regex) names = t.tensor_names(TensorNameQuery{.regex = {req.name}}).value_or(std::vector<std::string>{});
+    else names.push_back(req.name);
+    for (const auto& name : names)
+      for (int64_t s : req.steps.empty() ? std::vector<int64_t>{step} : req.steps) {
+        auto value = t.value(name, s);
+        if (value) cache->put({&t, name, s, Mode::Global, ""}, std::move(*value));
+      }
+  }
+  return out;
+}
+
+InvokeOutcome RuleInstance::invoke(int64_t step) {
+  InvokeOutcome out;
+  vigil_error err{};
+  err.struct_size = sizeof(err);
+  bool met = false;
+  const int64_t views_before = session_->outstanding_views->load();
+  try {
+    out.status = rule_->invoke_at_step(rule_, step, &met, &err);
+  } catch (...) {
+    out.status = VIGIL_E_PLUGIN_FAILURE;
+    out.error = plugin_failure(fmt::format("the plugin threw a C++ exception across the C ABI at step {}", step));
+    return out;
+  }
+  {
+    std::lock_guard lock(session_->evidence_mu);
+    out.evidence.swap(session_->evidence);
+  }
+  if (const int64_t leaked = session_->outstanding_views->load() - views_before; leaked > 0) {
+    out.status = VIGIL_E_PLUGIN_FAILURE;
+    out.error = plugin_failure(fmt::format(
+        "the rule kept {} tensor view(s) past invoke_at_step at step {} (views must be released before the call "
+        "returns)",
+        leaked, step));
+    return out;
+  }
+  if (!known_status(out.status)) {
+    out.error = plugin_failure(fmt::format("invoke_at_step returned unknown status {} at step {}", out.status, step));
+    out.status = VIGIL_E_PLUGIN_FAILURE;
+    return out;
+  }
+  if (out.status == VIGIL_OK) {
+    out.condition_met = met;
+    return out;
+  }
+  out.error = plugins::error_from_abi(out.status, err);
+  if (out.status == VIGIL_S_RULE_CONDITION_MET) {
+    out.condition_met = true;
+    out.end_of_rule = (err.flags & VIGIL_ERRF_END_OF_RULE) != 0;
+  }
+  return out;
+}
+
+}  // namespace vigil::evaluate

@@ -1,0 +1,66 @@
+// One rule instance created through a plugin's factory: its host session, its trial handles and
+// the containment of everything it might do wrong. The evaluator drives these step by step, and
+// the Python module uses them to run plugin rules with smdebug's invoke_rule.
+#pragma once
+
+#include <vigil/vigil.h>
+
+#include <functional>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "plugins/host_services.h"
+#include "plugins/param_values.h"
+#include "plugins/plugin_loader.h"
+#include "trial/trial.h"
+
+namespace vigil::evaluate {
+
+// What one invoke_at_step (or required_tensors) call came to.
+struct InvokeOutcome {
+  // The rule's status. Host-detected misbehaviour (a C++ exception across the ABI, an unknown
+  // status, a tensor view kept past the call) is reported as VIGIL_E_PLUGIN_FAILURE.
+  vigil_status status = VIGIL_OK;
+  bool condition_met = false;   // OK with the condition met, or RuleEvaluationConditionMet
+  bool end_of_rule = false;     // RuleEvaluationConditionMet with end_of_rule
+  Error error;                  // the rule's error record when status != OK
+  std::vector<std::string> evidence;  // JSON objects the rule reported during the call
+  // "<smdebug class>: <message>", as StatusDetails words an Error.
+  std::string details() const;
+};
+
+using RuleLog = std::function<void(vigil_log_level, const std::string&)>;
+
+class RuleInstance {
+ public:
+  // Creates the rule through its plugin. `trials[0]` is the base trial. The values are read
+  // through `cache` when one is given (shared by the rules of one step).
+  static Result<std::unique_ptr<RuleInstance>> create(const plugins::RuleType& type, const plugins::BoundParams& params,
+                                                      const std::string& configuration_name,
+                                                      std::vector<std::shared_ptr<Trial>> trials,
+                                                      std::shared_ptr<plugins::StepValueCache> cache,
+                                                      std::stop_token stop, RuleLog log);
+  ~RuleInstance();  // calls the rule's destroy (contained)
+  RuleInstance(const RuleInstance&) = delete;
+  RuleInstance& operator=(const RuleInstance&) = delete;
+
+  // Asks the rule what it will read at `step` and reads it into the cache.
+  InvokeOutcome prefetch(int64_t step);
+  InvokeOutcome invoke(int64_t step);
+
+  const plugins::RuleType& type() const { return type_; }
+  const std::string& name() const { return session_->rule_name; }
+
+ private:
+  RuleInstance() = default;
+  plugins::RuleType type_;
+  std::unique_ptr<vigil_session> session_;
+  std::vector<vigil_trial> handles_;
+  std::vector<vigil_trial*> handle_ptrs_;
+  vigil_rule* rule_ = nullptr;
+};
+
+}  // namespace vigil::evaluate

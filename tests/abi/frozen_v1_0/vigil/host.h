@@ -1,0 +1,113 @@
+/* Vigil rule-plugin C ABI: the host services table.
+ *
+ * The host hands this table to the plugin (init) and to every rule instance (its context); plugins
+ * never link against host symbols. Append only: new functions go at the end and a plugin checks
+ * VIGIL_HAS_FIELD(host, vigil_host_api, fn) before calling one newer than its ABI minor.
+ *
+ * Thread tags: [any] may be called from any thread, concurrently. [blocking] may wait for data
+ * (never call it while holding a lock the host might need); it returns VIGIL_E_CANCELLED promptly
+ * once the evaluation is being stopped. During one invoke_at_step the host shows the rule a frozen
+ * view of the trial (smdebug's no_refresh), so answers within one invocation agree. */
+#ifndef VIGIL_HOST_H
+#define VIGIL_HOST_H
+
+#include "vigil/tensor.h"
+
+VIGIL_EXTERN_C_BEGIN
+
+typedef struct vigil_trial vigil_trial;     /* opaque, host-owned, valid for the rule's lifetime */
+typedef struct vigil_session vigil_session; /* opaque, host-owned: one per rule instance */
+
+typedef int32_t vigil_step_state; /* smdebug StepState */
+enum { VIGIL_STEP_UNAVAILABLE = 0, VIGIL_STEP_AVAILABLE = 1, VIGIL_STEP_NOT_YET_AVAILABLE = 2 };
+
+typedef int32_t vigil_log_level; /* Python logging levels */
+enum {
+  VIGIL_LOG_DEBUG = 10,
+  VIGIL_LOG_INFO = 20,
+  VIGIL_LOG_WARNING = 30,
+  VIGIL_LOG_ERROR = 40,
+  VIGIL_LOG_PLUGIN_MISBEHAVING = 50 /* a plugin broke the contract (reported by the SDK or host) */
+};
+
+/* trial.tensor_names(step=, mode=, regex=, collection=). Caller-owned, read during the call. */
+typedef struct vigil_name_query {
+  uint32_t struct_size;
+  bool has_step;
+  vigil_step step;            /* when has_step: a global step (GLOBAL) or a mode step */
+  vigil_mode mode;            /* 0 is read as GLOBAL */
+  const char *const *regex;   /* names matching any (Python re.search); may be NULL */
+  size_t regex_count;
+  const char *collection;     /* NULL = none; with regex too: VIGIL_E_INVALID_ARGUMENT */
+} vigil_name_query;
+
+typedef struct vigil_host_api {
+  uint32_t struct_size;
+  vigil_version abi;        /* the host's ABI version */
+  const char *host_name;    /* "vigil" */
+  const char *host_version;
+
+  /* [any] An extension table by id ("vigil.<name>/<rev>"), or NULL when the host lacks it. */
+  const void *(VIGIL_CALL *get_extension)(const struct vigil_host_api *host, const char *id);
+
+  /* ---- per rule instance ---- */
+  /* [any] Logs a UTF-8 line attributed to the session's rule. */
+  void(VIGIL_CALL *log)(vigil_session *session, vigil_log_level level, const char *utf8);
+  /* [any] True once the evaluation is being stopped (SIGINT/SIGTERM, timeout). */
+  bool(VIGIL_CALL *is_cancelled)(vigil_session *session);
+  /* [any] Attaches evidence to the current step's verdict: a UTF-8 JSON object (tensor(s),
+   * observed values, thresholds). The host copies it and adds it to the status file when the
+   * rule's condition is met at this step. */
+  vigil_status(VIGIL_CALL *report_evidence)(vigil_session *session, const char *json_object, vigil_error *err);
+
+  /* ---- trial queries (smdebug Trial) ---- */
+  vigil_status(VIGIL_CALL *tensor_names)(vigil_trial *trial, const vigil_name_query *query, vigil_str_sink out,
+                                         vigil_error *err);
+  vigil_status(VIGIL_CALL *has_tensor)(vigil_trial *trial, const char *name, bool *out, vigil_error *err);
+  vigil_status(VIGIL_CALL *steps)(vigil_trial *trial, vigil_mode mode, bool show_incomplete, vigil_i64_sink out,
+                                  vigil_error *err);
+  vigil_status(VIGIL_CALL *modes)(vigil_trial *trial, vigil_i64_sink out, vigil_error *err);
+  vigil_status(VIGIL_CALL *workers)(vigil_trial *trial, vigil_str_sink out, vigil_error *err);
+  /* *found = false (and VIGIL_OK) when the step is unknown, like smdebug's None. */
+  vigil_status(VIGIL_CALL *global_step)(vigil_trial *trial, vigil_mode mode, vigil_step mode_step, bool *found,
+                                        vigil_step *out, vigil_error *err);
+  vigil_status(VIGIL_CALL *mode_modestep)(vigil_trial *trial, vigil_step global_step, bool *found,
+                                          vigil_mode *mode, vigil_step *mode_step, vigil_error *err);
+  vigil_status(VIGIL_CALL *has_passed_step)(vigil_trial *trial, vigil_step step, vigil_mode mode,
+                                            vigil_step_state *out, vigil_error *err);
+  /* [blocking] timeout_ms < 0: until the steps arrive, the data ends, or cancellation. */
+  vigil_status(VIGIL_CALL *wait_for_steps)(vigil_trial *trial, const vigil_step *steps, size_t count,
+                                           vigil_mode mode, int64_t timeout_ms, vigil_error *err);
+  vigil_status(VIGIL_CALL *last_complete_step)(vigil_trial *trial, vigil_step *out, vigil_error *err);
+  vigil_status(VIGIL_CALL *training_ended)(vigil_trial *trial, bool *out, vigil_error *err);
+
+  /* ---- tensor queries (smdebug Tensor) ---- */
+  vigil_status(VIGIL_CALL *tensor_steps)(vigil_trial *trial, const char *name, vigil_mode mode, bool show_incomplete,
+                                         vigil_i64_sink out, vigil_error *err);
+  vigil_status(VIGIL_CALL *tensor_workers)(vigil_trial *trial, const char *name, vigil_step step, vigil_mode mode,
+                                           vigil_str_sink out, vigil_error *err);
+  vigil_status(VIGIL_CALL *tensor_shape)(vigil_trial *trial, const vigil_tensor_key *key, vigil_i64_sink dims,
+                                         vigil_error *err);
+  /* [blocking] A read-only view of the value; release it with (*out)->deleter(*out).
+   * String tensors give VIGIL_E_TYPE_ERROR: read them with tensor_strings. */
+  vigil_status(VIGIL_CALL *tensor_value)(vigil_trial *trial, const vigil_tensor_key *key, vigil_tensor **out,
+                                         vigil_error *err);
+  /* [blocking] The elements of a string tensor, in C order. */
+  vigil_status(VIGIL_CALL *tensor_strings)(vigil_trial *trial, const vigil_tensor_key *key, vigil_str_sink out,
+                                           vigil_error *err);
+  /* [blocking] The saved reduction if there is one, else computed from the value (element-wise l1/l2). */
+  vigil_status(VIGIL_CALL *reduction_value)(vigil_trial *trial, const vigil_tensor_key *key, vigil_reduction reduction,
+                                            bool abs, double *out, vigil_error *err);
+
+  /* ---- collections ---- */
+  vigil_status(VIGIL_CALL *collection_names)(vigil_trial *trial, vigil_str_sink out, vigil_error *err);
+  /* The names of the collection's tensors that the trial holds (tensor_names(collection=...)). */
+  vigil_status(VIGIL_CALL *collection_tensor_names)(vigil_trial *trial, const char *collection, vigil_str_sink out,
+                                                    vigil_error *err);
+
+  /* ---- ABI 1.1+ slots are appended below this line; never insert above ---- */
+} vigil_host_api;
+
+VIGIL_EXTERN_C_END
+
+#endif /* VIGIL_HOST_H */

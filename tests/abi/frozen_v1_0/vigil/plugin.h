@@ -1,0 +1,151 @@
+/* Vigil rule-plugin C ABI: what a plugin exports.
+ *
+ * A plugin is a shared library exporting exactly one symbol, vigil_plugin_entry_v1. It returns a
+ * static vigil_plugin_entry; through it the host gets the rule factory, whose descriptors say
+ * which rules the plugin offers and which parameters each takes. The host validates parameters
+ * against the descriptor before create() is called, so a rule receives typed, in-range values.
+ *
+ * Ownership: the entry, the factory, descriptors and parameter specs are plugin-owned static data,
+ * valid until deinit. A vigil_rule is plugin-owned until the host calls destroy() (once). The
+ * rule context and parameter values are host-owned and valid only during create().
+ *
+ * Thread tags: [loader] init/deinit are serialized and never concurrent with other calls into the
+ * library; [any] may run concurrently; [rule-serial] calls on one rule instance never overlap. */
+#ifndef VIGIL_PLUGIN_H
+#define VIGIL_PLUGIN_H
+
+#include "vigil/host.h"
+
+VIGIL_EXTERN_C_BEGIN
+
+typedef int32_t vigil_param_type;
+enum {
+  VIGIL_PARAM_BOOL = 1,        /* "true"/"false" in any case, also "1"/"0" */
+  VIGIL_PARAM_INT64 = 2,
+  VIGIL_PARAM_DOUBLE = 3,
+  VIGIL_PARAM_STRING = 4,
+  VIGIL_PARAM_STRING_LIST = 5, /* comma-separated in RuleParameters */
+  VIGIL_PARAM_REGEX = 6,       /* a string the host checks compiles */
+  VIGIL_PARAM_ENUM = 7         /* one of `choices` */
+};
+
+enum { VIGIL_PARAMF_REQUIRED = 1u };
+
+typedef struct vigil_param_spec {
+  uint32_t struct_size;
+  const char *name;          /* the RuleParameters key, exactly as SageMaker spells it */
+  vigil_param_type type;
+  uint32_t flags;            /* VIGIL_PARAMF_* */
+  const char *default_text;  /* as SageMaker would pass it; NULL = no default */
+  double min_value;          /* inclusive bounds for INT64/DOUBLE; NaN = unbounded */
+  double max_value;
+  const char *const *choices; /* NULL-terminated, for ENUM */
+  const char *description;
+} vigil_param_spec;
+
+/* A validated parameter value, in the order of the descriptor's specs. */
+typedef struct vigil_param_value {
+  vigil_param_type type;
+  bool is_set;      /* false: no value and no default (an optional parameter left out) */
+  const char *text; /* the string as given (or the default) */
+  union {
+    bool b;
+    int64_t i;
+    double d;
+    const char *s;  /* STRING, REGEX, ENUM: same as text */
+  } v;
+  const char *const *list; /* STRING_LIST: the items */
+  size_t list_count;
+} vigil_param_value;
+
+enum {
+  VIGIL_RULEF_MULTI_TRIAL = 1u,          /* takes other trials (context->trials[1..]) */
+  VIGIL_RULEF_INSTANCE_THREADSAFE = 2u   /* calls on one instance may overlap */
+};
+
+typedef struct vigil_rule_descriptor {
+  uint32_t struct_size;
+  const char *id;          /* unique: "vigil.builtin.VanishingGradient", "com.acme.MyRule" */
+  const char *name;        /* the rule_to_invoke value: "VanishingGradient" */
+  const char *version;
+  const char *description;
+  const vigil_param_spec *params;
+  uint32_t param_count;
+  uint32_t flags;          /* VIGIL_RULEF_* */
+} vigil_rule_descriptor;
+
+typedef struct vigil_rule_context {
+  uint32_t struct_size;
+  const vigil_host_api *host;
+  vigil_session *session;
+  vigil_trial *const *trials; /* trials[0] is the base trial */
+  uint32_t trial_count;
+  const vigil_param_value *params; /* same order as the descriptor's params */
+  uint32_t param_count;
+  const char *instance_name; /* the RuleConfigurationName */
+} vigil_rule_context;
+
+/* smdebug's RequiredTensors.add: the host reads these once per step for every rule before
+ * invoke_at_step, so N rules over one trial read each tensor once. */
+typedef struct vigil_required_sink {
+  void *ctx;
+  vigil_status (*add)(void *ctx, uint32_t trial_index, const char *name_or_regex, bool is_regex,
+                      const vigil_step *steps, size_t step_count);
+} vigil_required_sink;
+
+typedef struct vigil_rule {
+  uint32_t struct_size;
+  void *rule_data; /* plugin-private */
+  /* [rule-serial] Called once by the host; the instance is gone afterwards. */
+  void(VIGIL_CALL *destroy)(struct vigil_rule *rule);
+  /* [rule-serial] Optional (may be NULL): declare the tensors invoke_at_step will read at `step`. */
+  vigil_status(VIGIL_CALL *required_tensors)(struct vigil_rule *rule, vigil_step step,
+                                             const vigil_required_sink *sink, vigil_error *err);
+  /* [rule-serial] Evaluate at a global step. VIGIL_OK with *condition_met = true means the
+   * condition is met; skip/stop statuses (see vigil_status_classify) are smdebug's exceptions. */
+  vigil_status(VIGIL_CALL *invoke_at_step)(struct vigil_rule *rule, vigil_step step, bool *condition_met,
+                                           vigil_error *err);
+  /* Optional (may be NULL). */
+  const void *(VIGIL_CALL *get_extension)(const struct vigil_rule *rule, const char *id);
+} vigil_rule;
+
+typedef struct vigil_rule_factory {
+  uint32_t struct_size;
+  uint32_t(VIGIL_CALL *count)(const struct vigil_rule_factory *factory);                          /* [any] */
+  const vigil_rule_descriptor *(VIGIL_CALL *descriptor)(const struct vigil_rule_factory *factory,
+                                                        uint32_t index);                          /* [any] */
+  vigil_status(VIGIL_CALL *create)(const struct vigil_rule_factory *factory, const char *rule_id,
+                                   const vigil_rule_context *context, vigil_rule **out, vigil_error *err); /* [any] */
+} vigil_rule_factory;
+
+#define VIGIL_RULE_FACTORY_ID "vigil.rule-factory/1"
+
+enum {
+  VIGIL_PLUGINF_NO_UNLOAD = 1u,     /* never dlclose the library (e.g. an embedded interpreter) */
+  VIGIL_PLUGINF_NOT_FORK_SAFE = 2u
+};
+
+typedef struct vigil_plugin_entry {
+  uint32_t struct_size;
+  vigil_version abi;          /* the ABI the plugin was built against: VIGIL_ABI_MAJOR/MINOR */
+  uint32_t flags;             /* VIGIL_PLUGINF_* */
+  const char *plugin_id;      /* reverse-DNS: "vigil.builtin.tensor-rules" */
+  const char *plugin_version;
+  const char *build_info;     /* compiler, SDK version */
+  /* [loader] Called once before anything else; may fail with a message. */
+  vigil_status(VIGIL_CALL *init)(const vigil_host_api *host, const char *plugin_path, vigil_error *err);
+  /* [loader] Called once before unloading. */
+  void(VIGIL_CALL *deinit)(void);
+  /* [any] A factory by id (VIGIL_RULE_FACTORY_ID), or NULL. */
+  const void *(VIGIL_CALL *get_factory)(const char *factory_id);
+} vigil_plugin_entry;
+
+/* The one exported symbol. Returns static data, does no work and allocates nothing. */
+typedef const vigil_plugin_entry *(VIGIL_CALL *vigil_plugin_entry_fn)(uint32_t host_major, uint32_t host_minor);
+#define VIGIL_PLUGIN_ENTRY_SYMBOL "vigil_plugin_entry_v1"
+
+VIGIL_EXPORT const vigil_plugin_entry *VIGIL_CALL vigil_plugin_entry_v1(uint32_t host_major, uint32_t host_minor);
+
+VIGIL_EXTERN_C_END
+
+#endif /* VIGIL_PLUGIN_H */

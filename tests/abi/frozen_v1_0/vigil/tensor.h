@@ -1,0 +1,73 @@
+/* Vigil rule-plugin C ABI: tensor views (DLPack), tensor keys, reductions and result sinks.
+ *
+ * A vigil_tensor has exactly the layout of DLPack 1.x's DLManagedTensorVersioned, so it can be
+ * handed to any DLPack consumer. The host owns it; the plugin releases it by calling
+ * view->deleter(view) exactly once, from any thread, before the plugin is unloaded. The data is
+ * read-only (VIGIL_TENSOR_FLAG_READ_ONLY is always set). */
+#ifndef VIGIL_TENSOR_H
+#define VIGIL_TENSOR_H
+
+#include <dlpack/dlpack.h>
+
+#include "vigil/status.h"
+
+VIGIL_EXTERN_C_BEGIN
+
+/* DLPack type codes newer than Debian's dlpack 0.6 header, under our own names. */
+enum { VIGIL_DL_BOOL = 6 };
+
+enum {
+  VIGIL_TENSOR_FLAG_READ_ONLY = 1u, /* = DLPACK_FLAG_BITMASK_READ_ONLY */
+  VIGIL_TENSOR_FLAG_IS_COPIED = 2u  /* = DLPACK_FLAG_BITMASK_IS_COPIED */
+};
+
+typedef struct vigil_tensor {
+  struct {
+    uint32_t major;
+    uint32_t minor;
+  } dlpack_version;                          /* the host writes {1, 0} */
+  void *manager_ctx;                         /* host-private */
+  void (*deleter)(struct vigil_tensor *self); /* [any] exactly once */
+  uint64_t flags;                            /* VIGIL_TENSOR_FLAG_* */
+  DLTensor dl_tensor;                        /* kDLCPU; strides NULL (C order); shape valid until deleter */
+} vigil_tensor;
+
+/* Which value: (name, step, mode, worker). Caller-owned, read only during the call. */
+typedef struct vigil_tensor_key {
+  uint32_t struct_size;
+  const char *name;
+  vigil_step step;    /* a global step for GLOBAL, else a mode step */
+  vigil_mode mode;
+  const char *worker; /* NULL = the first worker (smdebug's default) */
+} vigil_tensor_key;
+
+/* smdebug's reduction names, in order: min max mean std variance sum prod l1 l2. */
+typedef int32_t vigil_reduction;
+enum {
+  VIGIL_RED_MIN = 1,
+  VIGIL_RED_MAX = 2,
+  VIGIL_RED_MEAN = 3,
+  VIGIL_RED_STD = 4,
+  VIGIL_RED_VARIANCE = 5,
+  VIGIL_RED_SUM = 6,
+  VIGIL_RED_PROD = 7,
+  VIGIL_RED_L1 = 8,
+  VIGIL_RED_L2 = 9
+};
+
+/* Result sinks: the callee calls push() synchronously, before it returns; what push() receives
+ * lives only during that call (copy what you keep). A push() returning non-OK stops the callee,
+ * which returns that status. */
+typedef struct vigil_str_sink {
+  void *ctx;
+  vigil_status (*push)(void *ctx, const char *utf8, size_t len);
+} vigil_str_sink;
+
+typedef struct vigil_i64_sink {
+  void *ctx;
+  vigil_status (*push)(void *ctx, const int64_t *values, size_t count);
+} vigil_i64_sink;
+
+VIGIL_EXTERN_C_END
+
+#endif /* VIGIL_TENSOR_H */

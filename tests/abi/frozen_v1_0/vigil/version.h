@@ -1,0 +1,30 @@
+/* Vigil rule-plugin C ABI: version numbers and struct-size checks.
+ *
+ * Major: must match exactly (it is also the suffix of the entry symbol, vigil_plugin_entry_v1).
+ * Minor: append-only growth. A host accepts any minor from a plugin; a plugin built against a
+ * newer minor checks the host's struct sizes (VIGIL_HAS_FIELD) before using newer slots. */
+#ifndef VIGIL_VERSION_H
+#define VIGIL_VERSION_H
+
+#include "vigil/platform.h"
+
+#define VIGIL_ABI_MAJOR 1
+#define VIGIL_ABI_MINOR 0
+#define VIGIL_ABI_PATCH 0
+
+VIGIL_EXTERN_C_BEGIN
+
+typedef struct vigil_version {
+  uint16_t major;
+  uint16_t minor;
+  uint32_t patch;
+} vigil_version;
+
+VIGIL_EXTERN_C_END
+
+/* True when `ptr` (a struct starting with uint32_t struct_size) is large enough to hold `field`:
+ * how a reader tells whether an older writer of that struct knew the field. */
+#define VIGIL_HAS_FIELD(ptr, type, field) \
+  ((ptr) != NULL && (size_t)(ptr)->struct_size >= offsetof(type, field) + sizeof(((type *)0)->field))
+
+#endif /* VIGIL_VERSION_H */
