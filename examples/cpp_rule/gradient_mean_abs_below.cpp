@@ -28,7 +28,8 @@ class GradientMeanAbsBelow final : public vigil::sdk::Rule {
       : Rule(std::move(ctx)), threshold_(params().get_double("threshold")) {}
 
   Result<bool> invoke_at_step(vigil_step step) override {
-    VIGIL_TRY(const auto names, base_trial().tensor_names({.collection = "gradients"}));
+    // = tensor_names({.collection = "gradients"}): the collection's tensors this trial holds.
+    VIGIL_TRY(const auto names, base_trial().collection_tensor_names("gradients"));
     if (names.empty()) log(VIGIL_LOG_DEBUG, "step {}: the trial has no tensor in collection gradients", step);
     for (const std::string& name : names) {
       if (is_cancelled()) return vigil::sdk::fail(Error::cancelled());

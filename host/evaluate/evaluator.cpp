@@ -234,7 +234,10 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
     auto log = [this, name = r->config.configuration_name](vigil_log_level level, const std::string& msg) {
       if (options.on_log) options.on_log(name, level, msg);
     };
-    auto instance = RuleInstance::create(r->type, r->params, r->config.configuration_name, trial_list, cache, stop, log);
+    std::filesystem::path out_dir = options.output_directory.value_or(
+        options.status_file ? options.status_file->parent_path() : std::filesystem::path());
+    auto instance =
+        RuleInstance::create(r->type, r->params, r->config.configuration_name, trial_list, cache, stop, log, out_dir);
     if (!instance) {
       fail_rule(*r, InvokeOutcome{.status = static_cast<vigil_status>(instance.error().code), .error = instance.error()}
                         .details());

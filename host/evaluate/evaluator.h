@@ -26,6 +26,9 @@ struct EvaluatorOptions {
   bool follow = true;  // false: what exists is the whole trial (no end marker needed)
   std::optional<std::chrono::milliseconds> idle_timeout;  // end when no new step arrives for this long
   std::optional<std::filesystem::path> status_file;
+  // Where rules write reports (CreateXgboostReport's HTML); default: the status file's folder,
+  // else the current directory.
+  std::optional<std::filesystem::path> output_directory;
   StatusBoard::Listener on_status;                          // called on every status change
   std::function<void(const std::string& rule, int level, const std::string& message)> on_log;
   // Called when a trial's walk reaches a new step (at most about once a second per trial).

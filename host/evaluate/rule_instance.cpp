@@ -60,7 +60,8 @@ Result<std::unique_ptr<RuleInstance>> RuleInstance::create(const plugins::RuleTy
                                                            const std::string& configuration_name,
                                                            std::vector<std::shared_ptr<Trial>> trials,
                                                            std::shared_ptr<plugins::StepValueCache> cache,
-                                                           std::stop_token stop, RuleLog log) {
+                                                           std::stop_token stop, RuleLog log,
+                                                           std::filesystem::path output_directory) {
   std::unique_ptr<RuleInstance> r(new RuleInstance());
   r->type_ = type;
   r->session_ = std::make_unique<vigil_session>();
@@ -68,6 +69,9 @@ Result<std::unique_ptr<RuleInstance>> RuleInstance::create(const plugins::RuleTy
   r->session_->stop = stop;
   r->session_->cache = std::move(cache);
   r->session_->log = std::move(log);
+  std::error_code ec;
+  if (output_directory.empty()) output_directory = std::filesystem::current_path(ec);
+  r->session_->output_directory = std::filesystem::absolute(output_directory, ec).string();
   for (const auto& t : trials) r->handles_.push_back(vigil_trial{t, r->session_.get()});
   for (auto& h : r->handles_) r->handle_ptrs_.push_back(&h);
 

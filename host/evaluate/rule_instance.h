@@ -5,6 +5,7 @@
 
 #include <vigil/vigil.h>
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <stop_token>
@@ -42,7 +43,8 @@ class RuleInstance {
                                                       const std::string& configuration_name,
                                                       std::vector<std::shared_ptr<Trial>> trials,
                                                       std::shared_ptr<plugins::StepValueCache> cache,
-                                                      std::stop_token stop, RuleLog log);
+                                                      std::stop_token stop, RuleLog log,
+                                                      std::filesystem::path output_directory = {});
   ~RuleInstance();  // calls the rule's destroy (contained)
   RuleInstance(const RuleInstance&) = delete;
   RuleInstance& operator=(const RuleInstance&) = delete;

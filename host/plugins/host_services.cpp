@@ -137,6 +137,8 @@ void VIGIL_CALL log_fn(vigil_session* s, vigil_log_level level, const char* utf8
 
 bool VIGIL_CALL is_cancelled(vigil_session* s) { return s && s->stop.stop_requested(); }
 
+const char* VIGIL_CALL output_directory(vigil_session* s) { return s ? s->output_directory.c_str() : nullptr; }
+
 vigil_status VIGIL_CALL report_evidence(vigil_session* s, const char* json, vigil_error* err) {
   if (!s || !json) return bad_argument("report_evidence: session and json are required", err);
   return guarded(err, [&]() -> vigil_status {
@@ -406,6 +408,7 @@ const vigil_host_api kHostApi = {
     .reduction_value = reduction_value,
     .collection_names = collection_names,
     .collection_tensor_names = collection_tensor_names,
+    .output_directory = output_directory,
 };
 
 }  // namespace

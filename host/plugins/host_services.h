@@ -51,6 +51,7 @@ class StepValueCache {
 // One per rule instance: what host functions called on the rule's behalf need to know.
 struct vigil_session {
   std::string rule_name;                              // the RuleConfigurationName
+  std::string output_directory;                       // where the rule may write reports
   std::function<void(vigil_log_level, const std::string&)> log;
   std::stop_token stop;                               // requested when the evaluation is being stopped
   std::shared_ptr<vigil::plugins::StepValueCache> cache;  // may be null

@@ -106,6 +106,10 @@ typedef struct vigil_host_api {
                                                     vigil_error *err);
 
   /* ---- ABI 1.1+ slots are appended below this line; never insert above ---- */
+
+  /* ABI 1.1. [any] The folder where the session's rule may write reports (next to the evaluator's
+   * status file), as an absolute UTF-8 path owned by the host and valid for the session's life. */
+  const char *(VIGIL_CALL *output_directory)(vigil_session *session);
 } vigil_host_api;
 
 VIGIL_EXTERN_C_END

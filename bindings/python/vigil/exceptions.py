@@ -1,0 +1,339 @@
+"""smdebug's exception classes (``smdebug.exceptions``), with its names, hierarchy, constructor
+signatures, attributes and messages.
+
+As in smdebug, the generic ``SMDebug*Error`` classes derive from ``SMDebugError`` and from the
+matching builtin (``ValueError``, ...), while the trial and rule exceptions derive from
+``Exception`` directly.
+
+Vigil's host reports every failure as a status code (``abi/include/vigil/status.h``); each code
+stands for one of these classes. ``from_status`` and ``status_of`` convert in both directions through
+one table, the host's own (``_vigil.status_classes()``), so Python, the C ABI and the C++ host agree.
+An exception built from a host error carries ``status`` (the code) and, for damaged data, ``file``
+and ``offset``; ``str(e)`` is the host's message, which is smdebug's text.
+"""
+from .modes import ModeKeys, mode_name
+
+
+class _Message:
+    """str(e): the host's message when the exception came from the host, else smdebug's format."""
+
+    _vigil_message = None
+    status = None
+
+    def __str__(self):
+        if self._vigil_message is not None:
+            return self._vigil_message
+        return self._format()
+
+    def _format(self):
+        return Exception.__str__(self)
+
+
+# ---- generic errors -------------------------------------------------------------------------------
+
+class SMDebugError(_Message, Exception):
+    """Base of smdebug's generic errors."""
+
+
+class SMDebugRuntimeError(SMDebugError, RuntimeError):
+    pass
+
+
+class SMDebugTypeError(SMDebugError, TypeError):
+    pass
+
+
+class SMDebugValueError(SMDebugError, ValueError):
+    pass
+
+
+class SMDebugNotImplementedError(SMDebugError, NotImplementedError):
+    pass
+
+
+# ---- trial and rule exceptions (smdebug derives these from Exception) ----------------------------
+
+class StepNotYetAvailable(_Message, Exception):
+    def __init__(self, step, mode):
+        super().__init__(step, mode)
+        self.step = step
+        self.mode = mode
+
+    def _format(self):
+        return "Step {} of mode {} not yet available".format(self.step, mode_name(self.mode))
+
+
+class MissingCollectionFiles(_Message, Exception):
+    def __init__(self):
+        super().__init__()
+
+    def _format(self):
+        return "Training job has ended. All the collection files could not be loaded"
+
+
+class IndexReaderException(_Message, Exception):
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
+
+    def _format(self):
+        return str(self.message)
+
+
+class StepUnavailable(_Message, Exception):
+    def __init__(self, step, mode):
+        super().__init__(step, mode)
+        self.step = step
+        self.mode = mode
+
+    def _format(self):
+        return "Step {} of mode {} is not available as it was not saved".format(self.step, mode_name(self.mode))
+
+
+class TensorUnavailableForStep(_Message, Exception):
+    def __init__(self, tname, step, mode=ModeKeys.GLOBAL, has_reductions=False):
+        super().__init__(tname, step, mode, has_reductions)
+        self.step = step
+        self.mode = mode
+        self.tname = tname
+        self.has_reductions = has_reductions
+
+    def _format(self):
+        msg = "Value for tensor {} is not available for step {} with mode {} as it was not saved.".format(
+            self.tname, self.step, mode_name(self.mode))
+        if self.has_reductions:
+            msg += ("This tensor has reductions saved for this step. "
+                    "You might want to query for the reductions.")
+        return msg
+
+
+class ShapeUnavailableForStep(_Message, Exception):
+    def __init__(self, tname, step, mode=ModeKeys.GLOBAL):
+        super().__init__(tname, step, mode)
+        self.step = step
+        self.mode = mode
+        self.tname = tname
+
+    def _format(self):
+        return "Shape for tensor {} is not available for step {} with mode {} as it was not saved.".format(
+            self.tname, self.step, mode_name(self.mode))
+
+
+class TensorUnavailable(_Message, Exception):
+    def __init__(self, tname):
+        super().__init__(tname)
+        self.tname = tname
+
+    def _format(self):
+        return "Tensor {} was not saved.".format(self.tname)
+
+
+class InvalidWorker(_Message, Exception):
+    def __init__(self, worker):
+        super().__init__(worker)
+        self.worker = worker
+
+    def _format(self):
+        return "Invalid Worker: {}".format(self.worker)
+
+
+class NoMoreProfilerData(_Message, Exception):
+    def __init__(self, timestamp):
+        super().__init__(timestamp)
+        self.timestamp = timestamp
+
+    def _format(self):
+        return "Looking for timestamp {} and reached end of training.".format(self.timestamp)
+
+
+class NoMoreData(_Message, Exception):
+    def __init__(self, step, mode, last_step):
+        super().__init__(step, mode, last_step)
+        self.step = step
+        self.mode = mode
+        self.last_step = last_step
+
+    def _format(self):
+        return ("Looking for step {} of mode {} and reached end of training. Max step available is {}"
+                .format(self.step, mode_name(self.mode), self.last_step))
+
+
+class RuleEvaluationConditionMet(_Message, Exception):
+    def __init__(self, rule_name, step, end_of_rule=False):
+        super().__init__(rule_name, step, end_of_rule)
+        self.rule_name = rule_name
+        self.step = step
+        self.end_of_rule = end_of_rule
+
+    def _format(self):
+        return "Evaluation of the rule {} at step {} resulted in the condition being met".format(
+            self.rule_name, self.step)
+
+
+class InsufficientInformationForRuleInvocation(_Message, Exception):
+    def __init__(self, rule_name, message):
+        super().__init__(rule_name, message)
+        self.rule_name = rule_name
+        self.message = message
+
+    def _format(self):
+        return "Insufficient information to invoke rule {}: {}".format(self.rule_name, self.message)
+
+
+class InvalidCollectionConfiguration(_Message, Exception):
+    def __init__(self, c_name):
+        super().__init__(c_name)
+        self.c_name = c_name
+
+    def _format(self):
+        return ("Collection {} has not been configured. Please ensure collection configuration exists with "
+                "include_regex, tensor_names or reductions".format(self.c_name))
+
+
+# ---- Vigil's own statuses without an smdebug class -------------------------------------------------
+
+class VersionMismatch(SMDebugRuntimeError):
+    """A plugin built for another ABI."""
+
+
+class Cancelled(SMDebugRuntimeError):
+    """The evaluation is being stopped."""
+
+
+class Timeout(SMDebugRuntimeError):
+    """A wait ran out of time."""
+
+
+class PluginFailure(SMDebugRuntimeError):
+    """A rule's own failure (the host's RuleError)."""
+
+
+# ---- one table: host status code <-> class ---------------------------------------------------------
+
+def _code_table():
+    from . import _vigil  # the host's table (vigil::smdebug_class_name over every status code)
+    return dict(_vigil.status_classes())
+
+
+_CODE_TO_NAME = _code_table()
+_NAME_TO_CODE = {}
+for _code, _name in sorted(_CODE_TO_NAME.items()):
+    _NAME_TO_CODE.setdefault(_name, _code)  # SMDebugRuntimeError <- VIGIL_E_INTERNAL (the first)
+del _code, _name
+
+STATUS_OK = 0
+STATUS_PLUGIN_FAILURE = _NAME_TO_CODE["PluginFailure"]
+
+
+def _class_named(name):
+    if name == "MemoryError":
+        return MemoryError
+    return globals().get(name, SMDebugRuntimeError)
+
+
+def class_of_status(code):
+    """The exception class a host status code stands for."""
+    return _class_named(_CODE_TO_NAME.get(int(code), "SMDebugRuntimeError"))
+
+
+def _mode_or_int(mode):
+    try:
+        return ModeKeys(int(mode))
+    except (ValueError, TypeError):
+        return mode
+
+
+def from_status(code, message, step=0, mode=ModeKeys.GLOBAL, tensor="", worker="", rule="", last_step=-1,
+                has_reductions=False, end_of_rule=False, file=None, offset=None):
+    """The exception for a host status code and its error record, with smdebug's fields filled."""
+    cls = class_of_status(code)
+    mode = _mode_or_int(mode)
+    if cls is TensorUnavailableForStep:
+        e = cls(tensor, step, mode, bool(has_reductions))
+    elif cls is ShapeUnavailableForStep:
+        e = cls(tensor, step, mode)
+    elif cls is TensorUnavailable:
+        e = cls(tensor)
+    elif cls in (StepUnavailable, StepNotYetAvailable):
+        e = cls(step, mode)
+    elif cls is NoMoreData:
+        e = cls(step, mode, last_step)
+    elif cls is InvalidWorker:
+        e = cls(worker)
+    elif cls is RuleEvaluationConditionMet:
+        e = cls(rule, step, bool(end_of_rule))
+    elif cls is InsufficientInformationForRuleInvocation:
+        e = cls(rule, message)
+    elif cls is NoMoreProfilerData:
+        e = cls(step)
+    elif cls is MissingCollectionFiles:
+        e = cls()
+    elif cls is InvalidCollectionConfiguration:
+        e = cls(tensor)
+    elif cls is MemoryError:
+        e = MemoryError(message)
+        return e
+    else:
+        e = cls(message)
+    e._vigil_message = message
+    e.status = int(code)
+    if file:
+        e.file = file
+    if offset is not None:
+        e.offset = offset
+    return e
+
+
+def status_of(exc):
+    """The host status code for an exception: its own ``status`` when it came from the host, the
+    code of its smdebug class (or the nearest smdebug base class), else PluginFailure."""
+    code = getattr(exc, "status", None)
+    if isinstance(code, int) and code in _CODE_TO_NAME:
+        return code
+    for klass in type(exc).__mro__:
+        if klass.__module__ == __name__ and klass.__name__ in _NAME_TO_CODE:
+            return _NAME_TO_CODE[klass.__name__]
+    return STATUS_PLUGIN_FAILURE
+
+
+def error_record(exc):
+    """(code, flags, mode, step, last_step, tensor, worker, rule, message) of an exception, as the C
+    ABI's vigil_error holds them. Any exception without an smdebug class is PluginFailure with the
+    last line of its traceback as the message ("ZeroDivisionError: division by zero")."""
+    import traceback
+
+    code = status_of(exc)
+    if code == STATUS_PLUGIN_FAILURE and not isinstance(exc, PluginFailure):
+        lines = traceback.format_exception_only(type(exc), exc)
+        message = lines[-1].strip() if lines else type(exc).__name__
+    else:
+        message = str(exc)
+    flags = 0
+    if getattr(exc, "has_reductions", False):
+        flags |= 1
+    if getattr(exc, "end_of_rule", False):
+        flags |= 2
+
+    def as_int(value, default):
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return default
+
+    mode = as_int(getattr(exc, "mode", ModeKeys.GLOBAL), int(ModeKeys.GLOBAL))
+    step = as_int(getattr(exc, "step", 0), 0)
+    last_step = as_int(getattr(exc, "last_step", -1), -1)
+    tensor = getattr(exc, "tname", None) or getattr(exc, "c_name", None) or ""
+    worker = getattr(exc, "worker", None) or ""
+    rule = getattr(exc, "rule_name", None) or ""
+    return (code, flags, mode, step, last_step, str(tensor), str(worker), str(rule), message)
+
+
+__all__ = [
+    "SMDebugError", "SMDebugRuntimeError", "SMDebugTypeError", "SMDebugValueError", "SMDebugNotImplementedError",
+    "StepNotYetAvailable", "MissingCollectionFiles", "IndexReaderException", "StepUnavailable",
+    "TensorUnavailableForStep", "ShapeUnavailableForStep", "TensorUnavailable", "InvalidWorker",
+    "NoMoreProfilerData", "NoMoreData", "RuleEvaluationConditionMet", "InsufficientInformationForRuleInvocation",
+    "InvalidCollectionConfiguration", "VersionMismatch", "Cancelled", "Timeout", "PluginFailure",
+    "from_status", "status_of", "error_record", "class_of_status",
+]

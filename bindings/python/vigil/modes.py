@@ -1,0 +1,39 @@
+"""Training modes, numbered exactly like smdebug's ``smdebug.core.modes.ModeKeys``."""
+from enum import IntEnum
+
+
+class ModeKeys(IntEnum):
+    TRAIN = 1
+    EVAL = 2
+    PREDICT = 3
+    GLOBAL = 4
+
+
+ALLOWED_MODES = [ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT, ModeKeys.GLOBAL]
+ALLOWED_MODE_NAMES = [m.name for m in ALLOWED_MODES]
+MODE_STEP_PLUGIN_NAME = "mode_step"
+MODE_PLUGIN_NAME = "mode"
+
+
+def to_mode(mode):
+    """A ModeKeys from a ModeKeys, an int 1..4 or a mode name ("TRAIN"); None is GLOBAL."""
+    if mode is None:
+        return ModeKeys.GLOBAL
+    if isinstance(mode, ModeKeys):
+        return mode
+    if isinstance(mode, str):
+        try:
+            return ModeKeys[mode.strip().upper()]
+        except KeyError:
+            raise ValueError("Invalid mode: {!r}".format(mode)) from None
+    if hasattr(mode, "value") and not isinstance(mode, int):  # another enum with the same numbers
+        mode = mode.value
+    return ModeKeys(int(mode))
+
+
+def mode_name(mode):
+    """"TRAIN", "EVAL", ... as smdebug's messages spell a mode."""
+    try:
+        return to_mode(mode).name
+    except (ValueError, TypeError):
+        return str(mode)

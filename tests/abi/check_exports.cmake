@@ -1,0 +1,72 @@
+# Symbol hygiene of a plugin library (abi-notes §7.14.4, §8.1): its only defined dynamic symbol must
+# be the entry point vigil_plugin_entry_v1 (no C++ weak or GNU_UNIQUE symbols, no _init/_fini,
+# no __bss_start/_edata/_end), and it must not expect symbols from the host (plugins get the
+# host's services through the vigil_host_api table only).
+#   cmake -DNM=<nm> -DLIB=<plugin.so> -P check_exports.cmake
+cmake_minimum_required(VERSION 3.25)
+foreach(var NM LIB)
+  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
+    message(FATAL_ERROR "check_exports.cmake: ${var} is not set")
+  endif()
+endforeach()
+if(NOT EXISTS "${LIB}")
+  message(FATAL_ERROR "${LIB} does not exist (build it first)")
+endif()
+
+set(entry vigil_plugin_entry_v1)
+
+execute_process(COMMAND "${NM}" -D --defined-only "${LIB}" OUTPUT_VARIABLE defined ERROR_VARIABLE nm_err
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${NM} -D --defined-only ${LIB} failed (${rc}): ${nm_err}")
+endif()
+string(REPLACE "\n" ";" lines "${defined}")
+set(extra)
+set(entry_line)
+foreach(line IN LISTS lines)
+  if(line MATCHES "^([0-9a-fA-F]*) +([A-Za-z?]) +(.+)$")
+    set(type "${CMAKE_MATCH_2}")
+    set(name "${CMAKE_MATCH_3}")
+    if(name STREQUAL entry)
+      set(entry_line "${line}")
+    else()
+      list(APPEND extra "${type} ${name}")
+    endif()
+  elseif(NOT line STREQUAL "")
+    list(APPEND extra "(unparsed) ${line}")
+  endif()
+endforeach()
+
+execute_process(COMMAND "${NM}" -D --undefined-only "${LIB}" OUTPUT_VARIABLE undefined RESULT_VARIABLE rc)
+string(REPLACE "\n" ";" lines "${undefined}")
+set(host_refs)
+foreach(line IN LISTS lines)
+  # Host symbols: the C prefix vigil_ and the C++ namespace vigil (mangled _ZN5vigil / _ZNK5vigil).
+  if(line MATCHES "^ *[A-Za-z] +(vigil_.*|_ZN5vigil.*|_ZNK5vigil.*)$")
+    list(APPEND host_refs "${CMAKE_MATCH_1}")
+  endif()
+endforeach()
+
+set(problems)
+if(entry_line STREQUAL "")
+  list(APPEND problems "it does not export ${entry}")
+elseif(NOT entry_line MATCHES " T ${entry}$")
+  list(APPEND problems "${entry} is not a defined function (T): '${entry_line}'")
+endif()
+if(extra)
+  list(LENGTH extra n)
+  list(JOIN extra "\n    " text)
+  list(APPEND problems "it exports ${n} defined dynamic symbol(s) besides ${entry} (nm type, name):\n    ${text}")
+endif()
+if(host_refs)
+  list(JOIN host_refs "\n    " text)
+  list(APPEND problems "it expects symbols from the host:\n    ${text}")
+endif()
+if(problems)
+  list(JOIN problems "\n  " text)
+  message(NOTICE "${LIB}:\n  ${text}\n"
+          "Build plugins with hidden visibility (-fvisibility=hidden -fvisibility-inlines-hidden) and link them\n"
+          "with -Wl,--version-script=abi/plugin.version.")
+  message(FATAL_ERROR "${LIB} exports more than ${entry} or needs host symbols")
+endif()
+message(STATUS "${LIB}: exports only ${entry}")
