@@ -128,7 +128,7 @@ py::object numpy_array(const std::shared_ptr<HostBuffer>& b) {
     py::array a = np.attr("array")(items, py::arg("dtype") = py::str("U"));
     a = a.attr("reshape")(py::tuple(py::cast(b->shape)));
     make_read_only(a);
-    return std::move(a);
+    return a;
   }
   if (b->dtype == ElementType::BFloat16) {
     // numpy has no bfloat16: widen to float32 (exact).
@@ -142,14 +142,14 @@ py::object numpy_array(const std::shared_ptr<HostBuffer>& b) {
     }
     py::array base = a;
     make_read_only(base);
-    return std::move(base);
+    return base;
   }
   const auto& info = format::element_type_info(b->dtype);
   py::dtype dt(std::string(info.numpy_str));
   std::vector<py::ssize_t> shape(b->shape.begin(), b->shape.end());
   py::array a(dt, shape, c_strides(b->shape, info.item_size), b->data ? b->data : kEmpty, py::cast(b));
   make_read_only(a);
-  return std::move(a);
+  return a;
 }
 
 py::object numpy_scalar(ElementType dtype, double value) {

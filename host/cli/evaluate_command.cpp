@@ -15,11 +15,12 @@
 #include "cli/commands.h"
 #include "cli/plugin_options.h"
 #include "evaluate/evaluator.h"
+#include "evaluate/rule_groups.h"
 
 namespace vigil::cli {
 namespace {
 
-constexpr std::string_view kUsage = R"(usage: vigil evaluate --trial PATH (--job FILE | --rule NAME [--param KEY=VALUE]...)...
+constexpr std::string_view kUsage = R"(usage: vigil evaluate --trial PATH (--job FILE | --group NAME | --rule NAME [--param KEY=VALUE]...)...
                       [--plugins DIR]... [--status-file FILE] [--no-follow] [--idle-timeout SECONDS] [--quiet]
 
 Runs debugger rules over a trial with smdebug's invoke_rule semantics: steps in order from each
@@ -37,6 +38,8 @@ job:
   --param KEY=VALUE     a RuleParameters entry for the preceding --rule (start_step, end_step,
                         base_trial, other_trial_N and the rule's own parameters)
   --name NAME           the RuleConfigurationName of the preceding --rule (default: the rule name)
+  --group NAME          add every rule of a SageMaker rule group with its default parameters
+                        (vigil rules --groups lists the groups)
   --trial PATH          the base trial of every rule without a base_trial parameter
 
 running:
@@ -86,6 +89,7 @@ int run_evaluate(const std::vector<std::string>& args) {
   std::optional<std::string> job_file, trial, status_file;
   std::vector<std::string> plugin_dirs;
   std::vector<CommandLineRule> cli_rules;
+  std::vector<std::string> groups;
   evaluate::EvaluatorOptions options;
   bool quiet = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -102,7 +106,7 @@ int run_evaluate(const std::vector<std::string>& args) {
     } else if (a == "--quiet") {
       quiet = true;
     } else if (a == "--job" || a == "--trial" || a == "--status-file" || a == "--plugins" || a == "--rule" ||
-               a == "--param" || a == "--name" || a == "--idle-timeout") {
+               a == "--param" || a == "--name" || a == "--idle-timeout" || a == "--group") {
       auto v = value();
       if (!v) return usage_error(a + " needs a value");
       if (a == "--job") job_file = *v;
@@ -110,6 +114,7 @@ int run_evaluate(const std::vector<std::string>& args) {
       else if (a == "--status-file") status_file = *v;
       else if (a == "--plugins") plugin_dirs.push_back(*v);
       else if (a == "--rule") cli_rules.push_back({*v, *v, {}});
+      else if (a == "--group") groups.push_back(*v);
       else if (a == "--name" || a == "--param") {
         if (cli_rules.empty()) return usage_error(a + " must follow a --rule");
         if (a == "--name") {
@@ -129,7 +134,12 @@ int run_evaluate(const std::vector<std::string>& args) {
       return usage_error("unexpected argument '" + a + "'");
     }
   }
-  if (!job_file && cli_rules.empty()) return usage_error("give --job FILE or --rule NAME");
+  for (const auto& g : groups) {
+    const auto* group = evaluate::find_rule_group(g);
+    if (!group) return usage_error("unknown rule group '" + g + "' (vigil rules --groups lists them)");
+    for (auto name : group->rules) cli_rules.push_back({std::string(name), std::string(name), {}});
+  }
+  if (!job_file && cli_rules.empty()) return usage_error("give --job FILE, --group NAME or --rule NAME");
 
   evaluate::JobConfig job;
   if (job_file) {

@@ -1,5 +1,7 @@
 // `vigil rules`: every rule the plugins provide, with its parameters, and every refused plugin.
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -9,11 +11,12 @@
 
 #include "cli/commands.h"
 #include "cli/plugin_options.h"
+#include "evaluate/rule_groups.h"
 
 namespace vigil::cli {
 namespace {
 
-constexpr std::string_view kUsage = R"(usage: vigil rules [--plugins DIR]... [--json]
+constexpr std::string_view kUsage = R"(usage: vigil rules [--plugins DIR]... [--group NAME] [--json | --markdown] [--groups]
 
 Lists every rule the loaded plugins provide (name = the rule_to_invoke value, id, plugin,
 parameters with their types, defaults and bounds) and every plugin that was refused, with why.
@@ -22,7 +25,10 @@ Plugins are searched in --plugins directories (absolute paths), then VIGIL_PLUGI
 
 options:
   --plugins DIR   also load plugins from DIR (repeatable)
+  --group NAME    only the rules of a SageMaker rule group (see --groups)
+  --groups        list the rule groups
   --json          machine-readable output
+  --markdown      the rules' documentation as Markdown (how docs/rules.md is made)
   -h, --help      show this help
 )";
 
@@ -56,17 +62,68 @@ nlohmann::ordered_json param_json(const vigil_param_spec& p) {
   return j;
 }
 
+std::string markdown(const std::vector<const plugins::RuleType*>& rules) {
+  std::string out;
+  for (const auto* r : rules) {
+    const auto* d = r->descriptor;
+    out += fmt::format("## {}\n\n", d->name);
+    out += fmt::format("`rule_to_invoke`: `{}` · id `{}` · plugin `{}`", d->name, d->id, r->plugin_id);
+    std::vector<std::string> groups;
+    for (const auto& g : evaluate::rule_groups())
+      if (std::find(g.rules.begin(), g.rules.end(), std::string_view(d->name)) != g.rules.end())
+        groups.emplace_back(g.name);
+    if (!groups.empty()) out += fmt::format(" · groups: {}", fmt::join(groups, ", "));
+    out += "\n\n";
+    if (d->description && *d->description) out += std::string(d->description) + "\n\n";
+    if (d->param_count == 0) {
+      out += "Parameters: none.\n\n";
+      continue;
+    }
+    out += "| parameter | type | default | bounds | description |\n| --- | --- | --- | --- | --- |\n";
+    for (uint32_t i = 0; i < d->param_count; ++i) {
+      const auto& p = d->params[i];
+      std::string bounds;
+      if (!std::isnan(p.min_value)) bounds += fmt::format(">= {}", p.min_value);
+      if (!std::isnan(p.max_value)) bounds += fmt::format("{}<= {}", bounds.empty() ? "" : ", ", p.max_value);
+      if (p.type == VIGIL_PARAM_ENUM) {
+        std::vector<std::string> choices;
+        for (auto c = p.choices; c && *c; ++c) choices.emplace_back(*c);
+        bounds += fmt::format("one of {}", fmt::join(choices, ", "));
+      }
+      std::string description = p.description ? p.description : "";
+      for (auto& ch : description)
+        if (ch == '\n' || ch == '|') ch = ' ';
+      out += fmt::format("| `{}` | {} | {} | {} | {} |\n", p.name, type_name(p.type),
+                         p.default_text ? fmt::format("`{}`", p.default_text)
+                                        : std::string((p.flags & VIGIL_PARAMF_REQUIRED) ? "required" : "none"),
+                         bounds.empty() ? "—" : bounds, description);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 int run_rules(const std::vector<std::string>& args) {
   std::vector<std::string> dirs;
   bool json = false;
+  bool md = false;
+  std::optional<std::string> group_name;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-h" || args[i] == "--help") {
       std::fputs(kUsage.data(), stdout);
       return kExitOk;
     } else if (args[i] == "--json") {
       json = true;
+    } else if (args[i] == "--markdown") {
+      md = true;
+    } else if (args[i] == "--groups") {
+      for (const auto& g : evaluate::rule_groups())
+        std::cout << fmt::format("{:<26} {}\n{:<26} {}\n", g.name, g.description, "", fmt::join(g.rules, ", "));
+      return kExitOk;
+    } else if (args[i] == "--group" && i + 1 < args.size()) {
+      group_name = args[++i];
     } else if (args[i] == "--plugins" && i + 1 < args.size()) {
       dirs.push_back(args[++i]);
     } else {
@@ -75,10 +132,31 @@ int run_rules(const std::vector<std::string>& args) {
     }
   }
   auto registry = load_plugins(dirs);
+  // The rules to show: all loaded ones, or a group's (in the group's order).
+  std::vector<const plugins::RuleType*> shown;
+  if (group_name) {
+    const auto* group = evaluate::find_rule_group(*group_name);
+    if (!group) {
+      std::fprintf(stderr, "vigil rules: unknown group '%s' (vigil rules --groups lists them)\n", group_name->c_str());
+      return kExitUsage;
+    }
+    for (auto name : group->rules) {
+      if (const auto* r = registry.find(name)) shown.push_back(r);
+      else std::fprintf(stderr, "vigil rules: rule %.*s of group %s is not loaded\n", int(name.size()), name.data(),
+                        group_name->c_str());
+    }
+  } else {
+    for (const auto& r : registry.rules()) shown.push_back(&r);
+  }
+  if (md) {
+    std::cout << markdown(shown);
+    return kExitOk;
+  }
   if (json) {
     nlohmann::ordered_json out;
     auto rules = nlohmann::ordered_json::array();
-    for (const auto& r : registry.rules()) {
+    for (const auto* rp : shown) {
+      const auto& r = *rp;
       const auto* d = r.descriptor;
       nlohmann::ordered_json j;
       j["name"] = d->name;
@@ -101,7 +179,8 @@ int run_rules(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (registry.rules().empty()) std::puts("no rules loaded (give --plugins DIR or set VIGIL_PLUGIN_PATH)");
-  for (const auto& r : registry.rules()) {
+  for (const auto* rp : shown) {
+    const auto& r = *rp;
     const auto* d = r.descriptor;
     std::cout << fmt::format("{}  ({}, plugin {})\n", d->name, d->id, r.plugin_path.filename().string());
     if (d->description && *d->description) std::cout << "    " << d->description << '\n';

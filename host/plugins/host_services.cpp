@@ -139,6 +139,16 @@ bool VIGIL_CALL is_cancelled(vigil_session* s) { return s && s->stop.stop_reques
 
 const char* VIGIL_CALL output_directory(vigil_session* s) { return s ? s->output_directory.c_str() : nullptr; }
 
+vigil_status VIGIL_CALL step_wall_time(vigil_trial* t, vigil_step step, vigil_mode mode, double* out, vigil_error* err) {
+  if (!t || !out) return bad_argument("step_wall_time: NULL argument", err);
+  return guarded(err, [&]() -> vigil_status {
+    auto w = t->trial->step_wall_time(step, to_mode(mode));
+    if (!w) return fail_with(w.error(), err);
+    *out = *w;
+    return VIGIL_OK;
+  });
+}
+
 vigil_status VIGIL_CALL report_evidence(vigil_session* s, const char* json, vigil_error* err) {
   if (!s || !json) return bad_argument("report_evidence: session and json are required", err);
   return guarded(err, [&]() -> vigil_status {
@@ -409,6 +419,7 @@ const vigil_host_api kHostApi = {
     .collection_names = collection_names,
     .collection_tensor_names = collection_tensor_names,
     .output_directory = output_directory,
+    .step_wall_time = step_wall_time,
 };
 
 }  // namespace

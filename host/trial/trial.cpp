@@ -121,6 +121,7 @@ struct Trial::State {
   std::map<int64_t, std::set<std::string>> global_step_to_tensors;
   std::map<Mode, std::set<std::string>> mode_to_tensors;
   std::map<int64_t, std::set<std::string>> workers_for_global_step;
+  std::map<int64_t, std::set<uint32_t>> event_files_of_step;  // global step -> event files (ids)
   std::set<std::string> read_index_files;
   int64_t last_complete_step = -1;
   bool loaded_all_steps = false;
@@ -176,6 +177,7 @@ Result<void> Trial::State::register_index(const format::StepIndex& index, int64_
     file_id = it->second;
   }
   const StepKey key{index.mode, index.mode_step};
+  if (file_id) event_files_of_step[g].insert(*file_id);
 
   auto entry_for = [&](const std::string& tensor_name) -> WorkerStep& {
     auto& workers = tensors[tensor_name].steps[key];
@@ -771,6 +773,43 @@ Result<std::vector<int64_t>> Trial::shape(std::string_view name, int64_t step, M
   auto v = state_->read_value(*ws->value);
   if (!v) return fail(v.error());
   return v->shape();
+}
+
+Result<double> Trial::step_wall_time(int64_t step, Mode mode) {
+  std::vector<std::string> files;
+  {
+    std::lock_guard lock(state_->mu);
+    auto& s = *state_;
+    auto g = s.to_global(mode, step);
+    if (!g || !s.workers_for_global_step.contains(*g)) {
+      if (auto r = s.refresh_locked(); !r) return fail(r.error());
+      g = s.to_global(mode, step);
+    }
+    if (!g || !s.workers_for_global_step.contains(*g)) {
+      switch (s.has_passed_step_locked(step, mode)) {
+        case StepState::NotYetAvailable: return fail(Error::step_not_yet_available(step, mode));
+        default: return fail(Error::step_unavailable(step, mode));
+      }
+    }
+    if (auto it = s.event_files_of_step.find(*g); it != s.event_files_of_step.end())
+      for (uint32_t id : it->second) files.push_back((s.path / s.event_files.at(id)).string());
+  }
+  if (files.empty())
+    return fail(Error::not_supported(fmt::format("step {} saved no tensor records, so it has no wall time", step)));
+  double latest = 0;
+  for (const auto& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return fail(Error::io(file, std::strerror(errno)));
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    auto records = format::split_records({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+    if (!records) return fail(Error::corrupt(file, records.error().offset, records.error().reason));
+    for (const auto& r : *records) {
+      auto ev = format::decode_event(r.record.payload);
+      if (!ev) return fail(Error::corrupt(file, r.offset, ev.error()));
+      latest = std::max(latest, ev->wall_time);
+    }
+  }
+  return latest;
 }
 
 Result<std::vector<std::string>> Trial::tensor_workers(std::string_view name, int64_t step, Mode mode) {

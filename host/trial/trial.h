@@ -117,6 +117,9 @@ class Trial : public std::enable_shared_from_this<Trial> {
                                                        std::optional<std::string_view> worker = std::nullopt);
   Result<std::vector<int64_t>> shape(std::string_view name, int64_t step, Mode mode = Mode::Global,
                                      std::optional<std::string_view> worker = std::nullopt);
+  // When the step was saved: the largest Event.wall_time among its records (all workers). Steps
+  // that saved only shapes have no records: NotSupported.
+  Result<double> step_wall_time(int64_t step, Mode mode = Mode::Global);
   // Workers holding the tensor at the step, in the order they were indexed. No refresh.
   Result<std::vector<std::string>> tensor_workers(std::string_view name, int64_t step, Mode mode = Mode::Global);
 

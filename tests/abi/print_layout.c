@@ -156,6 +156,7 @@ static void print_structs(void) {
   /* ABI 1.1+ slots: append here, each under #if VIGIL_ABI_MINOR >= N. */
 #if VIGIL_ABI_MINOR >= 1
   FIELD(vigil_host_api, output_directory);
+  FIELD(vigil_host_api, step_wall_time);
 #endif
 
   /* plugin.h */

@@ -296,6 +296,24 @@ vigil_status collection_tensor_names(vigil_trial* t, const char* collection, vig
   return push_strings(c->second, out);
 }
 
+const char* output_directory(vigil_session* s) { return s && !s->output_dir.empty() ? s->output_dir.c_str() : nullptr; }
+
+vigil_status step_wall_time(vigil_trial* t, vigil_step step, vigil_mode mode, double* out, vigil_error* err) {
+  if (!has_step(t, step))
+    return fill_error(err, VIGIL_E_STEP_UNAVAILABLE,
+                      "Step " + std::to_string(step) + " of mode " + mode_text(mode) + " is not available as it was not saved",
+                      {}, step, mode);
+  *out = 1000.0 + static_cast<double>(step);
+  return VIGIL_OK;
+}
+
+// The ABI 1.1 slots, where the headers have them.
+template <class H>
+void add_v1_1_slots(H& api) {
+  if constexpr (requires { api.output_directory; }) api.output_directory = output_directory;
+  if constexpr (requires { api.step_wall_time; }) api.step_wall_time = step_wall_time;
+}
+
 }  // namespace
 
 vigil_status fill_error(vigil_error* err, vigil_status code, const std::string& message, const std::string& tensor,
@@ -367,6 +385,7 @@ vigil_host_api host_api() {
   api.reduction_value = reduction_value;
   api.collection_names = collection_names;
   api.collection_tensor_names = collection_tensor_names;
+  add_v1_1_slots(api);
   return api;
 }
 

@@ -33,6 +33,7 @@ struct vigil_trial {
 };
 
 struct vigil_session {
+  std::string output_dir;  // ABI 1.1 output_directory ("" = none)
   std::vector<std::pair<vigil_log_level, std::string>> logs;
   std::vector<std::string> evidence;
   bool cancelled = false;
@@ -46,6 +47,12 @@ using Session = vigil_session;
 // Tensor views handed out and not yet released, and deleter calls, over the whole process.
 inline std::atomic<int> views_alive{0};
 inline std::atomic<int> deleter_calls{0};
+
+// Whether the ABI headers have the ABI 1.1 slots (they are filled when present).
+template <class H = vigil_host_api>
+inline constexpr bool kHasOutputDirectory = requires { &H::output_directory; };
+template <class H = vigil_host_api>
+inline constexpr bool kHasStepWallTime = requires { &H::step_wall_time; };
 
 // The table (a fresh copy each call, so a test may null slots or shrink struct_size).
 vigil_host_api host_api();

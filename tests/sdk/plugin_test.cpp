@@ -508,6 +508,16 @@ TEST_F(PluginTest, ProbeUsesParamsAndHostServices) {
   EXPECT_EQ(invoke(r, 1, &met), VIGIL_E_CANCELLED);
   EXPECT_EQ(vigil_status_classify(VIGIL_E_CANCELLED), VIGIL_CLASS_STOP);
 
+  // ABI 1.1 output directory, where the host has one.
+  if constexpr (fake::kHasOutputDirectory<>) {
+    EXPECT_EQ(probe.output_directory().error().code, VIGIL_E_NOT_SUPPORTED);  // none for this session
+    session.output_dir = "/out/rule";
+    EXPECT_EQ(probe.output_directory().value(), "/out/rule");
+    api.struct_size = offsetof(vigil_host_api, collection_tensor_names) + sizeof(api.collection_tensor_names);
+  }
+  EXPECT_EQ(probe.output_directory().error().code, VIGIL_E_NOT_SUPPORTED);  // a 1.0 host
+  api.struct_size = sizeof(vigil_host_api);
+
   // A rule without a required_tensors override leaves the slot NULL.
   vigil_rule* t = thrower("none");
   EXPECT_EQ(t->required_tensors, nullptr);

@@ -186,3 +186,12 @@ TEST_F(TrialTest, SinkFailuresBecomeStatuses) {
   const vigil_str_sink sink2 = sdk::detail::make_str_sink(oom);
   EXPECT_EQ(sink2.push(sink2.ctx, "a", 1), VIGIL_E_OUT_OF_MEMORY);
 }
+
+TEST_F(TrialTest, StepWallTimeNeedsAnAbi11Host) {
+  if constexpr (fake::kHasStepWallTime<>) {
+    EXPECT_DOUBLE_EQ(trial.step_wall_time(3).value(), 1003.0);
+    EXPECT_EQ(trial.step_wall_time(9).error().code, VIGIL_E_STEP_UNAVAILABLE);
+    api.struct_size = offsetof(vigil_host_api, collection_tensor_names) + sizeof(api.collection_tensor_names);  // 1.0
+  }
+  EXPECT_EQ(trial.step_wall_time(3).error().code, VIGIL_E_NOT_SUPPORTED);
+}

@@ -230,3 +230,39 @@ TEST(StepState, NotATrial) {
 
 }  // namespace
 }  // namespace vigil
+
+namespace vigil {
+namespace {
+
+TEST(StepWallTime, IsTheLatestRecordTimeOfTheStep) {
+  testing::TempDir dir;
+  double now = 1000;
+  writer::WriterOptions options;
+  options.clock = [&now] { return now; };
+  for (auto& m : options.save_config) m.save_interval = 1;
+  {
+    auto w = writer::TrialWriter::create(dir.path(), options);
+    ASSERT_TRUE(w.has_value());
+    for (int s = 0; s < 3; ++s) {
+      ASSERT_TRUE((*w)->begin_step(Mode::Train));
+      std::vector<float> v{1.0f};
+      now = 1000 + 10 * s;
+      ASSERT_TRUE((*w)->write_tensor("a", testing::float_data(v, {1})));
+      now += 2.5;  // a later record in the same step
+      ASSERT_TRUE((*w)->write_tensor("b", testing::float_data(v, {1})));
+      ASSERT_TRUE((*w)->end_step());
+    }
+    ASSERT_TRUE((*w)->close());
+  }
+  auto t = Trial::open(dir.path());
+  ASSERT_TRUE(t.has_value());
+  EXPECT_DOUBLE_EQ((*t)->step_wall_time(0).value(), 1002.5);
+  EXPECT_DOUBLE_EQ((*t)->step_wall_time(2).value(), 1022.5);
+  EXPECT_DOUBLE_EQ((*t)->step_wall_time(1, Mode::Train).value(), 1012.5);
+  auto missing = (*t)->step_wall_time(7);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code, ErrorCode::StepUnavailable);
+}
+
+}  // namespace
+}  // namespace vigil

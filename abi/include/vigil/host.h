@@ -110,6 +110,11 @@ typedef struct vigil_host_api {
   /* ABI 1.1. [any] The folder where the session's rule may write reports (next to the evaluator's
    * status file), as an absolute UTF-8 path owned by the host and valid for the session's life. */
   const char *(VIGIL_CALL *output_directory)(vigil_session *session);
+  /* ABI 1.1. [blocking] The wall-clock time (seconds since the epoch) at which a step was saved: the
+   * largest Event.wall_time among the step's records, over all workers. StepUnavailable (and the
+   * other step errors) as tensor_value. */
+  vigil_status(VIGIL_CALL *step_wall_time)(vigil_trial *trial, vigil_step step, vigil_mode mode, double *out,
+                                           vigil_error *err);
 } vigil_host_api;
 
 VIGIL_EXTERN_C_END

@@ -8,7 +8,6 @@ serves the plugin's required_tensors / invoke_at_step. Exceptions map to host st
 ``vigil.exceptions.error_record``.
 """
 import importlib.util
-import inspect
 import logging
 import os
 import sys
@@ -18,9 +17,6 @@ from .exceptions import RuleEvaluationConditionMet, error_record
 from .trials import Trial
 
 compat.install()
-
-_LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
-
 
 class _HostLogHandler(logging.Handler):
     """Sends a rule's log records to the host (vigil_host_api.log) for its session."""
@@ -66,14 +62,6 @@ def _load_module(path):
         raise
     _loaded_files[key] = module
     return module
-
-
-def _accepts(fn, name):
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return True
-    return name in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
 
 
 class RuleRunner:
@@ -146,8 +134,4 @@ def create_rule(source, class_name, trials, params, instance_name, log_sink=None
     return RuleRunner(rule)
 
 
-def last_traceback_line(exc):
-    return error_record(exc)[-1]
-
-
-__all__ = ["create_rule", "host_trial", "RuleRunner", "error_record", "last_traceback_line"]
+__all__ = ["create_rule", "host_trial", "RuleRunner", "error_record"]

@@ -181,12 +181,12 @@ class PluginRule:
     def invoke(self, step):
         self.base_trial.wait_for_steps([step])
         with no_refresh(self.trials):
-            met, evidence = self._instance.invoke(int(step))
+            met, evidence, reported_name = self._instance.invoke(int(step))
         if evidence:
             self.evidence[step] = [json.loads(e) if _is_json(e) else e for e in evidence]
         if met:
             self.triggered_steps.append(step)
-            raise RuleEvaluationConditionMet(self.rule_name, step)
+            raise RuleEvaluationConditionMet(reported_name or self.rule_name, step)
 
     def __repr__(self):
         return "<vigil PluginRule {}>".format(self.rule_name)

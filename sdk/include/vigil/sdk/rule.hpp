@@ -158,6 +158,18 @@ class Rule {
     return f && f(ctx_.session);
   }
 
+  // ABI 1.1: the folder where this rule may write reports (absolute, UTF-8). VIGIL_E_NOT_SUPPORTED
+  // from an ABI 1.0 host, or when the host has no such folder for this session.
+  template <class H = vigil_host_api>
+  Result<std::string> output_directory() const {
+    if constexpr (requires { &H::output_directory; }) {
+      auto f = ctx_.host.fn(&H::output_directory);
+      const char* dir = f ? f(ctx_.session) : nullptr;
+      if (dir && *dir) return std::string(dir);
+    }
+    return fail(Error::not_supported("the host provides no output directory for this rule"));
+  }
+
   // Attaches evidence to this step's verdict: a UTF-8 JSON object (see JsonObject in json.hpp).
   Result<void> report_evidence(std::string_view json_object) const {
     const std::string text(json_object);

@@ -316,6 +316,22 @@ class Trial {
     return out;
   }
 
+  // [blocking] ABI 1.1: the wall-clock time (seconds since the epoch) at which a step was saved.
+  // VIGIL_E_NOT_SUPPORTED from an ABI 1.0 host (or with ABI headers that lack the slot).
+  template <class H = vigil_host_api>
+  Result<double> step_wall_time(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL) const {
+    if constexpr (requires { &H::step_wall_time; }) {
+      double out = 0;
+      auto r = detail::call_host(host_, &H::step_wall_time, "step_wall_time", trial_, step, mode, &out);
+      if (!r) return fail(std::move(r).error());
+      return out;
+    } else {
+      (void)step;
+      (void)mode;
+      return fail(Error::not_supported("the host does not provide step_wall_time"));
+    }
+  }
+
   Result<std::vector<std::string>> collection_names() const {
     return detail::collect_strings(host_, &vigil_host_api::collection_names, "collection_names", trial_);
   }

@@ -1,0 +1,360 @@
+// The "tensor" family of SageMaker Debugger built-in rules (spec builtin-rules.md §2.1-2.4,
+// 2.8-2.10). Each class's kDescription is its user documentation (docs/rules.md is generated from
+// the descriptors), so it states exactly what the code does.
+#pragma once
+
+#include <vigil/sdk.hpp>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "common.h"
+
+namespace vigil::rules::tensor {
+
+// ---------------------------------------------------------------------------------------------
+class VanishingGradient final : public sdk::Rule {
+ public:
+  static constexpr sdk::ParamSpec kParams[] = {
+      sdk::param_double("threshold", "0.0000001",
+                        "The rule fires when the mean absolute value of a gradient is below this (strictly).")
+          .min(0),
+  };
+  static constexpr char kDescription[] = R"md(Detects gradients that have become vanishingly small.
+
+**Inputs.** Every tensor of the `gradients` collection that was saved at the step (SageMaker attaches
+`gradients` with `save_interval` 500 to this rule), on every worker that saved it, in any mode (steps are
+global steps).
+
+**Verdict at a step.** For each gradient tensor *g* and worker, *m* = `reduction_value(step, "mean",
+abs=True)`: a saved `abs_mean` reduction when the hook saved one, otherwise mean(|g|) over all elements
+computed from the saved value with numpy's rules (a float32 tensor gives a float32 mean). The rule fires
+when **m < threshold** (strict) for at least one tensor on one worker. NaN and ±Inf means never fire (NaN
+comparisons are false), so an empty tensor never fires either. A tensor/worker with neither a value nor a
+saved abs-mean at the step gives no verdict; a step where no gradient gives one is skipped (no verdict).
+There is no state across steps and step 0 is judged like any other (the spec's UNSURE note about
+"step 0 always returns False" is read as data, not as a rule).
+
+**Evidence.** The smallest mean (`tensor`, `worker`, `mean_abs`), `threshold`, `tensors_below` (how
+many tensor/worker pairs were below) and `below`: up to 10 of them with their means.)md";
+
+  static Result<std::unique_ptr<VanishingGradient>> create(sdk::RuleContext ctx);
+  Result<bool> invoke_at_step(vigil_step step) override;
+
+ private:
+  VanishingGradient(sdk::RuleContext ctx, double threshold) : Rule(std::move(ctx)), threshold_(threshold) {}
+  double threshold_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class ExplodingTensor final : public sdk::Rule {
+ public:
+  static constexpr sdk::ParamSpec kParams[] = {
+      sdk::param_string_list("collection_names", nullptr,
+                             "Collections whose tensors are inspected (comma-separated). With tensor_regex, the union."),
+      sdk::param_string_list("tensor_regex", nullptr,
+                             "Regexes (comma-separated, matched anywhere in the name) of tensors to inspect. With "
+                             "neither parameter, every tensor of the trial is inspected."),
+      sdk::param_bool("only_nan", "False", "Fire on NaN only; by default NaN, +Inf and -Inf all fire."),
+  };
+  static constexpr char kDescription[] = R"md(Detects non-finite values (NaN, +Inf, -Inf) in tensors.
+
+**Inputs.** The tensors of `collection_names` ∪ the tensors matching `tensor_regex` (Python `re.search`:
+anywhere in the name); when **neither** is given, **every tensor of the trial**. SageMaker attaches no
+collection to this rule. Every worker that saved a tensor at the step is inspected; steps are global
+steps, any mode.
+
+**Verdict at a step.** The rule fires when, for any selected tensor on any worker:
+
+* its saved value holds a NaN, or (unless `only_nan`) a +Inf or -Inf element. Every floating dtype is
+  checked (float16, bfloat16, float32, float64; complex numbers by both parts). Integer, boolean and
+  string tensors can hold no such value and never fire, whatever dtype smdebug itself could decode
+  (Vigil reads int16 and the other dtypes smdebug 1.0.34 fails on; finite data never fires);
+* or, for a tensor saved **without** its value (reductions only), any of its saved reductions (min, max,
+  mean, std, variance, sum, prod, l1, l2, plain or abs) is NaN (or ±Inf unless `only_nan`).
+
+The check is element-wise on the value (the spec's assumption), not on a sum or mean of it, so a finite
+tensor whose sum would overflow does not fire. A tensor saved with only its shape gives no verdict; a
+step where no selected tensor gives one is skipped.
+
+**Known gap.** When a tensor was saved with its value **and** reductions, only the value is checked: the
+SDK cannot tell saved reductions from computed ones, and recomputing them could overflow (a float16
+`prod`) and fire on finite data. A saved reduction can only be non-finite with a finite value if the
+hook's own reduction overflowed.
+
+**Evidence.** The first offending `tensor` and `worker`, `what` (`value` or `reduction:<abs_><op>`),
+`nan_count` and `inf_count` (for a value), `only_nan`, `tensors_nonfinite` (how many tensor/worker
+pairs fired) and `nonfinite`: up to 10 of them.)md";
+
+  static Result<std::unique_ptr<ExplodingTensor>> create(sdk::RuleContext ctx);
+  Result<bool> invoke_at_step(vigil_step step) override;
+
+ private:
+  ExplodingTensor(sdk::RuleContext ctx, Selection selection, bool only_nan)
+      : Rule(std::move(ctx)), selection_(std::move(selection)), only_nan_(only_nan) {}
+  Selection selection_;
+  bool only_nan_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class AllZero final : public sdk::Rule {
+ public:
+  static constexpr sdk::ParamSpec kParams[] = {
+      sdk::param_string_list("collection_names", nullptr,
+                             "Collections whose tensors are inspected (comma-separated). This or tensor_regex is "
+                             "required; with both, the union."),
+      sdk::param_string_list("tensor_regex", nullptr,
+                             "Regexes (comma-separated, matched anywhere in the name) of tensors to inspect."),
+      sdk::param_double("threshold", "100",
+                        "Percentage of zero elements at or above which a tensor fires the rule.")
+          .range(0, 100),
+  };
+  static constexpr char kDescription[] = R"md(Detects tensors that are all zero, or zero in at least a given share of their elements.
+
+**Inputs.** The tensors of `collection_names` ∪ the tensors matching `tensor_regex` (Python `re.search`).
+At least one of the two is required: the rule is refused at creation without a selection (as smdebug's
+"please provide either collection_names or tensor_regex"). The docs' example uses `tensor_regex` `.*`
+with the `all` collection saved every 500 steps. Every worker that saved a tensor at the step is
+inspected; steps are global steps, any mode.
+
+**Verdict at a step.** For each selected tensor *x* saved with its value, and each worker,
+*z* = 100 · count(*x* == 0) / size(*x*). The rule fires when **z ≥ threshold** for at least one
+tensor (the comparison must be inclusive, or the default of 100 could never fire; the spec leaves ties
+below 100 UNSURE and this rule uses ≥ throughout). `-0.0` counts as zero, NaN does not; integer and
+boolean tensors count too (`False` is zero). Empty tensors, string and complex tensors, and tensors saved
+without their value (reductions or shape only) give no verdict; a step where no selected tensor gives
+one is skipped.
+
+**Evidence.** The tensor with the largest share (`tensor`, `worker`, `zero_percent`, `zero_count`,
+`size`), `threshold`, `tensors_at_or_above` and `at_or_above`: up to 10 of them.)md";
+
+  static Result<std::unique_ptr<AllZero>> create(sdk::RuleContext ctx);
+  Result<bool> invoke_at_step(vigil_step step) override;
+
+ private:
+  AllZero(sdk::RuleContext ctx, Selection selection, double threshold)
+      : Rule(std::move(ctx)), selection_(std::move(selection)), threshold_(threshold) {}
+  Selection selection_;
+  double threshold_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class UnchangedTensor final : public sdk::Rule {
+ public:
+  static constexpr sdk::ParamSpec kParams[] = {
+      sdk::param_string_list("collection_names", nullptr,
+                             "Collections whose tensors are inspected (comma-separated). This or tensor_regex is "
+                             "required; with both, the union."),
+      sdk::param_string_list("tensor_regex", nullptr,
+                             "Regexes (comma-separated, matched anywhere in the name) of tensors to inspect."),
+      sdk::param_int("num_steps", "3", "How many saved steps of a tensor (the current one included) must agree.")
+          .min(1),
+      sdk::param_double("rtol", "1e-05", "Relative tolerance of numpy.allclose.").min(0),
+      sdk::param_double("atol", "1e-08", "Absolute tolerance of numpy.allclose.").min(0),
+      sdk::param_bool("equal_nan", "False", "Whether NaN compares equal to NaN (numpy.allclose's equal_nan)."),
+  };
+  static constexpr char kDescription[] = R"md(Detects tensors that stop changing across saved steps.
+
+**Inputs.** The tensors of `collection_names` ∪ the tensors matching `tensor_regex` (Python `re.search`);
+at least one is required (the rule is refused at creation without a selection). The docs' example uses
+the `losses` collection. Every worker that saved a tensor at the step is inspected; steps are global
+steps, and a tensor's history runs over all modes (a loss saved in TRAIN and EVAL steps is one history).
+
+**Verdict at step s.** For each selected tensor *t* saved at *s*, and each worker: *P* = the last
+`num_steps` steps ≤ *s* at which *t* was saved (smdebug's `prev_steps`; *s* included; the steps need not
+be consecutive, and steps before `start_step` count). With fewer than `num_steps` such steps the tensor
+does not fire. Otherwise the rule fires when the value at every step *p* of *P* is close to the value at
+*s*: `numpy.allclose(value_p, value_s, rtol, atol, equal_nan)`, i.e. |v_p − v_s| ≤ atol + rtol·|v_s|
+element-wise, with NaN equal to NaN only when `equal_nan`, an infinity equal only to the same infinity,
+float32 pairs compared in float32 arithmetic as numpy does, and different shapes never close.
+
+**UNSURE reading.** The comparison is star-shaped (every step against *s*), not chained between
+consecutive steps; the two agree for exact equality. A tensor/worker missing its value at one of the
+steps of *P* (reduction-only, another worker) gives no verdict; string and complex tensors give none; a
+step where no selected tensor gives one is skipped.
+
+**Evidence.** The first unchanged `tensor` and `worker`, `steps` (*P*), `num_steps`, `rtol`, `atol`,
+`equal_nan`, `tensors_unchanged` and `unchanged`: up to 10 tensor/worker pairs.)md";
+
+  static Result<std::unique_ptr<UnchangedTensor>> create(sdk::RuleContext ctx);
+  Result<bool> invoke_at_step(vigil_step step) override;
+
+ private:
+  struct Options {
+    int64_t num_steps;
+    double rtol;
+    double atol;
+    bool equal_nan;
+  };
+  UnchangedTensor(sdk::RuleContext ctx, Selection selection, Options options)
+      : Rule(std::move(ctx)), selection_(std::move(selection)), options_(options) {}
+  // The value of (tensor, worker) at a step, read once and kept while the step is in the window.
+  Result<std::shared_ptr<const Values>> value_at(const std::string& name, const std::string& worker, vigil_step step,
+                                                 bool& numeric);
+
+  Selection selection_;
+  Options options_;
+  std::map<std::pair<std::string, std::string>, std::map<vigil_step, std::shared_ptr<const Values>>> cache_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class TensorVariance final : public sdk::Rule {
+ public:
+  static constexpr sdk::ParamSpec kParams[] = {
+      sdk::param_string_list("collection_names", nullptr,
+                             "Collections whose tensors are inspected (comma-separated). This or tensor_regex is "
+                             "required; with both, the union."),
+      sdk::param_string_list("tensor_regex", nullptr,
+                             "Regexes (comma-separated, matched anywhere in the name) of tensors to inspect."),
+      sdk::param_double("max_threshold", nullptr, "The rule fires when a tensor's variance is above this (strictly).")
+          .min(0),
+      sdk::param_double("min_threshold", nullptr, "The rule fires when a tensor's variance is below this (strictly).")
+          .min(0),
+  };
+  static constexpr char kDescription[] = R"md(Detects tensors whose variance is too high or too low.
+
+**Inputs.** The tensors of `collection_names` ∪ the tensors matching `tensor_regex` (Python `re.search`);
+at least one is required (the rule is refused at creation without a selection). The docs' example uses the
+`weights` collection saved every 500 steps. Every worker that saved a tensor at the step is inspected;
+steps are global steps, any mode.
+
+**Verdict at a step.** For each selected tensor and worker, *v* = `reduction_value(step, "variance")`: a
+saved `variance` reduction when the hook saved one, otherwise numpy's `np.var` of the value (population
+variance, ddof 0; float32 values give a float32 result). The rule fires when (`max_threshold` is set and
+**v > max_threshold**) or (`min_threshold` is set and **v < min_threshold**), for at least one tensor.
+Both comparisons are strict (the spec leaves this UNSURE). Neither threshold has a default: with none set
+the rule can never fire (a warning is logged at creation). NaN never fires (an empty tensor's variance
+is NaN); a tensor/worker with neither a value nor a saved variance gives no verdict; string tensors
+give none; a step where no selected tensor gives one is skipped.
+
+**Evidence.** The first offending `tensor` and `worker`, its `variance`, which `threshold` was crossed
+(`above_max` / `below_min` with `max_threshold` / `min_threshold`), `tensors_outside` and `outside`: up
+to 10 tensor/worker pairs.)md";
+
+  static Result<std::unique_ptr<TensorVariance>> create(sdk::RuleContext ctx);
+  Result<bool> invoke_at_step(vigil_step step) override;
+
+ private:
+  TensorVariance(sdk::RuleContext ctx, Selection selection, std::optional<double> max_threshold,
+                 std::optional<double> min_threshold)
+      : Rule(std::move(ctx)),
+        selection_(std::move(selection)),
+        max_threshold_(max_threshold),
+        min_threshold_(min_threshold) {}
+  Selection selection_;
+  std::optional<double> max_threshold_;
+  std::optional<double> min_threshold_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class WeightUpdateRatio final : public sdk::Rule {
+ public:
+  static constexpr sdk::ParamSpec kParams[] = {
+      sdk::param_int("num_steps", nullptr,
+                     "How far back the previous weights may be (in steps of the judged mode). Unset: the "
+                     "tensor's previous saved step, however far.")
+          .min(1),
+      sdk::param_double("large_threshold", "10.0", "The rule fires when an update ratio is above this (strictly).")
+          .min(0),
+      sdk::param_double("small_threshold", "0.00000001",
+                        "The rule fires when an update ratio is below this (strictly).")
+          .min(0),
+      sdk::param_double("epsilon", "0.000000001", "Added to the norm of the previous weights (no division by zero).")
+          .min(0),
+  };
+  static constexpr char kDescription[] = R"md(Detects weight updates that are too large or too small relative to the weights.
+
+**Inputs.** Every tensor of the `weights` collection (SageMaker attaches `weights` with `save_interval`
+500; the docs advise saving every `num_steps` steps), on every worker that saved it.
+
+**Mode.** If the trial holds any TRAIN-mode step, only TRAIN steps are judged and steps are counted in
+TRAIN mode steps (a global step of another mode is skipped, no verdict); otherwise every step is judged
+in GLOBAL steps. The choice is re-made at each step, as TRAIN steps appear.
+
+**Verdict at step s.** For each weight tensor *w* saved at *s*, and each worker, take the previous step
+*p*: the tensor's newest saved step (of the judged mode) before *s*; with `num_steps` set, it must also
+satisfy *s* − `num_steps` ≤ *p* (the spec leaves the choice UNSURE: the newest such step is used). With
+no such *p* the tensor gives no verdict, so the first saved step is never judged. Otherwise
+
+  ratio = ‖w_s − w_p‖₂ / (‖w_p‖₂ + epsilon)
+
+with L2 norms over the flattened tensors, computed in float64, and the **previous** weights in the
+denominator (both UNSURE in the spec: a mean-absolute norm or the current weights were possible). The rule
+fires when **ratio > large_threshold** or **ratio < small_threshold** (both strict) for at least one
+tensor. A weight that does not change gives ratio 0 and fires ("too small"); NaN never fires; different
+shapes at *p* and *s*, or a missing value at *p* on that worker, give no verdict; a step where no weight
+gives one is skipped.
+
+**Evidence.** The first offending `tensor` and `worker`, `mode`, `step` and `previous_step` (in steps of
+that mode), `ratio`, `update_norm`, `previous_norm`, which bound was crossed (`too_large` or `too_small`),
+the thresholds, `tensors_outside` and `outside`: up to 10 tensor/worker pairs.)md";
+
+  static Result<std::unique_ptr<WeightUpdateRatio>> create(sdk::RuleContext ctx);
+  Result<bool> invoke_at_step(vigil_step step) override;
+
+ private:
+  struct Options {
+    std::optional<int64_t> num_steps;
+    double large_threshold;
+    double small_threshold;
+    double epsilon;
+  };
+  WeightUpdateRatio(sdk::RuleContext ctx, Options options) : Rule(std::move(ctx)), options_(options) {}
+
+  struct Last {
+    vigil_mode mode;
+    vigil_step step;  // in `mode`'s steps
+    std::shared_ptr<const Values> value;
+  };
+  Options options_;
+  // The newest value read per (tensor, worker): usually the previous step of the next judgement.
+  std::map<std::pair<std::string, std::string>, Last> last_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class SimilarAcrossRuns final : public sdk::Rule {
+ public:
+  static constexpr uint32_t kFlags = VIGIL_RULEF_MULTI_TRIAL;
+  static constexpr sdk::ParamSpec kParams[] = {
+      sdk::param_string_list("collection_names", nullptr,
+                             "Collections whose tensors are compared (comma-separated). With tensor_regex, the union."),
+      sdk::param_string_list("tensor_regex", nullptr,
+                             "Regexes (comma-separated, matched anywhere in the name) of tensors to compare. With "
+                             "neither parameter, every tensor of the run is compared."),
+  };
+  static constexpr char kDescription[] = R"md(Detects tensors that differ between this run and other runs.
+
+**Inputs.** The base trial and one or more other trials, given as SageMaker's `other_trial_0`,
+`other_trial_1`, ... keys or the docs' comma-separated `other_trials` (the host reads both; the rule is
+refused at creation without one, like smdebug's "Required argument other_trials ... is missing"). The
+compared tensors are the base trial's tensors of `collection_names` ∪ those matching `tensor_regex`
+(Python `re.search`), or every tensor of the base trial when neither is given. Steps are global steps of
+both runs, any mode.
+
+**Verdict at step s.** For each other trial, the rule first waits until that trial has step *s* (it
+follows a live run like the base trial); a trial that never saved *s*, or has ended before it, gives no
+verdict at *s*. Then for each selected tensor saved at *s* in both runs, it compares the workers that
+saved it in both (when they share no worker name, the first worker of each). The rule fires when, for at
+least one tensor, the values **differ**: `numpy.allclose(value_this_run, value_other_run)` is false with
+numpy's defaults (rtol 1e-5, atol 1e-8, equal_nan False, so NaN always differs; float32 pairs compared in
+float32 arithmetic), or the shapes differ, or (string tensors) any element differs. This reading of
+"differ" (not allclose rather than not exactly equal) is the spec's UNSURE choice. A tensor missing in
+the other run, or saved there without its value, gives no verdict; a step where nothing was compared is
+skipped.
+
+**Evidence.** The first differing `tensor`, `worker` and `other_worker`, `other_trial` (`other_trial_0`,
+...), `shape` and `other_shape`, `max_abs_diff`, `tensors_different` and `different`: up to 10 of them.)md";
+
+  static Result<std::unique_ptr<SimilarAcrossRuns>> create(sdk::RuleContext ctx);
+  Result<bool> invoke_at_step(vigil_step step) override;
+
+ private:
+  SimilarAcrossRuns(sdk::RuleContext ctx, Selection selection)
+      : Rule(std::move(ctx)), selection_(std::move(selection)) {}
+  Selection selection_;
+};
+
+}  // namespace vigil::rules::tensor

@@ -1,0 +1,110 @@
+// UnchangedTensor (builtin-rules.md §2.4): a tensor whose last num_steps saved values are allclose.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "tensor_rules.h"
+
+namespace vigil::rules::tensor {
+
+Result<std::unique_ptr<UnchangedTensor>> UnchangedTensor::create(sdk::RuleContext ctx) {
+  VIGIL_TRY(Selection selection, required_selection(ctx));
+  Options o{};
+  VIGIL_TRY(o.num_steps, ctx.params.get<int64_t>("num_steps"));
+  VIGIL_TRY(o.rtol, ctx.params.get<double>("rtol"));
+  VIGIL_TRY(o.atol, ctx.params.get<double>("atol"));
+  VIGIL_TRY(o.equal_nan, ctx.params.get<bool>("equal_nan"));
+  return std::unique_ptr<UnchangedTensor>(new UnchangedTensor(std::move(ctx), std::move(selection), o));
+}
+
+Result<std::shared_ptr<const Values>> UnchangedTensor::value_at(const std::string& name, const std::string& worker,
+                                                                vigil_step step, bool& numeric) {
+  numeric = true;
+  auto& steps = cache_[{name, worker}];
+  if (auto it = steps.find(step); it != steps.end()) return it->second;
+  VIGIL_TRY(auto values, read_values(base_trial().tensor(name), step, VIGIL_MODE_GLOBAL, worker));
+  if (!values) {
+    numeric = false;
+    return std::shared_ptr<const Values>{};
+  }
+  auto shared = std::make_shared<const Values>(std::move(*values));
+  steps.emplace(step, shared);
+  return shared;
+}
+
+Result<bool> UnchangedTensor::invoke_at_step(vigil_step step) {
+  VIGIL_TRY(const auto names, selected_at_step(base_trial(), selection_, step, false));
+  const auto n = static_cast<size_t>(options_.num_steps);
+  bool judged = false;
+  Hits hits;
+  std::optional<sdk::JsonObject> first;
+  for (const std::string& name : names) {
+    if (is_cancelled()) return sdk::fail(Error::cancelled());
+    const sdk::Tensor tensor = base_trial().tensor(name);
+    VIGIL_TRY(const auto workers, workers_at(tensor, step));
+    if (workers.empty()) continue;
+    // smdebug's prev_steps(step, num_steps): the tensor's saved steps up to this one, newest last.
+    VIGIL_TRY(auto saved, tensor.steps());
+    std::vector<vigil_step> window;
+    for (vigil_step s : saved)
+      if (s <= step) window.push_back(s);
+    if (window.size() > n) window.erase(window.begin(), window.end() - static_cast<std::ptrdiff_t>(n));
+    for (const std::string& worker : workers) {
+      auto& cached = cache_[{name, worker}];
+      std::erase_if(cached, [&](const auto& kv) { return std::ranges::find(window, kv.first) == window.end(); });
+      if (window.size() < n || window.back() != step) {
+        judged = true;  // too short a history: the tensor does not fire (spec: treat as False)
+        continue;
+      }
+      bool numeric = true;
+      auto current = value_at(name, worker, step, numeric);
+      if (!current) {
+        if (is_missing(current.error())) continue;
+        return sdk::fail(std::move(current).error());
+      }
+      if (!numeric) continue;
+      bool unchanged = true;
+      bool complete = true;
+      for (vigil_step p : window) {
+        if (p == step) continue;
+        auto previous = value_at(name, worker, p, numeric);
+        if (!previous) {
+          if (is_missing(previous.error())) {
+            complete = false;  // this worker did not save the value at p
+            break;
+          }
+          return sdk::fail(std::move(previous).error());
+        }
+        if (!numeric) {
+          complete = false;
+          break;
+        }
+        if (!allclose(**previous, **current, options_.rtol, options_.atol, options_.equal_nan)) {
+          unchanged = false;
+          break;
+        }
+      }
+      if (!complete) continue;
+      judged = true;
+      if (!unchanged) continue;
+      sdk::JsonObject object;
+      object.add("tensor", name).add("worker", worker).add_raw("steps", fmt::format("[{}]", fmt::join(window, ",")));
+      hits.add(object.str());
+      if (!first) first = std::move(object);
+    }
+  }
+  if (!judged)
+    return sdk::fail(no_verdict(fmt::format("no tensor of {} has a value at this step", selection_.describe()), step));
+  if (hits.empty()) return false;
+  VIGIL_TRY_VOID(report_evidence(first->add("num_steps", options_.num_steps)
+                                     .add("rtol", options_.rtol)
+                                     .add("atol", options_.atol)
+                                     .add("equal_nan", options_.equal_nan)
+                                     .add("tensors_unchanged", hits.count())
+                                     .add_raw("unchanged", hits.json_array())
+                                     .str()));
+  return true;
+}
+
+}  // namespace vigil::rules::tensor

@@ -1,0 +1,72 @@
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rule_support.h"
+#include "training_rules.h"
+
+namespace vigil::training {
+
+Overfit::Overfit(sdk::RuleContext ctx)
+    : Rule(std::move(ctx)),
+      regexes_(params().get_list_or("tensor_regex", {})),
+      patience_(params().get_int("patience")),
+      ratio_threshold_(params().get_double("ratio_threshold")) {}
+
+Result<bool> Overfit::invoke_at_step(vigil_step step) {
+  VIGIL_TRY(const auto mm, base_trial().mode_modestep(step));
+  if (!mm) return false;
+  const vigil_mode mode = mm->first;
+  const bool training = mode == VIGIL_MODE_TRAIN || mode == VIGIL_MODE_GLOBAL;
+  if (!training && mode != VIGIL_MODE_EVAL) return false;  // PREDICT
+
+  const std::vector<std::string> losses_collection{"losses"};
+  VIGIL_TRY(const auto names, regexes_.empty() ? select_tensors(base_trial(), losses_collection, {})
+                                               : select_tensors(base_trial(), {}, regexes_));
+  std::vector<std::string> fired;
+  for (const std::string& name : names) {
+    const sdk::Tensor tensor = base_trial().tensor(name);
+    VIGIL_TRY(const auto workers, workers_at(tensor, step, VIGIL_MODE_GLOBAL));
+    for (const std::string& worker : workers) {
+      VIGIL_TRY(const auto value, read_scalar(tensor, step, VIGIL_MODE_GLOBAL, worker));
+      if (!value) continue;
+      State& st = state_[{name, worker}];
+      if (training) {
+        st.train_sum += *value;
+        ++st.train_count;
+        continue;
+      }
+      // An EVAL step is a check against the training values saved since the previous check.
+      if (st.train_count > 0) {
+        st.last_train_mean = st.train_sum / static_cast<double>(st.train_count);
+        st.last_train_count = st.train_count;
+        st.train_sum = 0;
+        st.train_count = 0;
+      }
+      if (!st.last_train_mean) continue;  // no training loss yet: no check
+      const double mean_train = *st.last_train_mean;
+      const double ratio = (*value - mean_train) / mean_train;
+      if (ratio > ratio_threshold_) ++st.counter;
+      else st.counter = 0;
+      log(VIGIL_LOG_DEBUG, "step {}: {} on {}: val {} vs train {} -> ratio {} (counter {})", step, name, worker, *value,
+          mean_train, ratio, st.counter);
+      if (st.counter >= patience_)
+        fired.push_back(sdk::JsonObject()
+                            .add("tensor", name)
+                            .add("worker", worker)
+                            .add("val", *value)
+                            .add("mean_train", mean_train)
+                            .add("train_values", st.last_train_count)
+                            .add("ratio", ratio)
+                            .add("ratio_threshold", ratio_threshold_)
+                            .add("counter", st.counter)
+                            .add("patience", patience_)
+                            .str());
+    }
+  }
+  if (fired.empty()) return false;
+  VIGIL_TRY_VOID(report_evidence(sdk::JsonObject().add("step", step).add_raw("losses", json_array(fired)).str()));
+  return true;
+}
+
+}  // namespace vigil::training

@@ -1,0 +1,612 @@
+#include "report.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "svg.h"
+
+namespace vigil::builtin::xgboost {
+
+namespace {
+
+// Classes shown in the confusion matrix, and class series in the accuracy plot.
+constexpr size_t kMaxMatrixClasses = 30;
+constexpr size_t kMaxClassSeries = 10;
+constexpr size_t kMaxImportanceBars = 20;
+constexpr int kHistogramBins = 20;
+constexpr int kLabelBins = 10;
+// The Confusion rule's defaults, applied in the confusion-matrix evaluation.
+constexpr double kMinDiag = 0.9, kMaxOffDiag = 0.1;
+
+bool is_integral(double v) { return std::isfinite(v) && v == std::trunc(v); }
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+int64_t class_of_label(double v) { return is_integral(v) && v >= 0 ? static_cast<int64_t>(v) : -1; }
+
+std::string class_name(int64_t c) { return c < 0 ? std::string("none") : std::to_string(c); }
+
+std::string percent(double share) { return std::isfinite(share) ? fmt::format("{:.1f} %", 100 * share) : "n/a"; }
+
+// Report builder: sections in a fixed order, each with an id the table of contents links to.
+class Page {
+ public:
+  void open_section(const std::string& id, const std::string& title) {
+    toc_ += fmt::format("<li><a href=\"#{}\">{}</a></li>\n", id, html_escape(title));
+    body_ += fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n", id, html_escape(title));
+  }
+  void close_section() { body_ += "</section>\n"; }
+  void add(const std::string& html) { body_ += html; }
+  void paragraph(const std::string& text) { body_ += "<p>" + html_escape(text) + "</p>\n"; }
+  void not_available(const std::string& why) { body_ += "<p class=\"na\">Not available: " + html_escape(why) + "</p>\n"; }
+  void table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+             const std::string& cls = "data") {
+    body_ += "<table class=\"" + cls + "\">\n<thead><tr>";
+    for (const auto& h : header) body_ += "<th>" + html_escape(h) + "</th>";
+    body_ += "</tr></thead>\n<tbody>\n";
+    for (const auto& row : rows) {
+      body_ += "<tr>";
+      for (const auto& cell : row) body_ += "<td>" + html_escape(cell) + "</td>";
+      body_ += "</tr>\n";
+    }
+    body_ += "</tbody>\n</table>\n";
+  }
+  const std::string& toc() const { return toc_; }
+  const std::string& body() const { return body_; }
+
+ private:
+  std::string toc_, body_;
+};
+
+constexpr const char* kStyle = R"css(
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1000px; color: #222; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: 0.2em; margin-top: 2em; }
+nav ul { columns: 2; } .na { color: #777; font-style: italic; } .meta { color: #555; }
+table.data { border-collapse: collapse; margin: 1em 0; } table.data th, table.data td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+table.data th { background: #f3f3f3; } table.data td:first-child { text-align: left; }
+svg.chart { display: block; margin: 1em 0; font-size: 11px; } svg.chart text { fill: #333; }
+svg.chart .grid { stroke: #e5e5e5; } svg.chart .tick, svg.chart .axis { stroke: #555; }
+svg.chart .frame { fill: none; stroke: #999; } svg.chart .reference { stroke: #999; stroke-dasharray: 4 4; }
+svg.chart .bar { fill: #1f77b4; } svg.chart .axis-label { font-size: 12px; font-weight: bold; }
+svg.chart .cell.dark { fill: #fff; } .violation { color: #b00020; } .ok { color: #1b7f3b; }
+)css";
+
+void section_overview(Page& page, const ReportData& d, const TaskInfo& task) {
+  page.open_section("overview", "Overview");
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"Steps with data", std::to_string(d.steps.size())});
+  if (!d.steps.empty())
+    rows.push_back({"Steps", fmt::format("{} to {}", d.steps.front(), d.steps.back())});
+  const char* task_name = task.task == Task::Binary       ? "binary classification"
+                          : task.task == Task::Multiclass ? "multiclass classification"
+                          : task.task == Task::Regression ? "regression"
+                                                          : "unknown";
+  rows.push_back({"Task", fmt::format("{} ({})", task_name, task.reason)});
+  rows.push_back({"Metrics", std::to_string(d.metrics.size())});
+  rows.push_back({"Validation labels at the last step",
+                  d.lp_step >= 0 ? fmt::format("{} at step {}", d.labels.size(), d.lp_step) : std::string("none")});
+  page.table({"Item", "Value"}, rows);
+  page.close_section();
+}
+
+void section_hyperparameters(Page& page, const ReportData& d) {
+  page.open_section("hyperparameters", "Hyperparameters");
+  if (d.hyperparameters.empty()) {
+    page.not_available("no tensor hyperparameters/* was saved (collection hyperparameters, saved at step 0)");
+  } else {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [k, v] : d.hyperparameters) rows.push_back({k, v});
+    page.table({"Hyperparameter", "Value"}, rows);
+  }
+  page.close_section();
+}
+
+void section_label_distribution(Page& page, const ReportData& d, const TaskInfo& task) {
+  page.open_section("label-distribution", "Label distribution");
+  if (d.lp_step < 0 || d.labels.empty()) {
+    page.not_available("no tensor labels was saved (collection labels: the validation labels)");
+    page.close_section();
+    return;
+  }
+  page.paragraph(fmt::format("The {} validation labels saved at step {}.", d.labels.size(), d.lp_step));
+  if (task.task == Task::Binary || task.task == Task::Multiclass) {
+    std::map<int64_t, int64_t> counts;
+    for (double v : d.labels) ++counts[class_of_label(v)];
+    std::vector<svg::Bar> bars;
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [c, n] : counts) {
+      bars.push_back({class_name(c), static_cast<double>(n)});
+      rows.push_back({class_name(c), std::to_string(n),
+                      percent(static_cast<double>(n) / static_cast<double>(d.labels.size()))});
+    }
+    page.add(svg::bar_chart({.title = "Label distribution", .x_label = "class", .y_label = "labels"}, bars, false));
+    page.table({"Class", "Labels", "Share"}, rows);
+  } else {
+    auto [edges, counts] = histogram(d.labels, kHistogramBins);
+    if (edges.empty()) {
+      page.not_available("the labels hold no finite value");
+    } else {
+      std::vector<svg::Bar> bars;
+      for (size_t i = 0; i < counts.size(); ++i)
+        bars.push_back({format_number(edges[i]), static_cast<double>(counts[i])});
+      page.add(svg::bar_chart({.title = "Label histogram", .x_label = "label (bin start)", .y_label = "labels"}, bars,
+                              false));
+    }
+  }
+  page.close_section();
+}
+
+void section_loss(Page& page, const ReportData& d) {
+  page.open_section("loss", "Loss and metrics versus step");
+  if (d.metrics.empty()) {
+    page.not_available("no metric was saved (collection metrics: tensors such as train-rmse, validation-logloss)");
+    page.close_section();
+    return;
+  }
+  std::vector<svg::Series> series;
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [name, points] : d.metrics) {
+    svg::Series s{name, {}};
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& [step, v] : points) {
+      s.points.emplace_back(static_cast<double>(step), v);
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+    series.push_back(std::move(s));
+    rows.push_back({name, std::to_string(points.size()), format_number(points.front().second),
+                    format_number(points.back().second), std::isfinite(lo) ? format_number(lo) : "n/a",
+                    std::isfinite(hi) ? format_number(hi) : "n/a"});
+  }
+  page.add(svg::line_chart({.title = "Metrics versus step", .x_label = "step (boosting round)", .y_label = "value"},
+                           series));
+  page.table({"Metric", "Steps", "First", "Last", "Min", "Max"}, rows);
+  page.close_section();
+}
+
+void section_importance(Page& page, const ReportData& d) {
+  page.open_section("feature-importance", "Feature importance");
+  if (d.importance.empty()) {
+    page.not_available("no tensor feature_importance/<type>/<feature> was saved (collection feature_importance)");
+    page.close_section();
+    return;
+  }
+  page.paragraph(fmt::format("Normalised importances (each type sums to 1) saved at step {}.", d.importance_step));
+  // weight, gain and cover first, as XGBoost lists them; other types after.
+  std::vector<std::string> types;
+  for (const char* t : {"weight", "gain", "cover", "total_gain", "total_cover"})
+    if (d.importance.contains(t)) types.emplace_back(t);
+  for (const auto& [t, _] : d.importance)
+    if (std::find(types.begin(), types.end(), t) == types.end()) types.push_back(t);
+  for (const auto& type : types) {
+    std::vector<std::pair<std::string, double>> features(d.importance.at(type).begin(), d.importance.at(type).end());
+    std::stable_sort(features.begin(), features.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    page.add(fmt::format("<h3 id=\"feature-importance-{}\">{}</h3>\n", html_escape(type), html_escape(type)));
+    std::vector<svg::Bar> bars;
+    for (size_t i = 0; i < features.size() && i < kMaxImportanceBars; ++i)
+      bars.push_back({features[i].first, features[i].second});
+    if (features.size() > kMaxImportanceBars)
+      page.paragraph(fmt::format("The {} largest of {} features.", kMaxImportanceBars, features.size()));
+    page.add(svg::bar_chart({.title = "Feature importance (" + type + ")", .y_label = "importance (" + type + ")"},
+                            bars, true));
+  }
+  page.close_section();
+}
+
+struct Classification {
+  std::vector<int64_t> classes;                // every class seen in labels or predictions, ascending
+  std::vector<std::vector<int64_t>> matrix;    // [label index][prediction index]
+  int64_t total = 0, correct = 0;
+};
+
+Classification classify(const ReportData& d, const TaskInfo& task) {
+  Classification c;
+  const auto predicted = predicted_classes(task.task, d.predictions, d.prediction_shape, d.labels.size());
+  if (predicted.size() != d.labels.size()) return c;
+  std::set<int64_t> seen;
+  for (size_t i = 0; i < d.labels.size(); ++i) seen.insert(class_of_label(d.labels[i])), seen.insert(predicted[i]);
+  c.classes.assign(seen.begin(), seen.end());
+  const auto index = [&](int64_t cls) {
+    return static_cast<size_t>(std::lower_bound(c.classes.begin(), c.classes.end(), cls) - c.classes.begin());
+  };
+  c.matrix.assign(c.classes.size(), std::vector<int64_t>(c.classes.size(), 0));
+  for (size_t i = 0; i < d.labels.size(); ++i) {
+    const int64_t y = class_of_label(d.labels[i]);
+    ++c.matrix[index(y)][index(predicted[i])];
+    c.correct += y >= 0 && y == predicted[i];
+  }
+  c.total = static_cast<int64_t>(d.labels.size());
+  return c;
+}
+
+void section_confusion(Page& page, const ReportData& d, const TaskInfo& task) {
+  page.open_section("confusion-matrix", "Confusion matrix");
+  if (task.task != Task::Binary && task.task != Task::Multiclass) {
+    page.not_available(d.lp_step < 0 ? "no labels and predictions were saved"
+                                     : "the confusion matrix needs a classification task");
+    page.close_section();
+    return;
+  }
+  const Classification c = classify(d, task);
+  if (c.classes.empty()) {
+    page.not_available(fmt::format("the predictions (shape {}) do not give one class per label ({} labels)",
+                                   fmt::join(d.prediction_shape, "x"), d.labels.size()));
+    page.close_section();
+    return;
+  }
+  page.paragraph(fmt::format("Validation labels (rows) against predicted classes (columns) at step {}{}.", d.lp_step,
+                             task.task == Task::Binary ? "; a probability above 0.5 predicts class 1" : ""));
+  const size_t shown = std::min(c.classes.size(), kMaxMatrixClasses);
+  if (shown < c.classes.size())
+    page.paragraph(fmt::format("The first {} of {} classes are shown.", shown, c.classes.size()));
+  std::vector<std::string> names;
+  for (size_t i = 0; i < shown; ++i) names.push_back(class_name(c.classes[i]));
+  std::vector<std::vector<int64_t>> cells;
+  std::vector<std::vector<std::string>> rows;
+  for (size_t i = 0; i < shown; ++i) {
+    cells.emplace_back(c.matrix[i].begin(), c.matrix[i].begin() + static_cast<std::ptrdiff_t>(shown));
+    std::vector<std::string> row{names[i]};
+    for (size_t j = 0; j < shown; ++j) row.push_back(std::to_string(c.matrix[i][j]));
+    rows.push_back(std::move(row));
+  }
+  page.add(svg::heat_map({.title = "Confusion matrix", .x_label = "predicted class", .y_label = "label"}, names, names,
+                         cells));
+  std::vector<std::string> header{"label \\ predicted"};
+  header.insert(header.end(), names.begin(), names.end());
+  page.table(header, rows, "data confusion");
+
+  page.add("<h3 id=\"confusion-evaluation\">Evaluation of the confusion matrix</h3>\n");
+  page.paragraph(fmt::format("Accuracy: {} ({} of {} labels).",
+                             percent(static_cast<double>(c.correct) / static_cast<double>(c.total)), c.correct,
+                             c.total));
+  std::vector<std::vector<std::string>> stats;
+  std::vector<std::string> violations;
+  for (size_t i = 0; i < c.classes.size(); ++i) {
+    int64_t row_sum = 0, column_sum = 0, off_max = 0;
+    for (size_t j = 0; j < c.classes.size(); ++j) {
+      row_sum += c.matrix[i][j];
+      column_sum += c.matrix[j][i];
+      if (j != i) off_max = std::max(off_max, c.matrix[j][i]);
+    }
+    const double tp = static_cast<double>(c.matrix[i][i]);
+    const double precision = column_sum ? tp / static_cast<double>(column_sum) : NAN;
+    const double recall = row_sum ? tp / static_cast<double>(row_sum) : NAN;
+    const double f1 = precision + recall > 0 ? 2 * precision * recall / (precision + recall) : NAN;
+    stats.push_back({class_name(c.classes[i]), std::to_string(row_sum), std::to_string(column_sum),
+                     format_number(precision), format_number(recall), format_number(f1)});
+    if (column_sum > 0) {
+      const double off_share = static_cast<double>(off_max) / static_cast<double>(column_sum);
+      if (precision < kMinDiag || off_share > kMaxOffDiag)
+        violations.push_back(fmt::format("predicted class {}: diagonal share {} (minimum {}), largest off-diagonal "
+                                         "share {} (maximum {})",
+                                         class_name(c.classes[i]), format_number(precision), format_number(kMinDiag),
+                                         format_number(off_share), format_number(kMaxOffDiag)));
+    }
+  }
+  page.table({"Class", "Labels", "Predicted", "Precision", "Recall", "F1"}, stats);
+  page.paragraph(fmt::format(
+      "Check of the Confusion rule's defaults (per predicted class: diagonal share at least {}, every off-diagonal "
+      "share at most {}):",
+      format_number(kMinDiag), format_number(kMaxOffDiag)));
+  if (violations.empty()) {
+    page.add("<p class=\"ok\">Every predicted class passes.</p>\n");
+  } else {
+    page.add("<ul class=\"violation\">\n");
+    for (const auto& v : violations) page.add("<li>" + html_escape(v) + "</li>\n");
+    page.add("</ul>\n");
+  }
+  page.close_section();
+}
+
+void section_class_accuracy(Page& page, const ReportData& d, const TaskInfo& task) {
+  page.open_section("class-accuracy", "Accuracy per class over iterations");
+  if ((task.task != Task::Binary && task.task != Task::Multiclass) || d.class_accuracy.empty()) {
+    page.not_available("needs a classification task with labels and predictions saved at several steps");
+    page.close_section();
+    return;
+  }
+  page.paragraph("For each class, the share of its validation labels predicted right at each saved step.");
+  std::vector<svg::Series> series;
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [cls, points] : d.class_accuracy) {
+    if (series.size() < kMaxClassSeries) {
+      svg::Series s{"class " + class_name(cls), {}};
+      for (const auto& [step, v] : points) s.points.emplace_back(static_cast<double>(step), v);
+      series.push_back(std::move(s));
+    }
+    rows.push_back({class_name(cls), format_number(points.front().second), format_number(points.back().second)});
+  }
+  if (d.class_accuracy.size() > kMaxClassSeries)
+    page.paragraph(fmt::format("The plot shows the first {} of {} classes.", kMaxClassSeries, d.class_accuracy.size()));
+  page.add(svg::line_chart({.title = "Accuracy per class",
+                            .x_label = "step (boosting round)",
+                            .y_label = "accuracy",
+                            .y_range = std::pair{0.0, 1.0}},
+                           series));
+  page.table({"Class", "First", "Last"}, rows);
+  page.close_section();
+}
+
+void section_roc(Page& page, const ReportData& d, const TaskInfo& task) {
+  page.open_section("roc", "ROC curve");
+  if (task.task != Task::Binary) {
+    page.not_available("the ROC curve needs a binary classification with probability predictions");
+    page.close_section();
+    return;
+  }
+  const auto scores = positive_scores(d.predictions, d.prediction_shape, d.labels.size());
+  const auto roc = scores.size() == d.labels.size() ? roc_curve(d.labels, scores) : std::nullopt;
+  if (!roc) {
+    page.not_available("the labels need both classes 0 and 1, with one score per label");
+    page.close_section();
+    return;
+  }
+  page.paragraph(fmt::format("At step {}: {} positive and {} negative labels; area under the curve (AUC) {}.",
+                             d.lp_step, roc->positives, roc->negatives, format_number(roc->auc)));
+  page.add(svg::line_chart({.title = "ROC curve",
+                            .x_label = "false positive rate",
+                            .y_label = "true positive rate",
+                            .x_range = std::pair{0.0, 1.0},
+                            .y_range = std::pair{0.0, 1.0}},
+                           {{fmt::format("AUC {}", format_number(roc->auc)), roc->points}}, true));
+  page.close_section();
+}
+
+std::vector<double> residuals(const ReportData& d) {
+  std::vector<double> r;
+  if (d.predictions.size() != d.labels.size()) return r;
+  for (size_t i = 0; i < d.labels.size(); ++i) r.push_back(d.labels[i] - d.predictions[i]);
+  return r;
+}
+
+void section_residuals(Page& page, const ReportData& d, const TaskInfo& task) {
+  page.open_section("residuals", "Residual distribution at the last step");
+  const auto r = task.task == Task::Regression ? residuals(d) : std::vector<double>{};
+  if (r.empty()) {
+    page.not_available(task.task == Task::Regression ? "the predictions do not give one value per label"
+                                                     : "residuals need a regression task");
+    page.close_section();
+    return;
+  }
+  double sum = 0, sum_abs = 0, sum_sq = 0;
+  size_t n = 0;
+  for (double v : r)
+    if (std::isfinite(v)) sum += v, sum_abs += std::fabs(v), sum_sq += v * v, ++n;
+  const double mean = n ? sum / static_cast<double>(n) : NAN;
+  page.paragraph(fmt::format("Residual = label - prediction, over the {} validation labels at step {}.", r.size(),
+                             d.lp_step));
+  auto [edges, counts] = histogram(r, kHistogramBins);
+  if (!edges.empty()) {
+    std::vector<svg::Bar> bars;
+    for (size_t i = 0; i < counts.size(); ++i) bars.push_back({format_number(edges[i]), static_cast<double>(counts[i])});
+    page.add(svg::bar_chart({.title = "Residual histogram", .x_label = "residual (bin start)", .y_label = "labels"},
+                            bars, false));
+  }
+  double var = 0;
+  for (double v : r)
+    if (std::isfinite(v)) var += (v - mean) * (v - mean);
+  page.table({"Statistic", "Value"},
+             {{"Mean residual", format_number(mean)},
+              {"Standard deviation", format_number(n ? std::sqrt(var / static_cast<double>(n)) : NAN)},
+              {"Mean absolute error", format_number(n ? sum_abs / static_cast<double>(n) : NAN)},
+              {"Root mean squared error", format_number(n ? std::sqrt(sum_sq / static_cast<double>(n)) : NAN)},
+              {"Non-finite residuals", std::to_string(r.size() - n)}});
+  page.close_section();
+}
+
+void section_error_per_bin(Page& page, const ReportData& d, const TaskInfo& task) {
+  page.open_section("error-per-label-bin", "Absolute validation error per label bin");
+  const auto r = task.task == Task::Regression ? residuals(d) : std::vector<double>{};
+  auto [edges, counts] = histogram(d.labels, kLabelBins);
+  if (r.empty() || edges.empty()) {
+    page.not_available(task.task == Task::Regression ? "needs finite labels with one prediction each"
+                                                     : "the error per label bin needs a regression task");
+    page.close_section();
+    return;
+  }
+  // Each label's bin, as np.histogram assigns it; mean |residual| per bin.
+  std::vector<double> sums(counts.size(), 0);
+  std::vector<int64_t> used(counts.size(), 0);
+  const double lo = edges.front(), hi = edges.back();
+  for (size_t i = 0; i < d.labels.size(); ++i) {
+    const double y = d.labels[i];
+    if (!std::isfinite(y) || !std::isfinite(r[i])) continue;
+    auto b = static_cast<size_t>(std::clamp((y - lo) / (hi - lo) * kLabelBins, 0.0, double(kLabelBins - 1)));
+    while (b > 0 && y < edges[b]) --b;
+    while (b + 1 < counts.size() && y >= edges[b + 1]) ++b;
+    sums[b] += std::fabs(r[i]);
+    ++used[b];
+  }
+  std::vector<svg::Bar> bars;
+  std::vector<std::vector<std::string>> rows;
+  for (size_t b = 0; b < counts.size(); ++b) {
+    const double mae = used[b] ? sums[b] / static_cast<double>(used[b]) : NAN;
+    const std::string bin = fmt::format("[{}, {}{}", format_number(edges[b]), format_number(edges[b + 1]),
+                                        b + 1 == counts.size() ? "]" : ")");
+    bars.push_back({format_number(edges[b]), used[b] ? mae : 0});
+    rows.push_back({bin, std::to_string(used[b]), used[b] ? format_number(mae) : "n/a"});
+  }
+  page.paragraph(fmt::format("Labels at step {} in {} equal-width bins; mean |label - prediction| per bin.", d.lp_step,
+                             kLabelBins));
+  page.add(svg::bar_chart({.title = "Absolute error per label bin", .x_label = "label (bin start)",
+                           .y_label = "mean absolute error"},
+                          bars, false));
+  page.table({"Label bin", "Labels", "Mean absolute error"}, rows);
+  page.close_section();
+}
+
+}  // namespace
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default:
+        // Control characters other than tab and newline are not allowed in HTML text.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') out += ' ';
+        else out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string format_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{:.6g}", v);
+}
+
+TaskInfo detect_task(const std::map<std::string, std::string>& hyperparameters, const std::vector<double>& labels,
+                     const std::vector<double>& predictions, const std::vector<int64_t>& prediction_shape) {
+  if (auto it = hyperparameters.find("objective"); it != hyperparameters.end()) {
+    std::string o = lower(it->second);
+    o.erase(std::remove_if(o.begin(), o.end(), [](char c) { return c == '"' || c == '\'' || std::isspace(static_cast<unsigned char>(c)); }),
+            o.end());
+    const std::string reason = "objective " + it->second;
+    if (o.starts_with("binary:")) return {Task::Binary, reason};
+    if (o.starts_with("multi:")) return {Task::Multiclass, reason};
+    if (o.starts_with("reg:") || o.starts_with("count:") || o.starts_with("survival:") || o.starts_with("rank:"))
+      return {Task::Regression, reason};
+  }
+  if (labels.empty() || predictions.empty()) return {Task::Unknown, "no labels and predictions saved"};
+  if (prediction_shape.size() == 2 && prediction_shape[1] > 1)
+    return {Task::Multiclass, "inferred: the predictions hold per-class scores"};
+  const bool class_labels = std::all_of(labels.begin(), labels.end(), [](double v) { return is_integral(v) && v >= 0; });
+  if (class_labels) {
+    const bool binary_labels = std::all_of(labels.begin(), labels.end(), [](double v) { return v == 0 || v == 1; });
+    const bool probabilities =
+        std::all_of(predictions.begin(), predictions.end(), [](double v) { return !std::isfinite(v) || (v >= 0 && v <= 1); });
+    if (binary_labels && probabilities) return {Task::Binary, "inferred: 0/1 labels and predictions in [0, 1]"};
+    const bool class_predictions = std::all_of(predictions.begin(), predictions.end(),
+                                               [](double v) { return !std::isfinite(v) || (is_integral(v) && v >= 0); });
+    if (class_predictions) return {Task::Multiclass, "inferred: class ids in labels and predictions"};
+  }
+  return {Task::Regression, "inferred: continuous labels or predictions"};
+}
+
+std::vector<int64_t> predicted_classes(Task task, const std::vector<double>& predictions,
+                                       const std::vector<int64_t>& prediction_shape, size_t count) {
+  std::vector<int64_t> out;
+  if (prediction_shape.size() == 2 && prediction_shape[1] > 1) {
+    const auto k = static_cast<size_t>(prediction_shape[1]);
+    if (predictions.size() != count * k) return {};
+    for (size_t row = 0; row < count; ++row) {
+      int64_t best = 0;
+      for (size_t j = 0; j < k; ++j) {
+        const double v = predictions[row * k + j];
+        if (std::isnan(v)) {
+          best = -1;
+          break;
+        }
+        if (v > predictions[row * k + static_cast<size_t>(best)]) best = static_cast<int64_t>(j);
+      }
+      out.push_back(best);
+    }
+    return out;
+  }
+  if (predictions.size() != count) return {};
+  for (double v : predictions) {
+    if (task == Task::Binary) out.push_back(std::isnan(v) ? -1 : v > 0.5 ? 1 : 0);
+    else out.push_back(class_of_label(v));
+  }
+  return out;
+}
+
+std::vector<double> positive_scores(const std::vector<double>& predictions, const std::vector<int64_t>& prediction_shape,
+                                    size_t count) {
+  if (prediction_shape.size() == 2 && prediction_shape[1] == 2 && predictions.size() == 2 * count) {
+    std::vector<double> out;
+    for (size_t i = 0; i < count; ++i) out.push_back(predictions[2 * i + 1]);
+    return out;
+  }
+  if (prediction_shape.size() <= 1 && predictions.size() == count) return predictions;
+  return {};
+}
+
+std::pair<std::vector<double>, std::vector<int64_t>> histogram(const std::vector<double>& values, int bins) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (double v : values)
+    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (!std::isfinite(lo) || bins < 1) return {};
+  if (lo == hi) lo -= 0.5, hi += 0.5;
+  std::vector<double> edges(static_cast<size_t>(bins) + 1);
+  const double width = (hi - lo) / bins;  // np.linspace: start + i * step
+  for (int i = 0; i <= bins; ++i) edges[static_cast<size_t>(i)] = lo + i * width;
+  edges.back() = hi;
+  std::vector<int64_t> counts(static_cast<size_t>(bins), 0);
+  for (double v : values) {
+    if (!std::isfinite(v)) continue;
+    auto b = static_cast<size_t>(std::clamp((v - lo) / (hi - lo) * bins, 0.0, double(bins - 1)));
+    // Half-open bins [a, b), the last one closed, decided against the edges themselves.
+    while (b > 0 && v < edges[b]) --b;
+    while (b + 1 < counts.size() && v >= edges[b + 1]) ++b;
+    ++counts[b];
+  }
+  return {edges, counts};
+}
+
+std::optional<RocCurve> roc_curve(const std::vector<double>& labels, const std::vector<double>& scores) {
+  std::vector<std::pair<double, bool>> pairs;  // (score, positive)
+  for (size_t i = 0; i < labels.size() && i < scores.size(); ++i) {
+    if (std::isnan(scores[i]) || !(labels[i] == 0 || labels[i] == 1)) continue;
+    pairs.emplace_back(scores[i], labels[i] == 1);
+  }
+  RocCurve roc;
+  for (const auto& [s, positive] : pairs) (positive ? roc.positives : roc.negatives) += 1;
+  if (roc.positives == 0 || roc.negatives == 0) return std::nullopt;
+  std::stable_sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  int64_t tp = 0, fp = 0;
+  roc.points.emplace_back(0.0, 0.0);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    (pairs[i].second ? tp : fp) += 1;
+    if (i + 1 < pairs.size() && pairs[i + 1].first == pairs[i].first) continue;  // one point per distinct score
+    roc.points.emplace_back(static_cast<double>(fp) / static_cast<double>(roc.negatives),
+                            static_cast<double>(tp) / static_cast<double>(roc.positives));
+  }
+  for (size_t i = 1; i < roc.points.size(); ++i)
+    roc.auc += (roc.points[i].first - roc.points[i - 1].first) * (roc.points[i].second + roc.points[i - 1].second) / 2;
+  return roc;
+}
+
+std::string render_report(const ReportData& d) {
+  const TaskInfo task = detect_task(d.hyperparameters, d.labels, d.predictions, d.prediction_shape);
+  Page page;
+  section_overview(page, d, task);
+  section_hyperparameters(page, d);
+  section_label_distribution(page, d, task);
+  section_loss(page, d);
+  section_importance(page, d);
+  section_confusion(page, d, task);
+  section_class_accuracy(page, d, task);
+  section_roc(page, d, task);
+  section_residuals(page, d, task);
+  section_error_per_bin(page, d, task);
+  const std::string title = "XGBoost training report" + (d.configuration_name.empty() ? "" : ": " + d.configuration_name);
+  std::string out;
+  out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
+  out += "<meta name=\"generator\" content=\"Vigil CreateXgboostReport\"/>\n";
+  out += "<title>" + html_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
+  out += "<h1>" + html_escape(title) + "</h1>\n";
+  out += "<p class=\"meta\">Written by Vigil's CreateXgboostReport rule from the tensors saved by the XGBoost hook. "
+         "Self-contained: every plot is inline SVG.</p>\n";
+  out += "<nav>\n<ul>\n" + page.toc() + "</ul>\n</nav>\n";
+  out += page.body();
+  out += "</body>\n</html>\n";
+  return out;
+}
+
+}  // namespace vigil::builtin::xgboost

@@ -1,0 +1,512 @@
+"""Conformance of the Python API with smdebug 1.0.34's read API, replayed from every fixture's
+expected.json (the same replay as tests/trial/conformance_test.cpp, through Python): numpy values
+(sha256 and summaries), shapes, steps, names, collections, reductions, and exceptions (class name and
+str()).
+
+Each fixture runs twice: over the host directly (vigil.create_trial -> _vigil.TrialCore) and over
+the plugin ABI's host table (_vigil.ApiTrialCore, what Python rules see inside `vigil evaluate`).
+
+Where Vigil deliberately differs from smdebug (docs/compatibility.md) the right answer is asserted,
+built independently from the fixture's raw records (raw_records.py):
+  * DT_INT8 is read as int8 (smdebug: uint8) -- same bytes / sha256, signed values;
+  * DT_INT16 is decoded (smdebug: KeyError);
+  * tensor_names() for a mode or mode step never seen is [] (smdebug: KeyError);
+  * computed l1/l2 are element-wise for every rank (smdebug: matrix norms or "Improper number of
+    dimensions to norm.");
+  * float16 std/variance that overflow numpy's float16 intermediates are exact, then rounded.
+Over the ABI, reductions come back as float64 (no dtype), collections carry names and tensors only,
+and saved reductions are known only where no raw value was saved (documented in docs/python.md).
+"""
+import math
+
+import numpy as np
+import pytest
+
+import raw_records
+from conftest import expected, fixture_names, trial_dir
+from summaries import as_float, close, compare_summary, reduction_tolerance, reference_reduction, summarize
+
+import vigil
+from vigil import _vigil
+from vigil.modes import ModeKeys
+from vigil.trials import Trial
+
+MODES = ["GLOBAL", "TRAIN", "EVAL", "PREDICT"]
+KINDS = ["direct", "api"]
+
+_trials = {}
+
+
+def get_trial(fixture, kind):
+    """ONE trial object per fixture and kind, like the single create_trial() smdebug answered from."""
+    key = (fixture, kind)
+    if key not in _trials:
+        if kind == "direct":
+            _trials[key] = vigil.create_trial(trial_dir(fixture))
+        else:
+            _trials[key] = Trial(_vigil.open_api_trial(trial_dir(fixture), copy_values=True), name=fixture)
+    return _trials[key]
+
+
+class Report:
+    def __init__(self, fixture, kind, section):
+        self.where = "[%s/%s %s]" % (fixture, kind, section)
+        self.failures = []
+        self.checks = 0
+
+    def check(self, ok, where, what=""):
+        self.checks += 1
+        if not ok:
+            self.failures.append("%s %s: %s" % (self.where, where, what))
+        return ok
+
+    def call(self, fn):
+        try:
+            return True, fn()
+        except Exception as e:  # noqa: BLE001 - compared below
+            return False, e
+
+    def expect_exception(self, where, outcome, exc):
+        ok, got = outcome
+        if ok:
+            return self.check(False, where, "expected %s: %r, got a result %r" % (exc["type"], exc["message"], got))
+        good = self.check(type(got).__name__ == exc["type"], where + " exception type",
+                          "expected %s, got %s: %s" % (exc["type"], type(got).__name__, got))
+        good &= self.check(str(got) == exc["message"], where + " exception message",
+                           "expected %r, got %r" % (exc["message"], str(got)))
+        return good
+
+    def done(self):
+        assert self.checks > 0, self.where + " compared nothing"
+        if self.failures:
+            shown = "\n".join(self.failures[:60])
+            more = len(self.failures) - 60
+            pytest.fail("%d of %d checks failed:\n%s%s" % (len(self.failures), self.checks, shown,
+                                                            "\n... and %d more" % more if more > 0 else ""))
+
+
+def default_worker(exp):
+    workers = exp["trial"]["workers"]
+    return workers[0] if workers else "worker_0"
+
+
+def fixture_global_step(exp, mode, step):
+    if mode == "GLOBAL":
+        return step
+    for g in exp["trial"]["global_step_lookup"]:
+        if g["mode"] == mode and g["mode_step"] == step and isinstance(g["global_step"], int):
+            return g["global_step"]
+    return None
+
+
+def raw(fixture, tensor, step, worker):
+    return raw_records.read_raw_tensor(trial_dir(fixture), tensor, step, worker)
+
+
+def expected_value_summary(rep, where, fixture_summary, rec):
+    """The fixture's summary, except for DT_INT8 records, which Vigil reads signed."""
+    if rec is None or rec.data_type != raw_records.DT_INT8:
+        return fixture_summary
+    ref = summarize(rec.array())
+    rep.check(ref["sha256"] == fixture_summary.get("sha256"), where + " (harness)",
+              "raw int8 record does not match the fixture's sha256")
+    if "values" in fixture_summary:
+        unsigned = [v - 256 if v >= 128 else v for v in fixture_summary["values"]]
+        rep.check(unsigned == ref["values"], where + " (harness)",
+                  "fixture uint8 values do not reinterpret to the raw int8 values")
+    return ref
+
+
+params = [(f, k) for f in fixture_names() for k in KINDS]
+ids = ["%s-%s" % p for p in params]
+
+
+def test_fixtures_present():
+    names = fixture_names()
+    for required in ("loss_not_decreasing", "mixed_dtypes", "mlp_healthy", "vanishing_gradient"):
+        assert required in names, "fixture %s missing" % required
+
+
+@pytest.mark.parametrize("fixture,kind", params, ids=ids)
+def test_trial_facts(fixture, kind):
+    rep = Report(fixture, kind, "TrialFacts")
+    exp = expected(fixture)
+    t = exp["trial"]
+    trial = get_trial(fixture, kind)
+    rep.check(trial.training_ended == t["training_ended"], "trial.training_ended")
+    rep.check(trial.workers() == t["workers"], "trial.workers()", "got %s" % trial.workers())
+    rep.check(trial.num_workers == t["num_workers"], "trial.num_workers", "got %s" % trial.num_workers)
+    for incl in (False, True):
+        steps = t["steps_incl_incomplete" if incl else "steps"]
+        for mn in MODES:
+            if mn in steps:
+                got = trial.steps(mode=ModeKeys[mn], show_incomplete_steps=incl)
+                rep.check(got == steps[mn], "trial.steps(mode=%s, incl=%s)" % (mn, incl),
+                          "expected %s, got %s" % (steps[mn], got))
+    rep.check(trial.loaded_all_steps == t["loaded_all_steps"], "trial.loaded_all_steps")
+    rep.check(trial.last_complete_step == t["last_complete_step"], "trial.last_complete_step",
+              "got %s" % trial.last_complete_step)
+    got_modes = sorted(m.name for m in trial.modes())
+    rep.check(got_modes == sorted(t["modes"]), "trial.modes()", "got %s" % got_modes)
+    rep.check(all(isinstance(m, ModeKeys) for m in trial.modes()), "trial.modes() are ModeKeys")
+    for s in t["step_map"]:
+        g = s["global_step"]
+        mode, ms = trial.mode_modestep(g)
+        if s["trial.mode"] is None:
+            rep.check(mode is None and ms is None, "trial.mode_modestep(%d)" % g, "expected (None, None)")
+        else:
+            rep.check(isinstance(mode, ModeKeys) and mode.name == s["trial.mode"] and ms == s["trial.mode_step"],
+                      "trial.mode_modestep(%d)" % g, "got (%s, %s)" % (mode, ms))
+            rep.check(trial.mode(g) == mode and trial.mode_step(g) == ms, "trial.mode/mode_step(%d)" % g)
+    for s in t["global_step_lookup"]:
+        got = trial.global_step(ModeKeys[s["mode"]], s["mode_step"])
+        rep.check(got == s["global_step"], "trial.global_step(%s, %s)" % (s["mode"], s["mode_step"]),
+                  "expected %s, got %s" % (s["global_step"], got))
+    rep.done()
+
+
+@pytest.mark.parametrize("fixture,kind", params, ids=ids)
+def test_tensor_names(fixture, kind):
+    rep = Report(fixture, kind, "TensorNames")
+    tn = expected(fixture)["trial"]["tensor_names"]
+    trial = get_trial(fixture, kind)
+
+    def run(kwargs, exp, where):
+        outcome = rep.call(lambda: trial.tensor_names(**kwargs))
+        if isinstance(exp, dict) and "exception" in exp:
+            exc = exp["exception"]
+            if exc["type"] == "KeyError":  # smdebug's KeyError for an unseen mode / mode step: Vigil gives []
+                rep.check(outcome[0] and outcome[1] == [], where + " (smdebug: KeyError; Vigil: [])",
+                          "got %r" % (outcome[1],))
+            else:
+                rep.expect_exception(where, outcome, exc)
+            return
+        rep.check(outcome[0] and outcome[1] == exp, where, "expected %s, got %r" % (exp, outcome[1]))
+
+    run({}, tn["all"], "trial.tensor_names()")
+    for m, e in tn["by_mode"].items():
+        run({"mode": ModeKeys[m]}, e, "tensor_names(mode=%s)" % m)
+    for c, e in tn["by_collection"].items():
+        run({"collection": c}, e, "tensor_names(collection=%r)" % c)
+        if kind == "direct":
+            run({"collection": trial.collection(c)}, e, "tensor_names(collection=<Collection %s>)" % c)
+    for s, e in tn["by_step"].items():
+        run({"step": int(s)}, e, "tensor_names(step=%s)" % s)
+    for m, by in tn["by_mode_step"].items():
+        if isinstance(by, dict) and "exception" in by:
+            run({"mode": ModeKeys[m], "step": 0}, by, "tensor_names(mode=%s, step=0)" % m)
+            continue
+        for s, e in by.items():
+            run({"mode": ModeKeys[m], "step": int(s)}, e, "tensor_names(mode=%s, step=%s)" % (m, s))
+    for r, e in tn["by_regex"].items():
+        run({"regex": r}, e, "tensor_names(regex=%r)" % r)
+        run({"regex": [[r]]}, e, "tensor_names(regex=[[%r]])" % r)
+    run({"step": 1000000}, {"exception": {"type": "KeyError", "message": ""}}, "tensor_names(step=1000000)")
+    outcome = rep.call(lambda: trial.tensor_names(regex="x", collection="losses"))
+    rep.check(not outcome[0] and isinstance(outcome[1], ValueError) and type(outcome[1]).__name__ == "SMDebugValueError",
+              "tensor_names(regex=, collection=) raises SMDebugValueError", repr(outcome[1]))
+    rep.done()
+
+
+@pytest.mark.parametrize("fixture,kind", params, ids=ids)
+def test_collections(fixture, kind):
+    rep = Report(fixture, kind, "Collections")
+    ec = expected(fixture)["trial"]["collections"]
+    trial = get_trial(fixture, kind)
+    got = trial.collections()
+    rep.check(sorted(got) == sorted(ec), "trial.collections() names", "expected %s, got %s" % (sorted(ec), sorted(got)))
+    for name, e in ec.items():
+        c = got.get(name)
+        if c is None:
+            continue
+        rep.check(trial.collection(name) is c and c.name == e["name"], "trial.collection(%r)" % name)
+        if kind == "api":
+            continue  # over the ABI a collection carries its name and tensors only
+        rep.check(c.include_regex == e["include_regex"], name + ".include_regex",
+                  "expected %s, got %s" % (e["include_regex"], c.include_regex))
+        rep.check(c.tensor_names == set(e["tensor_names"]), name + ".tensor_names",
+                  "expected %s, got %s" % (e["tensor_names"], c.tensor_names))
+        rep.check(c.save_histogram == e["save_histogram"], name + ".save_histogram")
+        rc = e["reduction_config"]
+        if rc is None:
+            rep.check(c.reduction_config is None, name + ".reduction_config", "expected None")
+        elif rep.check(c.reduction_config is not None, name + ".reduction_config", "expected %s" % rc):
+            r = c.reduction_config
+            rep.check(r.save_raw_tensor == rc["save_raw_tensor"], name + ".reduction_config.save_raw_tensor")
+            rep.check(r.save_shape == rc["save_shape"], name + ".reduction_config.save_shape")
+            tokens = set(t for t in rc["reductions"].split(",") if t)
+            got_tokens = set(r.reductions) | {"abs_" + x for x in r.abs_reductions} | \
+                {x + "_norm" for x in r.norms} | {"abs_" + x + "_norm" for x in r.abs_norms}
+            rep.check(tokens == got_tokens, name + ".reduction_config.reductions",
+                      "expected %s, got %s" % (sorted(tokens), sorted(got_tokens)))
+        sc = e["save_config"]
+        if sc is None:
+            rep.check(c.save_config is None, name + ".save_config", "expected None")
+            continue
+        if not rep.check(c.save_config is not None, name + ".save_config", "expected %s" % sc):
+            continue
+        for mn in ("TRAIN", "EVAL", "PREDICT", "GLOBAL"):
+            em = sc.get(mn)
+            gm = c.save_config.get(ModeKeys[mn])
+            if em is None:
+                rep.check(gm is None, name + ".save_config." + mn, "expected None")
+                continue
+            if not rep.check(gm is not None, name + ".save_config." + mn, "expected %s" % em):
+                continue
+            rep.check((gm.save_interval, gm.save_steps, gm.start_step, gm.end_step) ==
+                      (em["save_interval"], em["save_steps"], em["start_step"], em["end_step"]),
+                      name + ".save_config." + mn, "expected %s, got %s" % (em, gm))
+    outcome = rep.call(lambda: trial.collection("no-such-collection"))
+    rep.check(outcome[0] and outcome[1].name == "no-such-collection" and not outcome[1].tensor_names,
+              "trial.collection(unknown) gives an empty collection (smdebug quirk)")
+    rep.done()
+
+
+@pytest.mark.parametrize("fixture,kind", params, ids=ids)
+def test_tensor_entries(fixture, kind):
+    rep = Report(fixture, kind, "TensorEntries")
+    exp = expected(fixture)
+    trial = get_trial(fixture, kind)
+    for tname, tj in exp["tensors"].items():
+        tw = "tensor=" + tname
+        rep.check(trial.has_tensor(tname), tw + " has_tensor")
+        outcome = rep.call(lambda: trial.tensor(tname))
+        if not rep.check(outcome[0] and outcome[1].name == tname, tw + " trial.tensor()", repr(outcome[1])):
+            continue
+        tensor = outcome[1]
+        for incl in (False, True):
+            steps = tj["steps_incl_incomplete" if incl else "steps"]
+            for mn in MODES:
+                if mn in steps:
+                    got = tensor.steps(mode=ModeKeys[mn], show_incomplete_steps=incl)
+                    rep.check(got == steps[mn], tw + " steps(mode=%s, incl=%s)" % (mn, incl),
+                              "expected %s, got %s" % (steps[mn], got))
+        for e in tj["entries"]:
+            step, worker, mode_name, mode_step = e["step"], e["worker"], e["mode"], e["mode_step"]
+            w = "%s step=%d worker=%s" % (tw, step, worker)
+            rec = raw(fixture, tname, step, worker)
+            val = rep.call(lambda: tensor.value(step, worker=worker))
+            if "value" in e:
+                exp_summary = expected_value_summary(rep, w + " value", e["value"], rec)
+                if rep.check(val[0], w + " value()", "expected a value, got %r" % (val[1],)):
+                    arr = val[1]
+                    rep.check(isinstance(arr, np.ndarray) and not arr.flags.writeable, w + " value() read-only ndarray")
+                    problems = compare_summary(exp_summary, summarize(arr))
+                    rep.check(not problems, w + " value()", "; ".join(problems))
+                    v2 = rep.call(lambda: tensor.value(mode_step, mode=ModeKeys[mode_name], worker=worker))
+                    rep.check(v2[0] and summarize(v2[1])["sha256"] == exp_summary["sha256"],
+                              w + " value(mode_step=%d, mode=%s) sha256" % (mode_step, mode_name), repr(v2[1])[:200])
+            elif "value_exception" in e:
+                exc = e["value_exception"]
+                if exc["type"] == "KeyError":
+                    wk = w + " value() (smdebug: KeyError %s)" % exc["message"]
+                    if rep.check(rec is not None and rec.array() is not None, wk + " (harness)", "cannot decode raw"):
+                        if rep.check(val[0], wk, "expected Vigil to decode it, got %r" % (val[1],)):
+                            problems = compare_summary(summarize(rec.array()), summarize(val[1]))
+                            rep.check(not problems, wk, "; ".join(problems))
+                else:
+                    rep.expect_exception(w + " value()", val, exc)
+            shp = rep.call(lambda: tensor.shape(step, worker=worker))
+            if "shape" in e:
+                rep.check(shp[0] and shp[1] == tuple(e["shape"]), w + " shape()",
+                          "expected %s, got %r" % (e["shape"], shp[1]))
+            elif "shape_exception" in e:
+                exc = e["shape_exception"]
+                if exc["type"] == "KeyError":
+                    rep.check(shp[0] and rec is not None and shp[1] == tuple(rec.shape), w + " shape() (smdebug: KeyError)",
+                              "got %r" % (shp[1],))
+                else:
+                    rep.expect_exception(w + " shape()", shp, exc)
+            if val[0] and shp[0]:
+                rep.check(val[1].shape == shp[1], w + " value().shape == shape()")
+            # saved reductions
+            esr = e.get("saved_reductions", [])
+            srs = rep.call(lambda: tensor.reduction_values(step, worker=worker))
+            if kind == "api" and "value" in e:
+                pass  # over the ABI, saved reductions are only known where no raw value exists
+            elif rep.check(srs[0], w + " reduction_values()", repr(srs[1])):
+                got = srs[1]
+                ek = sorted((r["name"], r["abs"]) for r in esr)
+                rep.check(sorted(got) == ek, w + " reduction_values() keys", "expected %s, got %s" % (ek, sorted(got)))
+                for r in esr:
+                    key = (r["name"], r["abs"])
+                    if key not in got:
+                        continue
+                    gv = np.asarray(got[key])
+                    if kind == "direct":
+                        rep.check(gv.dtype.name == r["dtype"], w + " saved %s dtype" % (key,),
+                                  "expected %s, got %s" % (r["dtype"], gv.dtype.name))
+                        if "shape" in r:
+                            rep.check(list(gv.shape) == r["shape"], w + " saved %s shape" % (key,))
+                    rep.check(close(r["value"], float(gv.ravel()[0]), 0.0), w + " saved %s value" % (key,),
+                              "expected %s, got %s" % (r["value"], gv))
+                    rv = rep.call(lambda: tensor.reduction_value(step, r["name"], worker=worker, abs=r["abs"]))
+                    rep.check(rv[0] and close(r["value"], float(rv[1]), 0.0), w + " reduction_value %s (saved)" % (key,),
+                              "expected %s, got %r" % (r["value"], rv[1]))
+                    if kind == "direct" and rv[0]:
+                        rep.check(np.asarray(rv[1]).dtype.name == r["dtype"], w + " reduction_value %s dtype" % (key,))
+                        info = trial._core.reduction_value_info(tname, step, r["name"], r["abs"], 4, worker)
+                        rep.check(info[1] is True, w + " reduction_value %s comes from the saved record" % (key,))
+            tws = rep.call(lambda: tensor.workers(step))
+            rep.check(tws[0] and worker in tws[1], w + " workers()", repr(tws[1]))
+            mode, ms = trial.mode_modestep(step)
+            rep.check(mode is not None and mode.name == mode_name and ms == mode_step, w + " mode_modestep")
+    rep.done()
+
+
+@pytest.mark.parametrize("fixture,kind", params, ids=ids)
+def test_computed_reductions(fixture, kind):
+    rep = Report(fixture, kind, "ComputedReductions")
+    exp = expected(fixture)
+    trial = get_trial(fixture, kind)
+    for tname, tj in exp["tensors"].items():
+        if not tj["computed_reductions"]:
+            continue
+        tensor = trial.tensor(tname)
+        raws = {}
+        for cr in tj["computed_reductions"]:
+            step, worker, op, abs_ = cr["step"], cr["worker"], cr["name"], cr["abs"]
+            source = cr.get("source", "computed")
+            w = "tensor=%s step=%d worker=%s reduction=%s%s" % (tname, step, worker, "abs_" if abs_ else "", op)
+            if (step, worker) not in raws:
+                raws[(step, worker)] = raw(fixture, tname, step, worker)
+            rec = raws[(step, worker)]
+            value = rec.array() if rec is not None else None
+            rv = rep.call(lambda: tensor.reduction_value(step, op, worker=worker, abs=abs_))
+            is_int8 = rec is not None and rec.data_type == raw_records.DT_INT8
+            norm = op in ("l1", "l2")
+            elementwise = norm and source == "computed" and rec is not None and (len(rec.shape) != 1 or "exception" in cr)
+            if is_int8 or elementwise:
+                ref = reference_reduction(value, op, abs_)
+                expected_value, dtype = float(ref), np.asarray(ref).dtype.name
+            elif "exception" in cr:
+                rep.expect_exception(w, rv, cr["exception"])
+                continue
+            else:
+                expected_value, dtype = as_float(cr["value"]), cr["dtype"]
+                if not math.isfinite(expected_value) and value is not None:
+                    ref = reference_reduction(value, op, abs_)  # float16 intermediate overflow in numpy
+                    if math.isfinite(float(ref)):
+                        expected_value, dtype = float(ref), np.asarray(ref).dtype.name
+            tol = 0.0 if source == "saved" else reduction_tolerance(op, dtype, expected_value, value)
+            if kind == "api":
+                tol = max(tol, 0.0)
+            if not rep.check(rv[0], w, "expected %s %s, got %r" % (expected_value, dtype, rv[1])):
+                continue
+            got = rv[1]
+            if kind == "direct":
+                rep.check(np.asarray(got).dtype.name == dtype, w + " dtype",
+                          "expected %s, got %s" % (dtype, np.asarray(got).dtype.name))
+                info = trial._core.reduction_value_info(tname, step, op, abs_, 4, worker)
+                rep.check(info[1] == (source == "saved"), w + " saved", "expected source %s" % source)
+            rep.check(close(expected_value, float(got), tol), w,
+                      "expected %r, got %r (tolerance %g)" % (expected_value, float(got), tol))
+    rep.done()
+
+
+@pytest.mark.parametrize("fixture,kind", params, ids=ids)
+def test_probes(fixture, kind):
+    rep = Report(fixture, kind, "Probes")
+    exp = expected(fixture)
+    trial = get_trial(fixture, kind)
+    for p in exp["probes"]:
+        api = p["api"]
+        w = "probe " + p["call"]
+        exc = p.get("exception")
+        res = p.get("result")
+        mode_name = p.get("mode", "GLOBAL")
+        mode = ModeKeys[mode_name]
+        step = p.get("step", 0)
+        worker = p.get("worker")
+        call = p["call"]
+        tname = p.get("tensor")
+        if tname is None and "('" in call:
+            tname = call.split("('", 1)[1].split("')", 1)[0]
+
+        def probe_raw():
+            g = fixture_global_step(exp, mode_name, step)
+            return None if g is None else raw(fixture, tname, g, worker or default_worker(exp))
+
+        def tensor():
+            return trial.tensor(tname)
+
+        if api == "tensor":
+            outcome = rep.call(tensor)
+            if exc:
+                rep.expect_exception(w, outcome, exc)
+            else:
+                rep.check(outcome[0], w, repr(outcome[1]))
+        elif api == "has_tensor":
+            rep.check(trial.has_tensor(tname) == res, w)
+        elif api == "value":
+            outcome = rep.call(lambda: tensor().value(step, mode=mode, worker=worker))
+            if exc is None:
+                rec = probe_raw()
+                es = expected_value_summary(rep, w, res, rec)
+                if rep.check(outcome[0], w, repr(outcome[1])):
+                    problems = compare_summary(es, summarize(outcome[1]))
+                    rep.check(not problems, w, "; ".join(problems))
+            elif exc["type"] == "KeyError":
+                rec = probe_raw()
+                if rep.check(outcome[0] and rec is not None, w + " (smdebug: KeyError)", repr(outcome[1])):
+                    problems = compare_summary(summarize(rec.array()), summarize(outcome[1]))
+                    rep.check(not problems, w + " (smdebug: KeyError)", "; ".join(problems))
+            else:
+                rep.expect_exception(w, outcome, exc)
+        elif api == "reduction_value":
+            op, abs_ = p["reduction"], p.get("abs", False)
+            outcome = rep.call(lambda: tensor().reduction_value(step, op, mode=mode, worker=worker, abs=abs_))
+            rec = probe_raw() if (exc and exc["type"] == "KeyError") or res is not None else None
+            if (exc and exc["type"] == "KeyError") or (res is not None and rec is not None
+                                                       and rec.data_type == raw_records.DT_INT8):
+                ref = reference_reduction(rec.array(), op, abs_)
+                tol = reduction_tolerance(op, np.asarray(ref).dtype.name, float(ref), rec.array())
+                if rep.check(outcome[0], w + " (reference)", repr(outcome[1])):
+                    rep.check(close(float(ref), float(outcome[1]), tol), w + " (reference)",
+                              "expected %r, got %r" % (float(ref), outcome[1]))
+                    if kind == "direct":
+                        rep.check(np.asarray(outcome[1]).dtype == np.asarray(ref).dtype, w + " dtype (reference)")
+            elif res is not None:
+                if rep.check(outcome[0], w, repr(outcome[1])):
+                    got = np.asarray(outcome[1])
+                    if kind == "direct":
+                        problems = compare_summary(res, summarize(got))
+                        rep.check(not problems, w + " (as a 0-d array)", "; ".join(problems))
+                    else:
+                        e = res["values"][0] if "values" in res else res.get("sum")
+                        rep.check(close(e, float(got), 1e-6 * abs(as_float(e))), w, "expected %r, got %r" % (e, got))
+            else:
+                rep.expect_exception(w, outcome, exc)
+        elif api == "shape":
+            outcome = rep.call(lambda: tensor().shape(step, mode=mode))
+            if exc is None:
+                rep.check(outcome[0] and outcome[1] == tuple(res), w, "expected %s, got %r" % (res, outcome[1]))
+            elif exc["type"] == "KeyError":
+                rec = probe_raw()
+                rep.check(outcome[0] and rec is not None and outcome[1] == tuple(rec.shape), w + " (smdebug: KeyError)")
+            else:
+                rep.expect_exception(w, outcome, exc)
+        elif api == "workers":
+            outcome = rep.call(lambda: tensor().workers(step, mode=mode))
+            if exc is None:
+                rep.check(outcome[0] and outcome[1] == res, w, "expected %s, got %r" % (res, outcome[1]))
+            else:
+                rep.expect_exception(w, outcome, exc)
+        elif api == "has_passed_step":
+            outcome = rep.call(lambda: trial.has_passed_step(step, mode=mode))
+            if exc is None:
+                rep.check(outcome[0] and outcome[1].name == res, w, "expected %s, got %r" % (res, outcome[1]))
+            else:
+                rep.expect_exception(w, outcome, exc)
+        elif api == "mode_modestep":
+            m, s = trial.mode_modestep(step)
+            if res[0] is None:
+                rep.check(m is None and s is None, w, "got (%s, %s)" % (m, s))
+            else:
+                rep.check(m is not None and m.name == res[0] and s == res[1], w, "got (%s, %s)" % (m, s))
+        elif api == "global_step":
+            got = trial.global_step(mode, step)
+            rep.check(got == res, w, "expected %s, got %s" % (res, got))
+        else:
+            pytest.fail("probe api %r not replayed" % api)
+    rep.done()

@@ -1,0 +1,80 @@
+"""vigil.rules.load: plugin rules (C, C++, built-in, and the Python plugin itself) created through the
+same host code as `vigil evaluate` (PluginRegistry, parameter validation, RuleInstance), driven by
+smdebug's invoke_rule."""
+import os
+import subprocess
+import json
+
+import pytest
+
+from conftest import BUILD, expected, trial_dir
+from rule_files import write_rule_file
+
+import vigil
+from vigil import _vigil
+from vigil.exceptions import RuleEvaluationConditionMet, SMDebugValueError
+from vigil.rules import invoke_rule, list_plugin_rules, load
+from vigil.trials import Trial
+
+C_PLUGIN = os.path.join(BUILD, "examples", "plugins", "libexample_c_minimal_rule.so")
+
+
+@pytest.fixture(scope="module")
+def c_plugin():
+    if not os.path.exists(C_PLUGIN):
+        pytest.fail("example C plugin not built: " + C_PLUGIN)
+    return C_PLUGIN
+
+
+def test_list_rules(c_plugin, plugin_dir):
+    rules = list_plugin_rules(c_plugin)
+    assert rules[0][:2] == ("vigil.example.c.LossAboveThreshold", "LossAboveThreshold") and rules[0][3] == ["threshold"]
+    names = [r[1] for r in list_plugin_rules(plugin_dir)]
+    assert "PythonRule" in names
+
+
+def test_c_rule_with_invoke_rule_matches_vigil_evaluate(c_plugin, vigil_exe, tmp_path):
+    trial = vigil.create_trial(trial_dir("mlp_healthy"))
+    rule = load(c_plugin, "LossAboveThreshold", trial, threshold=1.0)
+    assert rule.rule_name == "LossAboveThreshold"
+    invoke_rule(rule, end_step=30)
+    assert rule.triggered_steps, "the loss starts above 1.0"
+    assert rule.evidence[rule.triggered_steps[0]][0]["threshold"] == 1
+    # The same rule through the evaluator triggers at the same steps.
+    status = tmp_path / "status.json"
+    proc = subprocess.run([vigil_exe, "evaluate", "--trial", trial_dir("mlp_healthy"), "--plugins",
+                           os.path.dirname(c_plugin), "--rule", "LossAboveThreshold", "--param", "threshold=1.0",
+                           "--status-file", str(status)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(status.read_text())["DebugRuleEvaluationStatuses"][0]
+    assert [t["step"] for t in s["Triggers"]] == rule.triggered_steps
+
+
+def test_condition_met_and_errors(c_plugin):
+    trial = vigil.create_trial(trial_dir("mlp_healthy"))
+    rule = load(c_plugin, "lossabovethreshold", trial, threshold="1.0")  # names are case-insensitive
+    with pytest.raises(RuleEvaluationConditionMet) as info:
+        invoke_rule(rule, start_step=0, raise_eval_cond=True)
+    assert info.value.step == 0 and info.value.rule_name == "LossAboveThreshold"
+    with pytest.raises(SMDebugValueError, match="unknown rule 'Nope'"):
+        load(c_plugin, "Nope", trial)
+    with pytest.raises(SMDebugValueError, match="invalid value 'abc'"):
+        load(c_plugin, "LossAboveThreshold", trial, threshold="abc")
+    with pytest.raises(SMDebugValueError, match="unknown parameter|not a parameter|does not take"):
+        load(c_plugin, "LossAboveThreshold", trial, threshold="1", colour="red")
+    with pytest.raises(TypeError):
+        load(c_plugin, "LossAboveThreshold", Trial(_vigil.open_api_trial(trial_dir("mlp_healthy"))))
+
+
+def test_python_plugin_in_process(plugin_dir, tmp_path):
+    """The Python rule plugin loaded into this Python process serves a rule file too."""
+    path = write_rule_file("vanishing_gradient", tmp_path)
+    trial = vigil.create_trial(trial_dir("vanishing_gradient"))
+    rule = load(plugin_dir, "PythonRule", trial, source_s3_uri=path, rule_to_invoke="VanishingGradientLike",
+                threshold="1e-7")
+    invoke_rule(rule, end_step=39)
+    res = expected("vanishing_gradient")["rules"]["results"]["VanishingGradientLike"]
+    assert rule.triggered_steps == res["triggered_steps"]
+    with pytest.raises(RuleEvaluationConditionMet) as info:
+        invoke_rule(rule, raise_eval_cond=True)
+    assert str(info.value) == res["raise_eval_cond_true"]["exception"]["message"]  # names the Python class

@@ -1,0 +1,928 @@
+// The "training" family (LossNotDecreasing, Overfit, Overtraining, DeadRelu, SaturatedActivation,
+// PoorWeightInitialization, StalledTrainingRule) through the real host: trials written with Vigil's
+// writer, the plugin loaded from the built-in plugin folder, the evaluator's statuses, trigger steps
+// and evidence checked. Also LossNotDecreasing on the real smdebug fixtures against their reference
+// rule LossNotDecreasingLike.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "evaluate/evaluator.h"
+#include "plugins/plugin_loader.h"
+#include "test_trials.h"
+#include "writer/trial_writer.h"
+
+namespace vigil {
+namespace {
+
+namespace fs = std::filesystem;
+using evaluate::RuleEvaluationStatus;
+using format::ElementType;
+using testing::TempDir;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+const std::string kLoss = "CrossEntropyLoss_output_0";  // in smdebug PyTorch's "losses" collection
+
+// ---- helpers (prefixed: other families' test files share this executable) ----
+
+const plugins::PluginRegistry& training_registry() {
+  static const plugins::PluginRegistry registry = [] {
+    plugins::PluginRegistry r;
+    r.load_directory(VIGIL_BUILTIN_PLUGIN_DIR);
+    return r;
+  }();
+  return registry;
+}
+
+// One worker of a trial, written step by step. Event wall times come from `now` (seconds), which a
+// test may move; with real_clock the system clock is used.
+class TrainingWriter {
+ public:
+  explicit TrainingWriter(const fs::path& dir, bool end_marker = true, bool real_clock = false,
+                          std::string worker = "worker_0", int64_t num_workers = 1) {
+    writer::WriterOptions options;
+    options.worker = std::move(worker);
+    options.num_workers = num_workers;
+    options.write_end_marker = end_marker;
+    for (auto& m : options.save_config) m.save_interval = 1;
+    if (!real_clock) options.clock = [this] { return now; };
+    auto w = writer::TrialWriter::create(dir, options);
+    EXPECT_TRUE(w.has_value()) << w.error().message;
+    if (w) w_ = std::move(*w);
+  }
+  TrainingWriter(const TrainingWriter&) = delete;
+  TrainingWriter& operator=(const TrainingWriter&) = delete;
+
+  // The next step of `mode` (global and mode steps count from 0).
+  TrainingWriter& step(Mode mode = Mode::Train) {
+    auto r = w_->begin_step(mode);
+    EXPECT_TRUE(r.has_value()) << r.error().message;
+    return *this;
+  }
+  TrainingWriter& step_at(int64_t global_step, Mode mode, int64_t mode_step) {
+    auto r = w_->begin_step_at(global_step, mode, mode_step);
+    EXPECT_TRUE(r.has_value()) << r.error().message;
+    return *this;
+  }
+  // Saves a float64 tensor (shape {} for a 0-d scalar such as a PyTorch loss) in the collections
+  // its name belongs to ("default" when none), like smdebug's hook.
+  TrainingWriter& f64(const std::string& name, const std::vector<double>& values, std::vector<int64_t> shape = {}) {
+    writer::TensorData d{.dtype = ElementType::Float64,
+                         .shape = std::move(shape),
+                         .bytes = std::as_bytes(std::span<const double>(values))};
+    auto r = w_->save_tensor(name, d);
+    EXPECT_TRUE(r.has_value()) << r.error().message;
+    return *this;
+  }
+  TrainingWriter& f32(const std::string& name, const std::vector<float>& values, std::vector<int64_t> shape) {
+    auto r = w_->save_tensor(name, testing::float_data(values, std::move(shape)));
+    EXPECT_TRUE(r.has_value()) << r.error().message;
+    return *this;
+  }
+  TrainingWriter& loss(double v, const std::string& name = kLoss) { return f64(name, {v}); }
+  void close() {
+    auto r = w_->close();
+    EXPECT_TRUE(r.has_value()) << r.error().message;
+  }
+
+  double now = 1000.0;
+
+ private:
+  std::unique_ptr<writer::TrialWriter> w_;
+};
+
+Result<evaluate::RuleStatus> training_try_run(const std::string& rule, const fs::path& trial,
+                                              std::map<std::string, std::string> params = {},
+                                              evaluate::EvaluatorOptions options = {}) {
+  params["rule_to_invoke"] = rule;
+  auto config = evaluate::rule_from_parameters("training-test", params, trial.string(), "test");
+  if (!config) return fail(config.error());
+  evaluate::JobConfig job;
+  job.rules.push_back(*config);
+  auto ev = evaluate::Evaluator::create(training_registry(), job, std::move(options));
+  if (!ev) return fail(ev.error());
+  (*ev)->run({});
+  return (*ev)->statuses().at(0);
+}
+
+evaluate::RuleStatus training_run(const std::string& rule, const fs::path& trial,
+                                  std::map<std::string, std::string> params = {},
+                                  evaluate::EvaluatorOptions options = {}) {
+  auto s = training_try_run(rule, trial, std::move(params), std::move(options));
+  EXPECT_TRUE(s.has_value()) << s.error().message;
+  if (!s) return {};
+  EXPECT_NE(s->status, RuleEvaluationStatus::Error) << s->details;
+  return *s;
+}
+
+std::vector<int64_t> training_steps(const evaluate::RuleStatus& s) {
+  std::vector<int64_t> out;
+  for (const auto& t : s.triggers) out.push_back(t.step);
+  return out;
+}
+
+// The evidence object reported at `step` (the first one).
+nlohmann::json training_evidence(const evaluate::RuleStatus& s, int64_t step) {
+  for (const auto& t : s.triggers)
+    if (t.step == step && !t.evidence.empty()) return t.evidence.front();
+  ADD_FAILURE() << "no evidence at step " << step;
+  return nlohmann::json::object();
+}
+
+std::vector<int64_t> training_range(int64_t first, int64_t last) {
+  std::vector<int64_t> out;
+  for (int64_t s = first; s <= last; ++s) out.push_back(s);
+  return out;
+}
+
+using Steps = std::vector<int64_t>;
+
+// ---- the plugin ----
+
+TEST(TrainingRulesPlugin, LoadsEveryRuleWithSageMakersNamesAndDefaults) {
+  const auto& registry = training_registry();
+  const std::map<std::string, std::map<std::string, std::string>> expected = {
+      {"LossNotDecreasing",
+       {{"collection_names", ""}, {"tensor_regex", ""}, {"use_losses_collection", "True"}, {"num_steps", "10"},
+        {"diff_percent", "0.1"}, {"increase_threshold_percent", "5"}, {"mode", ""}}},
+      {"Overfit", {{"tensor_regex", ""}, {"patience", "1"}, {"ratio_threshold", "0.1"}}},
+      {"Overtraining", {{"patience_train", "5"}, {"patience_validation", "10"}, {"delta", "0.01"}}},
+      {"DeadRelu", {{"tensor_regex", ".*relu_output"}, {"threshold_inactivity", "1.0"}, {"threshold_layer", "50.0"}}},
+      {"SaturatedActivation",
+       {{"collection_names", ""}, {"tensor_regex", ".*tanh_input|.*sigmoid_input"}, {"threshold_tanh_min", "-9.4999"},
+        {"threshold_tanh_max", "9.4999"}, {"threshold_sigmoid_min", "-23"}, {"threshold_sigmoid_max", "16.99999"},
+        {"threshold_inactivity", "1.0"}, {"threshold_layer", "50.0"}}},
+      {"PoorWeightInitialization",
+       {{"activation_inputs_regex", ".*relu_input"}, {"threshold", "10.0"}, {"distribution_range", "0.001"},
+        {"patience", "5"}, {"steps", "10"}}},
+      {"StalledTrainingRule",
+       {{"threshold", "1800"}, {"stop_training_on_fire", "False"}, {"training_job_name_prefix", ""}}},
+  };
+  for (const auto& [name, params] : expected) {
+    const auto* rule = registry.find(name);
+    ASSERT_NE(rule, nullptr) << name;
+    const vigil_rule_descriptor* d = rule->descriptor;
+    EXPECT_EQ(std::string(d->id), "vigil.builtin." + name);
+    EXPECT_EQ(std::string(d->name), name);
+    EXPECT_GT(std::string(d->description).size(), 400u) << name << ": the description is the rule's documentation";
+    std::map<std::string, std::string> got;
+    for (uint32_t i = 0; i < d->param_count; ++i)
+      got[d->params[i].name] = d->params[i].default_text ? d->params[i].default_text : "";
+    EXPECT_EQ(got, params) << name;
+  }
+}
+
+TEST(TrainingRulesPlugin, RefusesOutOfRangeParameters) {
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    w.step().loss(1.0);
+    w.close();
+  }
+  const std::vector<std::pair<std::string, std::map<std::string, std::string>>> bad = {
+      {"LossNotDecreasing", {{"diff_percent", "150"}}},
+      {"LossNotDecreasing", {{"num_steps", "0"}}},
+      {"LossNotDecreasing", {{"mode", "PREDICT"}}},
+      {"Overfit", {{"patience", "0"}}},
+      {"Overtraining", {{"delta", "-1"}}},
+      {"DeadRelu", {{"threshold_layer", "101"}}},
+      {"SaturatedActivation", {{"threshold_inactivity", "-1"}}},
+      {"PoorWeightInitialization", {{"patience", "0"}}},
+      {"StalledTrainingRule", {{"threshold", "-5"}}},
+  };
+  for (const auto& [rule, params] : bad) {
+    auto s = training_try_run(rule, dir.path(), params);
+    EXPECT_FALSE(s.has_value()) << rule << " " << params.begin()->first;
+  }
+  // Case-insensitive mode names, as SageMaker's strings may come.
+  EXPECT_TRUE(training_try_run("LossNotDecreasing", dir.path(), {{"mode", "train"}}).has_value());
+}
+
+// ---- LossNotDecreasing ----
+
+// TRAIN steps whose mode step is the global step, each with loss `value(step)`.
+void training_loss_trial(const fs::path& dir, const Steps& steps, const std::function<double(int64_t)>& value) {
+  TrainingWriter w(dir);
+  for (int64_t s : steps) w.step_at(s, Mode::Train, s).loss(value(s));
+  w.close();
+}
+
+TEST(TrainingLossNotDecreasing, ChecksAtMostEveryNumStepsLikeTheDocsExample) {
+  // The docs: losses every 3 steps, num_steps 10: step 21 is compared with step 9; steps 31 and 32
+  // are not saved, so the next check is at 33. A constant loss decreased by 0% < 0.1%: every check fires.
+  TempDir dir;
+  training_loss_trial(dir.path(), {9, 21, 30, 33}, [](int64_t) { return 1.0; });
+  auto s = training_run("LossNotDecreasing", dir.path());
+  EXPECT_EQ(s.status, RuleEvaluationStatus::IssuesFound);
+  EXPECT_EQ(training_steps(s), (Steps{21, 33}));
+  auto e = training_evidence(s, 21);
+  EXPECT_EQ(e["mode"], "TRAIN");
+  EXPECT_EQ(e["num_steps"], 10);
+  ASSERT_EQ(e["losses"].size(), 1u);
+  EXPECT_EQ(e["losses"][0]["tensor"], kLoss);
+  EXPECT_EQ(e["losses"][0]["worker"], "worker_0");
+  EXPECT_EQ(e["losses"][0]["compared_with_step"], 9);
+  EXPECT_EQ(e["losses"][0]["crossed"], "diff_percent");
+  EXPECT_EQ(training_evidence(s, 33)["losses"][0]["compared_with_step"], 21);
+
+  // From the first step: the first check is at the first step with a saved step num_steps earlier.
+  TempDir every3;
+  Steps steps;
+  for (int64_t k = 0; k <= 36; k += 3) steps.push_back(k);
+  training_loss_trial(every3.path(), steps, [](int64_t) { return 2.5; });
+  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", every3.path())), (Steps{12, 24, 36}));
+  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", every3.path(), {{"num_steps", "6"}})),
+            (Steps{6, 12, 18, 24, 30, 36}));
+}
+
+TEST(TrainingLossNotDecreasing, DecreaseBelowDiffPercentFiresStrictly) {
+  TempDir dir;
+  training_loss_trial(dir.path(), {0, 10}, [](int64_t s) { return s == 0 ? 1.0 : 0.875; });  // -12.5 %
+  EXPECT_EQ(training_run("LossNotDecreasing", dir.path()).status, RuleEvaluationStatus::NoIssuesFound);
+  EXPECT_EQ(training_run("LossNotDecreasing", dir.path(), {{"diff_percent", "12.5"}}).status,
+            RuleEvaluationStatus::NoIssuesFound);  // exactly at the threshold
+  auto s = training_run("LossNotDecreasing", dir.path(), {{"diff_percent", "12.6"}});
+  EXPECT_EQ(training_steps(s), (Steps{10}));
+  auto e = training_evidence(s, 10);
+  EXPECT_EQ(e["diff_percent"], 12.6);
+  EXPECT_EQ(e["losses"][0]["prev"], 1.0);
+  EXPECT_EQ(e["losses"][0]["cur"], 0.875);
+  EXPECT_EQ(e["losses"][0]["change_percent"], -12.5);
+  EXPECT_EQ(e["losses"][0]["crossed"], "diff_percent");
+}
+
+TEST(TrainingLossNotDecreasing, IncreaseAboveIncreaseThresholdFiresStrictly) {
+  TempDir dir;
+  training_loss_trial(dir.path(), {0, 10}, [](int64_t s) { return s == 0 ? 1.0 : 1.125; });  // +12.5 %
+  auto s = training_run("LossNotDecreasing", dir.path());
+  EXPECT_EQ(training_steps(s), (Steps{10}));
+  EXPECT_EQ(training_evidence(s, 10)["losses"][0]["crossed"], "increase_threshold_percent");
+  EXPECT_EQ(training_run("LossNotDecreasing", dir.path(), {{"increase_threshold_percent", "12.5"}}).status,
+            RuleEvaluationStatus::NoIssuesFound);
+  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", dir.path(), {{"increase_threshold_percent", "12.4"}})),
+            (Steps{10}));
+  // A small increase is below both tests: the documented meaning does not fire on it.
+  TempDir small;
+  training_loss_trial(small.path(), {0, 10}, [](int64_t s) { return s == 0 ? 1.0 : 1.03125; });  // +3.125 %
+  EXPECT_EQ(training_run("LossNotDecreasing", small.path()).status, RuleEvaluationStatus::NoIssuesFound);
+}
+
+TEST(TrainingLossNotDecreasing, The2019TestVectorsUnderTheDocumentedComparison) {
+  // builtin-rules.md §2.5: losses at steps 0, 4, ..., 24. The 2019 CI behaviour (cur >= prev*(1+d/100))
+  // gave 12 for vector 1 and 24 for vector 2; the documented comparison gives these.
+  const std::vector<double> v1{0.3, 0.33, 0.31, 0.30, 0.28};
+  const std::vector<double> v2{0.3, 0.33, 0.31, 0.30, 0.28, 0.2, 0.42};
+  TempDir d1, d2;
+  training_loss_trial(d1.path(), {0, 4, 8, 12, 16}, [&](int64_t s) { return v1[size_t(s / 4)]; });
+  training_loss_trial(d2.path(), {0, 4, 8, 12, 16, 20, 24}, [&](int64_t s) { return v2[size_t(s / 4)]; });
+  // Vector 1, diff 0: step 12 equals step 0, a 0 % decrease is not < 0 %.
+  EXPECT_EQ(training_run("LossNotDecreasing", d1.path(), {{"diff_percent", "0"}}).status,
+            RuleEvaluationStatus::NoIssuesFound);
+  // Vector 2, diff 20: 0 % < 20 % at 12, then +40 % > 5 % at 24.
+  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", d2.path(), {{"diff_percent", "20"}})), (Steps{12, 24}));
+}
+
+// 15 cycles of (TRAIN, TRAIN, EVAL) like the pathology runs: global 0..44, TRAIN mode steps 0..29,
+// EVAL mode steps 0..14 at global 2, 5, 8, ...
+void training_cycles(const fs::path& dir, const std::function<double(Mode, int64_t)>& value, int cycles = 15) {
+  TrainingWriter w(dir);
+  int64_t train = 0, eval = 0;
+  for (int c = 0; c < cycles; ++c) {
+    for (int k = 0; k < 2; ++k) w.step(Mode::Train).loss(value(Mode::Train, train++));
+    w.step(Mode::Eval).loss(value(Mode::Eval, eval++));
+  }
+  w.close();
+}
+
+TEST(TrainingLossNotDecreasing, ModeUnsetTriesEvalThenTrainThenGlobal) {
+  TempDir dir;
+  training_cycles(dir.path(), [](Mode, int64_t) { return 1.0; });
+  // EVAL: mode step 10 (global 32) against mode step 0; the next would be mode step 20.
+  auto unset = training_run("LossNotDecreasing", dir.path());
+  EXPECT_EQ(training_steps(unset), (Steps{32}));
+  EXPECT_EQ(training_evidence(unset, 32)["mode"], "EVAL");
+  EXPECT_EQ(training_evidence(unset, 32)["mode_step"], 10);
+  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", dir.path(), {{"mode", "EVAL"}})), (Steps{32}));
+  // TRAIN: mode steps 10 and 20 are global 15 and 30.
+  auto train = training_run("LossNotDecreasing", dir.path(), {{"mode", "TRAIN"}});
+  EXPECT_EQ(training_steps(train), (Steps{15, 30}));
+  EXPECT_EQ(training_evidence(train, 30)["losses"][0]["compared_with_step"], 10);
+  // GLOBAL: every step, global numbers.
+  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", dir.path(), {{"mode", "GLOBAL"}})),
+            (Steps{10, 20, 30, 40}));
+
+  // Without EVAL losses the unset mode is TRAIN; without modes at all, GLOBAL.
+  TempDir train_only;
+  training_loss_trial(train_only.path(), training_range(0, 20), [](int64_t) { return 1.0; });
+  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", train_only.path())), (Steps{10, 20}));
+  EXPECT_EQ(training_evidence(training_run("LossNotDecreasing", train_only.path()), 10)["mode"], "TRAIN");
+  TempDir global_only;
+  {
+    TrainingWriter w(global_only.path());
+    for (int k = 0; k <= 20; ++k) w.step(Mode::Global).loss(1.0);
+    w.close();
+  }
+  auto g = training_run("LossNotDecreasing", global_only.path());
+  EXPECT_EQ(training_steps(g), (Steps{10, 20}));
+  EXPECT_EQ(training_evidence(g, 10)["mode"], "GLOBAL");
+}
+
+TEST(TrainingLossNotDecreasing, EvalLossesDecreasingHideAFlatTrainingLoss) {
+  // The unset mode judges EVAL: a flat TRAIN loss is then not seen (what the labels assume).
+  TempDir dir;
+  training_cycles(dir.path(), [](Mode m, int64_t k) { return m == Mode::Eval ? std::ldexp(1.0, -int(k)) : 1.0; });
+  EXPECT_EQ(training_run("LossNotDecreasing", dir.path()).status, RuleEvaluationStatus::NoIssuesFound);
+  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", dir.path(), {{"mode", "TRAIN"}})), (Steps{15, 30}));
+}
+
+TEST(TrainingLossNotDecreasing, StepsWithoutTheLossAreNotJudged) {
+  // The loss is saved at 0, 5 and 12 only; other steps hold a weight. 5 has no step <= -5; 12 is
+  // compared with 0 (the newest saved step <= 2).
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    for (int64_t s = 0; s <= 20; ++s) {
+      w.step(Mode::Train).f32("fc.weight", {1.0f, 2.0f}, {2});
+      if (s == 0 || s == 5 || s == 12) w.loss(1.0);
+    }
+    w.close();
+  }
+  auto s = training_run("LossNotDecreasing", dir.path());
+  EXPECT_EQ(training_steps(s), (Steps{12}));
+  EXPECT_EQ(training_evidence(s, 12)["losses"][0]["compared_with_step"], 0);
+  // Non-scalar tensors are skipped, not errors.
+  auto w = training_run("LossNotDecreasing", dir.path(),
+                        {{"collection_names", "weights"}, {"use_losses_collection", "False"}});
+  EXPECT_EQ(w.status, RuleEvaluationStatus::NoIssuesFound) << w.details;
+}
+
+TEST(TrainingLossNotDecreasing, NaNNeverFiresAndInfinityIsAnIncrease) {
+  auto run = [](double first, double second) {
+    TempDir dir;
+    training_loss_trial(dir.path(), {0, 10}, [&](int64_t s) { return s == 0 ? first : second; });
+    return training_steps(training_run("LossNotDecreasing", dir.path()));
+  };
+  EXPECT_EQ(run(1.0, kNaN), Steps{});
+  EXPECT_EQ(run(kNaN, 1.0), Steps{});
+  EXPECT_EQ(run(kNaN, kNaN), Steps{});
+  EXPECT_EQ(run(1.0, kInf), (Steps{10}));
+  EXPECT_EQ(run(kInf, 1.0), Steps{});  // (inf - 1)/inf is NaN
+}
+
+TEST(TrainingLossNotDecreasing, TensorSelection) {
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    for (int64_t s = 0; s <= 10; ++s)
+      w.step(Mode::Train).loss(10.0 - double(s)).f64("my_metric", {3.0}).f32("fc.weight", {1.0f, 2.0f}, {2});
+    w.close();
+  }
+  // The losses collection decreases: nothing.
+  EXPECT_EQ(training_run("LossNotDecreasing", dir.path()).status, RuleEvaluationStatus::NoIssuesFound);
+  // A regex adds a flat scalar (union with losses).
+  auto r = training_run("LossNotDecreasing", dir.path(), {{"tensor_regex", "^my_"}});
+  EXPECT_EQ(training_steps(r), (Steps{10}));
+  ASSERT_EQ(training_evidence(r, 10)["losses"].size(), 1u);
+  EXPECT_EQ(training_evidence(r, 10)["losses"][0]["tensor"], "my_metric");
+  // Without the losses collection and nothing else: every scalar tensor.
+  auto all = training_run("LossNotDecreasing", dir.path(), {{"use_losses_collection", "False"}});
+  EXPECT_EQ(training_steps(all), (Steps{10}));
+  EXPECT_EQ(training_evidence(all, 10)["losses"][0]["tensor"], "my_metric");
+  // A collection of non-scalars only: nothing to judge.
+  EXPECT_EQ(training_run("LossNotDecreasing", dir.path(), {{"collection_names", "weights"}, {"use_losses_collection", "False"}})
+                .status,
+            RuleEvaluationStatus::NoIssuesFound);
+}
+
+TEST(TrainingLossNotDecreasing, EachWorkerIsComparedWithItself) {
+  TempDir dir;
+  for (int k = 0; k < 2; ++k) {
+    TrainingWriter w(dir.path(), /*end_marker=*/k == 1, false, "worker_" + std::to_string(k), 2);
+    for (int64_t s = 0; s <= 10; ++s) w.step(Mode::Train).loss(k == 0 ? 10.0 - double(s) : 4.0);
+    w.close();
+  }
+  auto s = training_run("LossNotDecreasing", dir.path());
+  EXPECT_EQ(training_steps(s), (Steps{10}));
+  auto e = training_evidence(s, 10);
+  ASSERT_EQ(e["losses"].size(), 1u);
+  EXPECT_EQ(e["losses"][0]["worker"], "worker_1");
+}
+
+// LossNotDecreasingLike (shared/fixtures/smdebug-real/<name>.expected.json) compares the means of the
+// last two windows of 5 TRAIN losses, each time the number of TRAIN losses is a multiple of 5 (and
+// >= 10), firing when cur >= prev*(1 - min_decrease). The built-in rule with the same parameters
+// (num_steps 5, diff_percent 0, TRAIN mode, the losses collection) compares single values num_steps
+// steps apart on another schedule, so it cannot give the same steps; this pins what it does give.
+TEST(TrainingLossNotDecreasing, RealSmdebugFixturesAgainstLossNotDecreasingLike) {
+  const fs::path root = fs::path(VIGIL_SHARED_DIR) / "fixtures" / "smdebug-real";
+  struct Case {
+    std::string name;
+    Steps reference;  // LossNotDecreasingLike's triggered_steps
+    Steps builtin;    // this rule's, with the same parameters
+  };
+  const std::vector<Case> cases = {
+      // A constant TRAIN loss: the reference fires at the 10th, 15th and 20th value (global 9, 14,
+      // 19); the built-in checks at mode steps 5, 10, 15, where a 0 % decrease is not < 0 %.
+      {"loss_not_decreasing", {9, 14, 19}, {}},
+      {"mixed_dtypes", {}, {}},  // 4 TRAIN steps: no step 5 steps back
+      {"mlp_healthy", {}, {}},   // checks at TRAIN mode steps 5, 10, 15: always lower
+      // TRAIN steps 0, 2, ..., 38: the built-in checks 6, 12, ..., 36 and fires on the rises
+      // 0.4465 -> 0.4969 (+11.3 %) at 18 and 0.4957 -> 0.5926 (+19.5 %) at 30; the reference
+      // compares the means of 20..28 and 30..38 at 38.
+      {"vanishing_gradient", {38}, {18, 30}},
+  };
+  for (const auto& c : cases) {
+    std::ifstream in(root / (c.name + ".expected.json"));
+    ASSERT_TRUE(in) << c.name;
+    const auto expected = nlohmann::json::parse(in);
+    const auto& ref = expected["rules"]["results"]["LossNotDecreasingLike"];
+    EXPECT_EQ(ref["params"]["window"], "5");
+    EXPECT_EQ(ref["params"]["min_decrease"], "0.0");
+    EXPECT_EQ(ref["triggered_steps"].get<Steps>(), c.reference) << c.name;
+
+    const std::map<std::string, std::string> same = {{"num_steps", "5"}, {"diff_percent", "0"}, {"mode", "TRAIN"}};
+    auto s = training_run("LossNotDecreasing", root / c.name, same);
+    EXPECT_EQ(training_steps(s), c.builtin) << c.name;
+    // increase_threshold_percent 0 (any rise fires, the reference's "not decreasing" for rises)
+    // changes nothing: the steps differ because of the schedule and the single values.
+    auto any_rise = training_run("LossNotDecreasing", root / c.name,
+                                 {{"num_steps", "5"}, {"diff_percent", "0"}, {"mode", "TRAIN"},
+                                  {"increase_threshold_percent", "0"}});
+    EXPECT_EQ(training_steps(any_rise), c.builtin) << c.name;
+  }
+}
+
+// ---- Overfit ----
+
+TEST(TrainingOverfit, RatioAboveThresholdAtEachEvalStepStrictly) {
+  TempDir dir;
+  training_cycles(dir.path(), [](Mode m, int64_t) { return m == Mode::Eval ? 2.25 : 2.0; }, 3);  // r = 0.125
+  auto s = training_run("Overfit", dir.path());
+  EXPECT_EQ(training_steps(s), (Steps{2, 5, 8}));
+  auto e = training_evidence(s, 2)["losses"][0];
+  EXPECT_EQ(e["tensor"], kLoss);
+  EXPECT_EQ(e["val"], 2.25);
+  EXPECT_EQ(e["mean_train"], 2.0);
+  EXPECT_EQ(e["train_values"], 2);
+  EXPECT_EQ(e["ratio"], 0.125);
+  EXPECT_EQ(training_run("Overfit", dir.path(), {{"ratio_threshold", "0.125"}}).status,
+            RuleEvaluationStatus::NoIssuesFound);
+  EXPECT_EQ(training_steps(training_run("Overfit", dir.path(), {{"ratio_threshold", "0.12"}})), (Steps{2, 5, 8}));
+}
+
+TEST(TrainingOverfit, PatienceCountsConsecutiveChecks) {
+  // EVAL checks: above, above, below, above, above, above.
+  const std::vector<double> eval{1.5, 1.5, 1.0, 1.5, 1.5, 1.5};
+  TempDir dir;
+  training_cycles(dir.path(), [&](Mode m, int64_t k) { return m == Mode::Eval ? eval[size_t(k)] : 1.0; }, 6);
+  EXPECT_EQ(training_steps(training_run("Overfit", dir.path())), (Steps{2, 5, 11, 14, 17}));
+  EXPECT_EQ(training_steps(training_run("Overfit", dir.path(), {{"patience", "2"}})), (Steps{5, 14, 17}));
+  auto s = training_run("Overfit", dir.path(), {{"patience", "3"}});
+  EXPECT_EQ(training_steps(s), (Steps{17}));
+  EXPECT_EQ(training_evidence(s, 17)["losses"][0]["counter"], 3);
+}
+
+TEST(TrainingOverfit, TrainingMeanCoversTheTrainStepsSinceThePreviousCheck) {
+  // Phase 1: train 4, 4, val 4 (r 0). Phase 2: train 1, 1, val 1.5 (r 0.5; cumulative means would
+  // give 2.75/2.5 - 1 = 0.1, not above 0.1).
+  TempDir dir;
+  training_cycles(dir.path(), [](Mode m, int64_t k) {
+    if (m == Mode::Train) return k < 2 ? 4.0 : 1.0;
+    return k == 0 ? 4.0 : 1.5;
+  }, 2);
+  auto s = training_run("Overfit", dir.path());
+  EXPECT_EQ(training_steps(s), (Steps{5}));
+  EXPECT_EQ(training_evidence(s, 5)["losses"][0]["mean_train"], 1.0);
+}
+
+TEST(TrainingOverfit, ConsecutiveEvalStepsReuseTheLastTrainingMean) {
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    w.step(Mode::Eval).loss(9.0);  // 0: no training loss yet: no check
+    w.step(Mode::Train).loss(1.0).step(Mode::Train).loss(3.0);  // 1, 2: mean 2
+    w.step(Mode::Eval).loss(2.5);  // 3: r 0.25
+    w.step(Mode::Eval).loss(2.1);  // 4: r 0.05 against the same mean
+    w.step(Mode::Eval).loss(2.4);  // 5: r 0.2
+    w.step(Mode::Predict).loss(100.0);  // 6: ignored
+    w.step(Mode::Train).f32("fc.weight", {1.0f}, {1});  // 7: no loss: the window stays
+    w.step(Mode::Eval).loss(2.125);  // 8: r 0.0625
+    w.close();
+  }
+  auto s = training_run("Overfit", dir.path());
+  EXPECT_EQ(training_steps(s), (Steps{3, 5}));
+  EXPECT_EQ(training_evidence(s, 5)["losses"][0]["mean_train"], 2.0);
+  EXPECT_EQ(training_steps(training_run("Overfit", dir.path(), {{"patience", "2"}})), Steps{});
+}
+
+TEST(TrainingOverfit, StartStepIsTheHostsEvaluationWindow) {
+  TempDir dir;
+  training_cycles(dir.path(), [](Mode m, int64_t) { return m == Mode::Eval ? 1.5 : 1.0; }, 4);
+  EXPECT_EQ(training_steps(training_run("Overfit", dir.path(), {{"start_step", "6"}})), (Steps{8, 11}));
+  EXPECT_EQ(training_steps(training_run("Overfit", dir.path(), {{"start_step", "0"}})), (Steps{2, 5, 8, 11}));
+}
+
+TEST(TrainingOverfit, NaNResetsAndOtherTensorsByRegex) {
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    for (int c = 0; c < 3; ++c) {
+      w.step(Mode::Train).loss(1.0).f64("val_metric", {1.0});
+      w.step(Mode::Eval).loss(c == 1 ? kNaN : 1.5).f64("val_metric", {1.05});
+    }
+    w.close();
+  }
+  // Checks at 1, 3, 5: ratio 0.5, NaN (no trigger, counter reset), 0.5.
+  EXPECT_EQ(training_steps(training_run("Overfit", dir.path())), (Steps{1, 5}));
+  EXPECT_EQ(training_steps(training_run("Overfit", dir.path(), {{"patience", "2"}})), Steps{});
+  // tensor_regex replaces the losses collection: val_metric is 5 % above.
+  EXPECT_EQ(training_run("Overfit", dir.path(), {{"tensor_regex", "val_metric"}}).status,
+            RuleEvaluationStatus::NoIssuesFound);
+  EXPECT_EQ(training_steps(training_run("Overfit", dir.path(), {{"tensor_regex", "val_metric"}, {"ratio_threshold", "0.04"}})),
+            (Steps{1, 3, 5}));
+  // No loss at all: no data, no error.
+  EXPECT_EQ(training_run("Overfit", dir.path(), {{"tensor_regex", "nothing_matches"}}).status,
+            RuleEvaluationStatus::NoIssuesFound);
+}
+
+// ---- Overtraining ----
+
+TEST(TrainingOvertraining, TrainingLossWithoutImprovementAboveDelta) {
+  // 2.0 then 1.75 seven times. delta 0.25: 1.75 is not < 2.0 - 0.25, no improvement ever: the counter
+  // reaches 5 at step 5. delta 0.125: 1.75 improves at step 1, then 5 at step 6.
+  TempDir dir;
+  training_loss_trial(dir.path(), training_range(0, 7), [](int64_t s) { return s == 0 ? 2.0 : 1.75; });
+  auto s = training_run("Overtraining", dir.path(), {{"delta", "0.25"}});
+  EXPECT_EQ(training_steps(s), (Steps{5, 6, 7}));
+  auto e = training_evidence(s, 5)["no_improvement"][0];
+  EXPECT_EQ(e["mode"], "TRAIN");
+  EXPECT_EQ(e["counter"], 5);
+  EXPECT_EQ(e["patience"], 5);
+  EXPECT_EQ(e["best"], 2.0);
+  EXPECT_EQ(e["value"], 1.75);
+  EXPECT_EQ(training_steps(training_run("Overtraining", dir.path(), {{"delta", "0.125"}})), (Steps{6, 7}));
+  EXPECT_EQ(training_steps(training_run("Overtraining", dir.path(), {{"delta", "0.125"}, {"patience_train", "7"}})),
+            Steps{});
+}
+
+TEST(TrainingOvertraining, ValidationLossStallsWhileTrainingImproves) {
+  // (TRAIN, EVAL) x 10: TRAIN falls by 0.5 each time, EVAL stays at 1: the validation counter is 3 at
+  // the 4th EVAL step (global 7) and the rule fires at every later step, TRAIN steps included.
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    for (int k = 0; k < 10; ++k) {
+      w.step(Mode::Train).loss(10.0 - 0.5 * k);
+      w.step(Mode::Eval).loss(1.0);
+    }
+    w.close();
+  }
+  EXPECT_EQ(training_run("Overtraining", dir.path()).status, RuleEvaluationStatus::NoIssuesFound);
+  auto s = training_run("Overtraining", dir.path(), {{"patience_validation", "3"}});
+  EXPECT_EQ(training_steps(s), training_range(7, 19));
+  EXPECT_EQ(training_evidence(s, 7)["no_improvement"][0]["mode"], "EVAL");
+  EXPECT_EQ(training_evidence(s, 8)["no_improvement"][0]["counter"], 3);
+}
+
+TEST(TrainingOvertraining, ImprovementResetsNaNDoesNotAndStepsWithoutLossAreNotJudged) {
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    const std::vector<double> v{1, 1, 1, 1, 1, 1, 0.5, 0.5, kNaN, kNaN, kNaN, kNaN};
+    for (size_t i = 0; i < v.size(); ++i) w.step(Mode::Train).loss(v[i]);
+    w.step(Mode::Train).f32("fc.weight", {1.0f}, {1});  // 12: no loss
+    w.step(Mode::Predict).loss(0.0);                    // 13: PREDICT is ignored
+    w.step(Mode::Train).loss(kNaN);                     // 14
+    w.close();
+  }
+  // Counter: 5 at 5; 0 at 6; then 1, 2, 3, 4, 5 at 7..11 (NaN is no improvement); 6 at 14.
+  EXPECT_EQ(training_steps(training_run("Overtraining", dir.path())), (Steps{5, 11, 14}));
+}
+
+// ---- DeadRelu ----
+
+// A (batch 4, units 4) output; unit u of sample b is values[b*4 + u].
+std::vector<double> training_units(const std::vector<std::vector<double>>& per_unit) {
+  std::vector<double> v(16);
+  for (size_t u = 0; u < 4; ++u)
+    for (size_t b = 0; b < 4; ++b) v[b * 4 + u] = per_unit[u][b];
+  return v;
+}
+
+TEST(TrainingDeadRelu, DeadShareAboveThresholdLayerStrictly) {
+  const std::vector<double> off{0, 0, -1, 0}, on{1, 2, 0.5, 3};
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    w.step().f64("layer1.relu_output_0", training_units({off, off, off, on}), {4, 4});   // 75 %
+    w.step().f64("layer1.relu_output_0", training_units({off, off, on, on}), {4, 4});    // 50 %
+    w.step().f64("other.relu_input_0", training_units({off, off, off, off}), {4, 4});   // not selected
+    w.step().f64("layer1.relu_output_0", training_units({off, off, off, off}), {4, 4});  // 100 %
+    w.close();
+  }
+  auto s = training_run("DeadRelu", dir.path());
+  EXPECT_EQ(training_steps(s), (Steps{0, 3}));
+  auto e = training_evidence(s, 0)["layers"][0];
+  EXPECT_EQ(e["tensor"], "layer1.relu_output_0");
+  EXPECT_EQ(e["dead_percent"], 75.0);
+  EXPECT_EQ(e["dead_units"], 3);
+  EXPECT_EQ(e["units"], 4);
+  EXPECT_EQ(e["batch"], 4);
+  EXPECT_EQ(training_steps(training_run("DeadRelu", dir.path(), {{"threshold_layer", "49.9"}})), (Steps{0, 1, 3}));
+  EXPECT_EQ(training_steps(training_run("DeadRelu", dir.path(), {{"threshold_layer", "75"}})), (Steps{3}));
+}
+
+TEST(TrainingDeadRelu, ThresholdInactivityIsStrict) {
+  // Every unit is active in exactly 1 of 4 samples (25 %).
+  const std::vector<double> once{0, 0, 0, 1};
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    w.step().f64("layer1.relu_output_0", training_units({once, once, once, once}), {4, 4});
+    w.close();
+  }
+  EXPECT_EQ(training_run("DeadRelu", dir.path(), {{"threshold_inactivity", "25"}}).status,
+            RuleEvaluationStatus::NoIssuesFound);
+  EXPECT_EQ(training_steps(training_run("DeadRelu", dir.path(), {{"threshold_inactivity", "25.5"}})), (Steps{0}));
+}
+
+TEST(TrainingDeadRelu, NaNIsInactiveInfinityActive) {
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    w.step().f64("layer1.relu_output_0", std::vector<double>(16, kNaN), {4, 4});
+    w.step().f64("layer1.relu_output_0", std::vector<double>(16, kInf), {4, 4});
+    w.step().f64("layer1.relu_output_0", std::vector<double>(16, -kInf), {4, 4});
+    w.close();
+  }
+  EXPECT_EQ(training_steps(training_run("DeadRelu", dir.path())), (Steps{0, 2}));
+}
+
+TEST(TrainingDeadRelu, UnitsOfConvolutionsAndVectorsAndSeveralLayers) {
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    // (batch 2, channels 2, 2x2): channel 0 dead everywhere, plus one position of channel 1: 5/8.
+    std::vector<double> conv(16, 1.0);
+    for (int b = 0; b < 2; ++b) {
+      for (int p = 0; p < 4; ++p) conv[size_t(b * 8 + p)] = 0;
+      conv[size_t(b * 8 + 4)] = -2;
+    }
+    w.step().f64("conv.relu_output_0", conv, {2, 2, 2, 2});
+    // Rank 1: one sample of 4 units, 3 of them 0.
+    w.step().f64("vec.relu_output_0", {0, 0, 0, 1}, {4});
+    // Two layers at one step: only the dead one is reported.
+    w.step().f64("a.relu_output_0", std::vector<double>(16, 1.0), {4, 4}).f64("b.ReLU_output_0", std::vector<double>(16, 0.0), {4, 4});
+    w.close();
+  }
+  auto s = training_run("DeadRelu", dir.path());
+  EXPECT_EQ(training_steps(s), (Steps{0, 1}));
+  EXPECT_EQ(training_evidence(s, 0)["layers"][0]["dead_percent"], 62.5);
+  EXPECT_EQ(training_evidence(s, 0)["layers"][0]["units"], 8);
+  EXPECT_EQ(training_evidence(s, 1)["layers"][0]["batch"], 1);
+  EXPECT_EQ(training_steps(training_run("DeadRelu", dir.path(), {{"threshold_layer", "62.5"}})), (Steps{1}));
+  // The docs' example regex: both spellings.
+  auto both = training_run("DeadRelu", dir.path(), {{"tensor_regex", ".*relu_output|.*ReLU_output"}});
+  EXPECT_EQ(training_steps(both), (Steps{0, 1, 2}));
+  ASSERT_EQ(training_evidence(both, 2)["layers"].size(), 1u);
+  EXPECT_EQ(training_evidence(both, 2)["layers"][0]["tensor"], "b.ReLU_output_0");
+  // Nothing matches: no data, no error.
+  EXPECT_EQ(training_run("DeadRelu", dir.path(), {{"tensor_regex", "^nothing$"}}).status,
+            RuleEvaluationStatus::NoIssuesFound);
+}
+
+// ---- SaturatedActivation ----
+
+TEST(TrainingSaturatedActivation, TanhInputsOutsideTheRangeStrictly) {
+  // (batch 2, units 4): per step, how many units sit at +-10 (outside +-9.4999).
+  auto layer = [](int saturated) {
+    std::vector<double> v(8, 0.5);
+    for (int b = 0; b < 2; ++b)
+      for (int u = 0; u < saturated; ++u) v[size_t(b * 4 + u)] = (u % 2 ? -10.0 : 10.0);
+    return v;
+  };
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    w.step().f64("layer3.tanh_input_0", layer(2), {2, 4});  // 50 %
+    w.step().f64("layer3.tanh_input_0", layer(3), {2, 4});  // 75 %
+    w.step().f64("layer3.tanh_input_0", {2.0, 2.0, 1.5, -2.0, 2.0, 2.0, 1.5, -2.0}, {2, 4});
+    w.close();
+  }
+  auto s = training_run("SaturatedActivation", dir.path());
+  EXPECT_EQ(training_steps(s), (Steps{1}));
+  auto e = training_evidence(s, 1)["layers"][0];
+  EXPECT_EQ(e["function"], "tanh");
+  EXPECT_EQ(e["saturated_percent"], 75.0);
+  EXPECT_EQ(e["range_max"], 9.4999);
+  // The ends of the range are outside it: at step 2, 3 of 4 units sit exactly on +-2.
+  EXPECT_EQ(training_steps(training_run("SaturatedActivation", dir.path(),
+                                        {{"threshold_tanh_min", "-2"}, {"threshold_tanh_max", "2"}})),
+            (Steps{1, 2}));
+  EXPECT_EQ(training_steps(training_run("SaturatedActivation", dir.path(),
+                                        {{"threshold_tanh_min", "-2.5"}, {"threshold_tanh_max", "2.5"}})),
+            (Steps{1}));
+  EXPECT_EQ(training_steps(training_run("SaturatedActivation", dir.path(), {{"threshold_layer", "50"}})), (Steps{1}));
+  EXPECT_EQ(training_steps(training_run("SaturatedActivation", dir.path(), {{"threshold_layer", "49"}})),
+            (Steps{0, 1}));
+}
+
+TEST(TrainingSaturatedActivation, SigmoidRangeNaNAndNamesWithoutAFunction) {
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    // Sigmoid: 17 and -23 are outside (-23, 16.99999), 16.9 and -22.5 inside.
+    w.step().f64("stack.0.sigmoid_input_0", {17, -23, 16.9, -22.5, 17, -23, 16.9, -22.5}, {2, 4});   // 50 %
+    w.step().f64("stack.0.sigmoid_input_0", {17, -23, 17, -22.5, 17, -23, 17, -22.5}, {2, 4});       // 75 %
+    w.step().f64("stack.0.Sigmoid_input_0", std::vector<double>(8, kNaN), {2, 4});                   // 100 %
+    w.step().f64("layer.act_input_0", std::vector<double>(8, 100.0), {2, 4});                    // no function
+    w.close();
+  }
+  auto s = training_run("SaturatedActivation", dir.path());
+  EXPECT_EQ(training_steps(s), (Steps{1}));
+  EXPECT_EQ(training_evidence(s, 1)["layers"][0]["function"], "sigmoid");
+  // Any case of the function's name; a selected tensor naming no function is skipped.
+  EXPECT_EQ(training_steps(training_run("SaturatedActivation", dir.path(), {{"tensor_regex", "_input_0$"}})),
+            (Steps{1, 2}));
+  EXPECT_EQ(training_steps(training_run("SaturatedActivation", dir.path(),
+                                        {{"tensor_regex", "^layer"}, {"collection_names", "default"}})),
+            (Steps{1, 2}));  // the union: "default" holds every tensor here
+}
+
+// ---- PoorWeightInitialization ----
+
+TEST(TrainingPoorWeightInitialization, ActivationVarianceRatio) {
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    w.step().f64("layer1.relu_input_0", {-1, 1, -1, 1}, {2, 2}).f64("layer2.relu_input_0", {-4, 4, -4, 4}, {2, 2});
+    w.step().f64("layer1.relu_input_0", {0, 0, 0, 0}, {2, 2}).f64("layer2.relu_input_0", {-1, 1, -1, 1}, {2, 2});
+    w.step().f64("layer1.relu_input_0", {0, 0, 0, 0}, {2, 2}).f64("layer2.relu_input_0", {3, 3, 3, 3}, {2, 2});
+    w.step().f64("layer1.relu_input_0", {-4, 4, -4, 4}, {2, 2});  // one layer: no ratio
+    w.step().f64("layer1.relu_input_0", {kNaN, 4, -4, 4}, {2, 2}).f64("layer2.relu_input_0", {0, 0, 0, 0}, {2, 2});
+    w.close();
+  }
+  // Step 0: 16/1; step 1: 1/0 = inf fires; step 2: 0/0 is NaN; step 4: NaN variance.
+  auto s = training_run("PoorWeightInitialization", dir.path());
+  EXPECT_EQ(training_steps(s), (Steps{0, 1}));
+  auto e = training_evidence(s, 0)["checks"][0];
+  EXPECT_EQ(e["check"], "activation_variance_ratio");
+  EXPECT_EQ(e["ratio"], 16.0);
+  EXPECT_EQ(e["max_variance_tensor"], "layer2.relu_input_0");
+  EXPECT_EQ(e["min_variance_tensor"], "layer1.relu_input_0");
+  EXPECT_EQ(training_evidence(s, 1)["checks"][0]["ratio_is_infinite"], true);
+  EXPECT_EQ(training_steps(training_run("PoorWeightInitialization", dir.path(), {{"threshold", "16"}})), (Steps{1}));
+  EXPECT_EQ(training_steps(training_run("PoorWeightInitialization", dir.path(), {{"threshold", "15.9"}})),
+            (Steps{0, 1}));
+}
+
+TEST(TrainingPoorWeightInitialization, GradientSpreadOnlyDuringTheFirstSteps) {
+  std::vector<float> ramp(21);
+  for (int i = 0; i <= 20; ++i) ramp[size_t(i)] = float(i);  // p5 = 1, p95 = 19: spread 18
+  const std::vector<float> flat(4, 0.5f);                      // spread 0
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    for (int s = 0; s < 15; ++s) {
+      if (s < 12) w.step().f32("gradient/fc.weight", ramp, {21});
+      else w.step().f32("gradient/fc.weight", flat, {4});
+    }
+    w.step().f32("gradient/fc.weight", {std::numeric_limits<float>::quiet_NaN(), 0, 0, 0}, {4});  // 15: NaN
+    w.step(Mode::Eval).f64("labels", {1.0});  // 16: no gradient
+    w.close();
+  }
+  EXPECT_EQ(training_run("PoorWeightInitialization", dir.path()).status, RuleEvaluationStatus::NoIssuesFound);
+  auto s = training_run("PoorWeightInitialization", dir.path(), {{"steps", "20"}});
+  EXPECT_EQ(training_steps(s), (Steps{12, 13, 14}));
+  auto e = training_evidence(s, 12)["checks"][0];
+  EXPECT_EQ(e["check"], "gradient_distribution_range");
+  EXPECT_EQ(e["tensor"], "gradient/fc.weight");
+  EXPECT_EQ(e["p95_minus_p5"], 0.0);
+  // Exactly at the range: strict.
+  EXPECT_EQ(training_steps(training_run("PoorWeightInitialization", dir.path(), {{"distribution_range", "18"}})),
+            Steps{});
+  EXPECT_EQ(training_steps(training_run("PoorWeightInitialization", dir.path(), {{"distribution_range", "18.5"}})),
+            training_range(0, 9));
+}
+
+TEST(TrainingPoorWeightInitialization, LossThatStopsDecreasing) {
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    const std::vector<double> train{1.0, 0.9, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95};
+    for (size_t i = 0; i < train.size(); ++i) {
+      w.step(Mode::Train).loss(train[i]);
+      if (i == 3) w.step(Mode::Eval).loss(5.0);  // 4: EVAL losses do not count
+    }
+    w.close();
+  }
+  // TRAIN values since the lowest (0.9 at step 1): 5 at step 7 (global; step 4 is EVAL).
+  auto s = training_run("PoorWeightInitialization", dir.path());
+  EXPECT_EQ(training_steps(s), (Steps{7, 8}));
+  auto e = training_evidence(s, 7)["checks"][0];
+  EXPECT_EQ(e["check"], "loss_stall");
+  EXPECT_EQ(e["lowest_loss"], 0.9);
+  EXPECT_EQ(e["steps_without_new_lowest"], 5);
+  EXPECT_EQ(training_steps(training_run("PoorWeightInitialization", dir.path(), {{"patience", "6"}})), (Steps{8}));
+  EXPECT_EQ(training_steps(training_run("PoorWeightInitialization", dir.path(), {{"steps", "8"}})), (Steps{7}));
+}
+
+// ---- StalledTrainingRule ----
+
+TEST(TrainingStalledTrainingRule, GapBetweenSavedStepsAboveThresholdStrictly) {
+  // Wall times 1000, 1001, 1002, then 2000 (a 998 s gap after step 2), 2001.
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    for (double t : {1000.0, 1001.0, 1002.0, 2000.0, 2001.0}) {
+      w.now = t;
+      w.step().loss(1.0);
+    }
+    w.close();
+  }
+  EXPECT_EQ(training_run("StalledTrainingRule", dir.path()).status, RuleEvaluationStatus::NoIssuesFound);
+  auto s = training_run("StalledTrainingRule", dir.path(), {{"threshold", "500"}});
+  EXPECT_EQ(training_steps(s), (Steps{2}));
+  auto e = training_evidence(s, 2);
+  EXPECT_EQ(e["next_step"], 3);
+  EXPECT_EQ(e["wall_time"], 1002.0);
+  EXPECT_EQ(e["next_wall_time"], 2000.0);
+  EXPECT_EQ(e["gap_seconds"], 998.0);
+  EXPECT_EQ(e["stop_training_on_fire"], false);
+  EXPECT_EQ(training_run("StalledTrainingRule", dir.path(), {{"threshold", "998"}}).status,
+            RuleEvaluationStatus::NoIssuesFound);
+  EXPECT_EQ(training_steps(training_run("StalledTrainingRule", dir.path(), {{"threshold", "997.5"}})), (Steps{2}));
+  // Every gap of 1 s fires with a threshold below it; the last step (training ended) never does.
+  EXPECT_EQ(training_steps(training_run("StalledTrainingRule", dir.path(), {{"threshold", "0.5"}})),
+            (Steps{0, 1, 2, 3}));
+  auto stop = training_run("StalledTrainingRule", dir.path(),
+                           {{"threshold", "500"}, {"stop_training_on_fire", "True"}, {"training_job_name_prefix", "job"}});
+  EXPECT_EQ(training_evidence(stop, 2)["stop_training"], "not run locally");
+}
+
+TEST(TrainingStalledTrainingRule, AStepIsSavedWhenItsLastRecordIsWritten) {
+  // Step 0 writes records at 1000 and 1010, step 1 at 1015: the gap is 5 s, not 15 s.
+  TempDir dir;
+  {
+    TrainingWriter w(dir.path());
+    w.step().loss(1.0);
+    w.now = 1010.0;
+    w.f64("fc.weight", {1.0, 2.0}, {2});
+    w.now = 1015.0;
+    w.step().loss(1.0);
+    w.close();
+  }
+  EXPECT_EQ(training_run("StalledTrainingRule", dir.path(), {{"threshold", "5"}}).status,
+            RuleEvaluationStatus::NoIssuesFound);
+  EXPECT_EQ(training_steps(training_run("StalledTrainingRule", dir.path(), {{"threshold", "4.9"}})), (Steps{0}));
+  // Any mode, any tensor; steps are global.
+  TempDir modes;
+  {
+    TrainingWriter w(modes.path());
+    w.step(Mode::Train).loss(1.0);
+    w.now = 1100.0;
+    w.step(Mode::Eval).f64("labels", {1.0, 0.0}, {2});
+    w.close();
+  }
+  EXPECT_EQ(training_steps(training_run("StalledTrainingRule", modes.path(), {{"threshold", "60"}})), (Steps{0}));
+}
+
+TEST(TrainingStalledTrainingRule, WhileTrainingRunsTheLastStepIsMeasuredToNow) {
+  // No end marker: the evaluator follows the trial and gives up after an idle timeout. The last step
+  // was written long ago (wall time 1001 s after the epoch): it fires; written now: it does not.
+  evaluate::EvaluatorOptions options;
+  options.idle_timeout = std::chrono::milliseconds(300);
+  TempDir old_run;
+  {
+    TrainingWriter w(old_run.path(), /*end_marker=*/false);
+    w.step().loss(1.0);
+    w.now = 1001.0;
+    w.step().loss(1.0);
+    w.close();
+  }
+  auto s = training_run("StalledTrainingRule", old_run.path(), {}, options);
+  EXPECT_EQ(training_steps(s), (Steps{1}));
+  EXPECT_TRUE(training_evidence(s, 1)["next_step"].is_null());
+  EXPECT_GT(training_evidence(s, 1)["gap_seconds"].get<double>(), 1e9);
+  TempDir fresh;
+  {
+    TrainingWriter w(fresh.path(), /*end_marker=*/false, /*real_clock=*/true);
+    w.step().loss(1.0).step().loss(1.0);
+    w.close();
+  }
+  EXPECT_EQ(training_run("StalledTrainingRule", fresh.path(), {}, options).status,
+            RuleEvaluationStatus::NoIssuesFound);
+}
+
+}  // namespace
+}  // namespace vigil
