@@ -405,12 +405,18 @@ TEST(Command, RulesAndImageUri) {
                          dir.path());
   ASSERT_EQ(rules.exit_code, 0) << rules.out;
   auto j = nlohmann::json::parse(rules.out);
-  EXPECT_EQ(j["rules"].size(), 5u);
-  EXPECT_EQ(j["rules"][0]["name"], "StepsRule");
-  EXPECT_EQ(j["rules"][0]["parameters"][1]["name"], "fail_at");
-  EXPECT_EQ(j["rules"][0]["parameters"][1]["default"], "-1");
-  ASSERT_EQ(j["refused_plugins"].size(), 1u);
-  EXPECT_NE(j["refused_plugins"][0]["reason"].get<std::string>().find("deliberate init failure"), std::string::npos);
+  // The built-in rules of the build tree are listed too; look at the test plugin's.
+  std::vector<nlohmann::json> from_good;
+  for (const auto& r : j["rules"])
+    if (r["plugin"] == "vigil.test.variant.good") from_good.push_back(r);
+  ASSERT_EQ(from_good.size(), 5u);
+  EXPECT_EQ(from_good[0]["name"], "StepsRule");
+  EXPECT_EQ(from_good[0]["parameters"][1]["name"], "fail_at");
+  EXPECT_EQ(from_good[0]["parameters"][1]["default"], "-1");
+  size_t init_refusals = 0;
+  for (const auto& r : j["refused_plugins"])
+    init_refusals += r["reason"].get<std::string>().find("deliberate init failure") != std::string::npos;
+  EXPECT_EQ(init_refusals, 1u);
 
   auto uri = run_vigil({"image-uri", "--region", "eu-west-1"}, dir.path());
   EXPECT_EQ(uri.exit_code, 0);
