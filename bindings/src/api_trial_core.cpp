@@ -315,39 +315,21 @@ class ApiTrialCore {
     return numpy_scalar(ElementType::Float64, out);
   }
 
-  // The saved reductions only. The ABI has no call for them yet: where the step has no raw value
-  // but has reductions (TensorUnavailableForStep with has_reductions), every reduction the host
-  // returns is a saved one, so each is probed; where a raw value exists the saved ones cannot be
-  // told from computed ones and the answer is empty (see docs/python.md).
+  // The saved reductions only (host function saved_reductions, ABI 1.1).
   py::list reduction_values(const std::string& name, int64_t step, int mode, const std::optional<std::string>& worker) {
+    if (!VIGIL_HAS_FIELD(host_, vigil_host_api, saved_reductions) || !host_->saved_reductions)
+      throw HostError(Error::not_supported("the host has no saved_reductions (it speaks ABI 1.0)"));
     const vigil_tensor_key key = make_key(name, step, mode, worker);
-    vigil_tensor* view = nullptr;
-    vigil_error err = new_error();
-    vigil_status st;
-    {
-      py::gil_scoped_release nogil;
-      st = host_->tensor_value(trial_, &key, &view, &err);
-    }
-    if (view && view->deleter) view->deleter(view);
+    std::vector<std::tuple<vigil_reduction, bool, double>> saved;
+    vigil_reduction_sink sink{&saved, [](void* ctx, vigil_reduction r, bool abs, double v) -> vigil_status {
+                                static_cast<std::vector<std::tuple<vigil_reduction, bool, double>>*>(ctx)->emplace_back(r, abs, v);
+                                return VIGIL_OK;
+                              }};
+    call([&](vigil_error* err) { return host_->saved_reductions(trial_, &key, sink, err); });
     py::list out;
-    if (st == VIGIL_OK || st == VIGIL_E_TYPE_ERROR) return out;
-    if (st != VIGIL_E_TENSOR_UNAVAILABLE_FOR_STEP) throw HostError(plugins::error_from_abi(st, err));
-    if (!(err.flags & VIGIL_ERRF_HAS_REDUCTIONS)) return out;
-    for (ReductionOp op : kAllReductionOps)
-      for (bool abs : {false, true}) {
-        const auto red = static_cast<vigil_reduction>(static_cast<int>(op) + VIGIL_RED_MIN);
-        double v = 0;
-        vigil_error e2 = new_error();
-        vigil_status s2;
-        {
-          py::gil_scoped_release nogil;
-          s2 = host_->reduction_value(trial_, &key, red, abs, &v, &e2);
-        }
-        if (s2 == VIGIL_OK) {
-          py::object np = py::module_::import("numpy");
-          out.append(py::make_tuple(std::string(reduction_name(op)), abs, np.attr("array")(v)));
-        }
-      }
+    py::object np = py::module_::import("numpy");
+    for (const auto& [r, abs, v] : saved)
+      out.append(py::make_tuple(std::string(reduction_name(kAllReductionOps[r - VIGIL_RED_MIN])), abs, np.attr("array")(v)));
     return out;
   }
 

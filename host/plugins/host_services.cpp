@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <string_view>
 
 #include "format/dtype.h"
+#include "trial/element_access.h"
 
 namespace vigil::plugins {
 
@@ -390,6 +392,26 @@ vigil_status VIGIL_CALL collection_tensor_names(vigil_trial* t, const char* coll
   });
 }
 
+vigil_status VIGIL_CALL saved_reductions(vigil_trial* t, const vigil_tensor_key* key, vigil_reduction_sink out,
+                                         vigil_error* err) {
+  if (!t || !valid_key(key)) return bad_argument("saved_reductions: NULL or undersized argument", err);
+  return guarded(err, [&]() -> vigil_status {
+    std::optional<std::string_view> worker;
+    if (key->worker) worker = key->worker;
+    auto saved = t->trial->reduction_values(key->name, key->step, to_mode(key->mode), worker);
+    if (!saved) return fail_with(saved.error(), err);
+    if (!out.push) return VIGIL_OK;
+    for (const auto& r : *saved) {
+      double value = 0;
+      detail::for_each_as_double(r.value, [&](double x) { value = x; });  // a saved reduction holds one element
+      const auto id = vigil_reduction(VIGIL_RED_MIN + (std::find(std::begin(kAllReductionOps), std::end(kAllReductionOps), r.op) -
+                                                       std::begin(kAllReductionOps)));
+      if (vigil_status s = out.push(out.ctx, id, r.abs, value); s != VIGIL_OK) return s;
+    }
+    return VIGIL_OK;
+  });
+}
+
 const vigil_host_api kHostApi = {
     .struct_size = sizeof(vigil_host_api),
     .abi = {VIGIL_ABI_MAJOR, VIGIL_ABI_MINOR, VIGIL_ABI_PATCH},
@@ -420,6 +442,7 @@ const vigil_host_api kHostApi = {
     .collection_tensor_names = collection_tensor_names,
     .output_directory = output_directory,
     .step_wall_time = step_wall_time,
+    .saved_reductions = saved_reductions,
 };
 
 }  // namespace

@@ -33,6 +33,9 @@
 #ifndef VIGIL_PYTHON_REL_INSTALL
 #define VIGIL_PYTHON_REL_INSTALL ""
 #endif
+#ifndef VIGIL_PYTHON_PROGRAM
+#define VIGIL_PYTHON_PROGRAM ""
+#endif
 #ifndef VIGIL_PYTHON_ABS_BUILD
 #define VIGIL_PYTHON_ABS_BUILD ""
 #endif
@@ -164,7 +167,13 @@ bool start_python(std::string* why) {
     PyConfig_InitPythonConfig(&config);
     config.install_signal_handlers = 0;  // SIGINT/SIGTERM stay the evaluator's
     config.parse_argv = 0;
-    PyStatus status = Py_InitializeFromConfig(&config);
+    PyStatus status = PyStatus_Ok();
+    // Python finds its prefix from the program: name the interpreter this plugin was built for, not
+    // whatever "python3" comes first on PATH.
+    std::error_code ec;
+    if (*VIGIL_PYTHON_PROGRAM && fs::exists(VIGIL_PYTHON_PROGRAM, ec))
+      status = PyConfig_SetBytesString(&config, &config.program_name, VIGIL_PYTHON_PROGRAM);
+    if (!PyStatus_Exception(status)) status = Py_InitializeFromConfig(&config);
     PyConfig_Clear(&config);
     if (PyStatus_Exception(status)) {
       g_python_error = std::string("cannot start Python: ") + (status.err_msg ? status.err_msg : "unknown error");

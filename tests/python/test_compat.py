@@ -4,7 +4,6 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
 
 from conftest import PYTHON_DIR, trial_dir
 

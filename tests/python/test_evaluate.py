@@ -4,7 +4,6 @@ Python plugin, and the status file's Triggers are exactly smdebug's triggered_st
 raises, and a file that does not compile, give that rule Error with the traceback's last line; the
 other rules go on."""
 import json
-import os
 import subprocess
 import textwrap
 

@@ -78,3 +78,26 @@ def test_python_plugin_in_process(plugin_dir, tmp_path):
     with pytest.raises(RuleEvaluationConditionMet) as info:
         invoke_rule(rule, raise_eval_cond=True)
     assert str(info.value) == res["raise_eval_cond_true"]["exception"]["message"]  # names the Python class
+
+
+@pytest.mark.parametrize("fixture", ["vanishing_gradient", "mlp_healthy", "loss_not_decreasing"])
+def test_builtin_rules_agree_with_vigil_evaluate(fixture, plugin_dir, vigil_exe, tmp_path):
+    """Built-in rules with their defaults: invoke_rule in Python triggers where the evaluator does."""
+    names = ["VanishingGradient", "ExplodingTensor", "LossNotDecreasing"]
+    available = {r[1] for r in list_plugin_rules(plugin_dir)}
+    assert set(names) <= available, available
+    args = [vigil_exe, "evaluate", "--trial", trial_dir(fixture), "--status-file", str(tmp_path / "s.json")]
+    for n in names:
+        args += ["--rule", n]
+    proc = subprocess.run(args, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    statuses = {s["RuleConfigurationName"]: s for s in
+                json.loads((tmp_path / "s.json").read_text())["DebugRuleEvaluationStatuses"]}
+    trial = vigil.create_trial(trial_dir(fixture))
+    for n in names:
+        rule = load(plugin_dir, n, trial)
+        try:
+            invoke_rule(rule)
+        except Exception as e:  # noqa: BLE001
+            assert type(e).__name__ == "NoMoreData", e  # the normal end of an unbounded run
+        assert rule.triggered_steps == [t["step"] for t in statuses[n].get("Triggers", [])], n

@@ -115,25 +115,36 @@ def test_api_trial_zero_copy_views_are_released():
     assert np.array_equal(arr, vigil.create_trial(trial_dir("mixed_dtypes")).tensor("Linear_weight").value(0))
 
 
-def test_gil_is_released_while_reading(trial):
-    """Another Python thread keeps running while reads happen on this one."""
-    ticks = []
-    stop = threading.Event()
+def test_gil_is_released_while_the_host_waits(tmp_path):
+    """With a 30 s switch interval Python only changes threads when one releases the GIL: the main
+    thread gets on with its work while another thread blocks in wait_for_steps, so the wait must
+    have released it."""
+    import time
 
-    def spin():
-        while not stop.is_set():
-            ticks.append(1)
+    from vigil.writer import TrialWriter
 
-    th = threading.Thread(target=spin)
-    th.start()
+    out = str(tmp_path / "live")
+    w = TrialWriter(out, save_interval=1)
+    w.begin_step()
+    w.save_tensor("x", np.zeros(1))
+    w.begin_step()  # publishes step 0
+    t = vigil.create_trial(out)
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(30.0)
     try:
-        before = len(ticks)
-        names = [n for n in trial.tensor_names() if n != "dt_strings"]
-        for _ in range(50):
-            for n in names:
-                trial.tensor(n).value(0)
-        during = len(ticks) - before
+        started = time.monotonic()
+        th = threading.Thread(target=lambda: t.wait_for_steps([2]))
+        th.start()
+        time.sleep(0.2)  # the other thread is now waiting in the host
+        sum(range(200000))  # Python work on this thread
+        for s in (1, 2):
+            w.save_tensor("x", np.full(1, s, dtype=np.float64))
+            w.begin_step()
+        w.close()
+        th.join(20)
+        elapsed = time.monotonic() - started
     finally:
-        stop.set()
-        th.join()
-    assert during > 0
+        sys.setswitchinterval(old)
+    assert not th.is_alive()
+    assert elapsed < 10, elapsed
+    assert t.steps() == [0, 1, 2]

@@ -835,7 +835,8 @@ TEST(TensorPathologyTriggerLists, EveryLabelledTriggerStep) {
       const auto& v = label["rules"][rule];
       if (!v.contains("trigger_steps") || !v["trigger_steps"].is_array()) continue;
       std::map<std::string, std::string> params;
-      for (const auto& [k, val] : v.value("params", nlohmann::json::object()).items()) {
+      const auto label_params = v.value("params", nlohmann::json::object());
+      for (const auto& [k, val] : label_params.items()) {
         if (val.is_null()) continue;
         if (val.is_array()) {
           std::string joined;

@@ -115,6 +115,10 @@ typedef struct vigil_host_api {
    * other step errors) as tensor_value. */
   vigil_status(VIGIL_CALL *step_wall_time)(vigil_trial *trial, vigil_step step, vigil_mode mode, double *out,
                                            vigil_error *err);
+  /* ABI 1.1. [blocking] smdebug's Tensor.reduction_values: the reductions SAVED at the key (none
+   * computed), each pushed once. Step errors as tensor_value. */
+  vigil_status(VIGIL_CALL *saved_reductions)(vigil_trial *trial, const vigil_tensor_key *key,
+                                             vigil_reduction_sink out, vigil_error *err);
 } vigil_host_api;
 
 VIGIL_EXTERN_C_END

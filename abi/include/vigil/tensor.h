@@ -68,6 +68,12 @@ typedef struct vigil_i64_sink {
   vigil_status (*push)(void *ctx, const int64_t *values, size_t count);
 } vigil_i64_sink;
 
+/* ABI 1.1: receives saved reductions (reduction id, abs, value as a double). */
+typedef struct vigil_reduction_sink {
+  void *ctx;
+  vigil_status (*push)(void *ctx, vigil_reduction reduction, bool abs, double value);
+} vigil_reduction_sink;
+
 VIGIL_EXTERN_C_END
 
 #endif /* VIGIL_TENSOR_H */
