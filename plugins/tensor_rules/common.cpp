@@ -146,6 +146,37 @@ double max_abs_diff(const Values& a, const Values& b) {
   return out;
 }
 
+std::string reduction_label(vigil_reduction op, bool abs) {
+  static constexpr const char* kNames[] = {"min", "max", "mean", "std", "variance", "sum", "prod", "l1", "l2"};
+  const char* name = op >= VIGIL_RED_MIN && op <= VIGIL_RED_L2 ? kNames[op - VIGIL_RED_MIN] : "unknown";
+  return fmt::format("{}{}", abs ? "abs_" : "", name);
+}
+
+Result<std::optional<std::vector<SavedReduction>>> saved_reductions(const sdk::Trial& trial, const std::string& name,
+                                                                     vigil_step step, vigil_mode mode,
+                                                                     std::string_view worker) {
+  if (!trial.host().has(&vigil_host_api::saved_reductions)) return std::optional<std::vector<SavedReduction>>{};
+  std::vector<SavedReduction> out;
+  vigil_reduction_sink sink{&out, [](void* ctx, vigil_reduction op, bool abs, double value) -> vigil_status {
+                              try {
+                                static_cast<std::vector<SavedReduction>*>(ctx)->push_back({op, abs, value});
+                                return VIGIL_OK;
+                              } catch (...) {
+                                return VIGIL_E_OUT_OF_MEMORY;
+                              }
+                            }};
+  const std::string w(worker);
+  vigil_tensor_key key{};
+  key.struct_size = sizeof key;
+  key.name = name.c_str();
+  key.step = step;
+  key.mode = mode;
+  key.worker = w.empty() ? nullptr : w.c_str();
+  VIGIL_TRY_VOID(sdk::detail::call_host(trial.host(), &vigil_host_api::saved_reductions, "saved_reductions",
+                                        trial.get(), static_cast<const vigil_tensor_key*>(&key), sink));
+  return std::optional<std::vector<SavedReduction>>(std::move(out));
+}
+
 Error no_verdict(std::string what, vigil_step step) {
   Error e = Error::tensor_unavailable_for_step(std::move(what), step);
   e.message = fmt::format("no verdict at step {}: {}", step, e.tensor);

@@ -116,6 +116,22 @@ bool allclose(const Values& a, const Values& b, double rtol, double atol, bool e
 // The largest |a - b| over the elements (NaN when any difference is NaN); for evidence.
 double max_abs_diff(const Values& a, const Values& b);
 
+// One reduction the hook saved (smdebug's Tensor.reduction_values).
+struct SavedReduction {
+  vigil_reduction op;
+  bool abs;
+  double value;
+};
+
+// "mean", "abs_l2": the reduction's name as smdebug's reduction_values keys print it.
+std::string reduction_label(vigil_reduction op, bool abs);
+
+// The reductions saved for (tensor, step, mode, worker), none computed; nullopt when the host
+// predates ABI 1.1's saved_reductions. Missing data comes back as the host's error.
+Result<std::optional<std::vector<SavedReduction>>> saved_reductions(const sdk::Trial& trial, const std::string& name,
+                                                                     vigil_step step, vigil_mode mode,
+                                                                     std::string_view worker);
+
 // The error that makes the host skip a step without a verdict (TensorUnavailableForStep).
 Error no_verdict(std::string what, vigil_step step);
 

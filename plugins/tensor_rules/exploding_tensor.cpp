@@ -68,6 +68,7 @@ Result<bool> ExplodingTensor::invoke_at_step(vigil_step step) {
     const sdk::Tensor tensor = base_trial().tensor(name);
     VIGIL_TRY(const auto workers, workers_at(tensor, step));
     for (const std::string& worker : workers) {
+      bool value_has_reductions = false;
       auto view = tensor.value(step, VIGIL_MODE_GLOBAL, worker);
       if (view) {
         judged = true;
@@ -79,19 +80,36 @@ Result<bool> ExplodingTensor::invoke_at_step(vigil_step step) {
                   .add("what", "value")
                   .add("nan_count", n->nan)
                   .add("inf_count", n->inf));
-        continue;
-      }
-      if (view.error().code == VIGIL_E_TYPE_ERROR) {  // strings: no NaN possible
-        judged = true;
-        continue;
-      }
-      if (view.error().code != VIGIL_E_TENSOR_UNAVAILABLE_FOR_STEP) {
-        if (is_missing(view.error())) continue;
+        view->reset();  // release the host's view before reading more
+      } else if (view.error().code == VIGIL_E_TYPE_ERROR) {
+        judged = true;  // strings: no NaN possible
+      } else if (view.error().code == VIGIL_E_TENSOR_UNAVAILABLE_FOR_STEP) {
+        value_has_reductions = view.error().has_reductions;  // reductions or shape only
+      } else if (!is_missing(view.error())) {
         return sdk::fail(std::move(view).error());
       }
-      if (!view.error().has_reductions) continue;  // shape only: no verdict
-      // Saved as reductions only: every reduction the hook saved can be asked for by name, and the
-      // others are unavailable (there is no value to compute them from).
+
+      // The reductions the hook saved, whether or not it saved the value too.
+      const auto check = [&](vigil_reduction op, bool abs, double r) {
+        judged = true;
+        if (std::isnan(r) || (!only_nan_ && std::isinf(r)))
+          hit(sdk::JsonObject()
+                  .add("tensor", name)
+                  .add("worker", worker)
+                  .add("what", "reduction:" + reduction_label(op, abs))
+                  .add("value", std::isnan(r) ? "NaN" : (r > 0 ? "Infinity" : "-Infinity")));
+      };
+      auto saved = saved_reductions(base_trial(), name, step, VIGIL_MODE_GLOBAL, worker);
+      if (!saved) {
+        if (is_missing(saved.error())) continue;
+        return sdk::fail(std::move(saved).error());
+      }
+      if (*saved) {
+        for (const auto& r : **saved) check(r.op, r.abs, r.value);
+        continue;
+      }
+      // A host before ABI 1.1 cannot list them: without a value, every reduction it can return was saved.
+      if (!value_has_reductions) continue;
       for (vigil_reduction op = VIGIL_RED_MIN; op <= VIGIL_RED_L2; ++op)
         for (const bool abs : {false, true}) {
           auto r = tensor.reduction_value(step, static_cast<sdk::ReductionOp>(op), abs, VIGIL_MODE_GLOBAL, worker);
@@ -99,23 +117,14 @@ Result<bool> ExplodingTensor::invoke_at_step(vigil_step step) {
             if (is_missing(r.error())) continue;
             return sdk::fail(std::move(r).error());
           }
-          judged = true;
-          if (std::isnan(*r) || (!only_nan_ && std::isinf(*r))) {
-            static constexpr const char* kNames[] = {"min", "max", "mean", "std", "variance",
-                                                     "sum", "prod", "l1",   "l2"};
-            hit(sdk::JsonObject()
-                    .add("tensor", name)
-                    .add("worker", worker)
-                    .add("what", fmt::format("reduction:{}{}", abs ? "abs_" : "", kNames[op - VIGIL_RED_MIN]))
-                    .add("value", std::isnan(*r) ? "NaN" : (*r > 0 ? "Infinity" : "-Infinity")));
-          }
+          check(op, abs, *r);
         }
     }
   }
   if (!judged) return sdk::fail(no_verdict(fmt::format("no tensor of {} has data at this step", selection_.describe()), step));
   if (hits.empty()) return false;
   VIGIL_TRY_VOID(report_evidence(first->add("only_nan", only_nan_)
-                                     .add("tensors_nonfinite", hits.count())
+                                     .add("nonfinite_count", hits.count())
                                      .add_raw("nonfinite", hits.json_array())
                                      .str()));
   return true;

@@ -5,7 +5,6 @@
 
 #include <vigil/sdk.hpp>
 
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,23 +70,20 @@ steps, any mode.
 
 * its saved value holds a NaN, or (unless `only_nan`) a +Inf or -Inf element. Every floating dtype is
   checked (float16, bfloat16, float32, float64; complex numbers by both parts). Integer, boolean and
-  string tensors can hold no such value and never fire, whatever dtype smdebug itself could decode
-  (Vigil reads int16 and the other dtypes smdebug 1.0.34 fails on; finite data never fires);
-* or, for a tensor saved **without** its value (reductions only), any of its saved reductions (min, max,
-  mean, std, variance, sum, prod, l1, l2, plain or abs) is NaN (or ±Inf unless `only_nan`).
+  string values cannot hold such an element and never fire; Vigil also reads the dtypes smdebug 1.0.34
+  cannot decode (int16, ...), and their finite data never fires;
+* or any reduction the hook **saved** for it (min, max, mean, std, variance, sum, prod, l1, l2, plain or
+  abs; smdebug's `reduction_values`, whether or not the value was saved too) is NaN, or ±Inf unless
+  `only_nan`. Reductions are never computed here, so a finite float16 tensor whose product would
+  overflow does not fire. (With a host older than ABI 1.1, which cannot list saved reductions, they
+  are read only for tensors saved without their value.)
 
-The check is element-wise on the value (the spec's assumption), not on a sum or mean of it, so a finite
-tensor whose sum would overflow does not fire. A tensor saved with only its shape gives no verdict; a
-step where no selected tensor gives one is skipped.
-
-**Known gap.** When a tensor was saved with its value **and** reductions, only the value is checked: the
-SDK cannot tell saved reductions from computed ones, and recomputing them could overflow (a float16
-`prod`) and fire on finite data. A saved reduction can only be non-finite with a finite value if the
-hook's own reduction overflowed.
+The check is element-wise on the value (the spec's assumption), not on a sum or mean of it. A tensor
+saved with only its shape gives no verdict; a step where no selected tensor gives one is skipped.
 
 **Evidence.** The first offending `tensor` and `worker`, `what` (`value` or `reduction:<abs_><op>`),
-`nan_count` and `inf_count` (for a value), `only_nan`, `tensors_nonfinite` (how many tensor/worker
-pairs fired) and `nonfinite`: up to 10 of them.)md";
+`nan_count` and `inf_count` (for a value) or `value` (for a reduction), `only_nan`, `nonfinite_count`
+(how many values and reductions fired) and `nonfinite`: up to 10 of them.)md";
 
   static Result<std::unique_ptr<ExplodingTensor>> create(sdk::RuleContext ctx);
   Result<bool> invoke_at_step(vigil_step step) override;
@@ -191,13 +187,11 @@ step where no selected tensor gives one is skipped.
   };
   UnchangedTensor(sdk::RuleContext ctx, Selection selection, Options options)
       : Rule(std::move(ctx)), selection_(std::move(selection)), options_(options) {}
-  // The value of (tensor, worker) at a step, read once and kept while the step is in the window.
-  Result<std::shared_ptr<const Values>> value_at(const std::string& name, const std::string& worker, vigil_step step,
-                                                 bool& numeric);
 
+  // No values are kept between steps (they would cost num_steps copies of every selected tensor):
+  // the window is read again at each step.
   Selection selection_;
   Options options_;
-  std::map<std::pair<std::string, std::string>, std::map<vigil_step, std::shared_ptr<const Values>>> cache_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -304,14 +298,8 @@ the thresholds, `tensors_outside` and `outside`: up to 10 tensor/worker pairs.)m
   };
   WeightUpdateRatio(sdk::RuleContext ctx, Options options) : Rule(std::move(ctx)), options_(options) {}
 
-  struct Last {
-    vigil_mode mode;
-    vigil_step step;  // in `mode`'s steps
-    std::shared_ptr<const Values> value;
-  };
+  // The previous weights are read again at each step rather than kept (a copy of every weight).
   Options options_;
-  // The newest value read per (tensor, worker): usually the previous step of the next judgement.
-  std::map<std::pair<std::string, std::string>, Last> last_;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -18,21 +18,6 @@ Result<std::unique_ptr<UnchangedTensor>> UnchangedTensor::create(sdk::RuleContex
   return std::unique_ptr<UnchangedTensor>(new UnchangedTensor(std::move(ctx), std::move(selection), o));
 }
 
-Result<std::shared_ptr<const Values>> UnchangedTensor::value_at(const std::string& name, const std::string& worker,
-                                                                vigil_step step, bool& numeric) {
-  numeric = true;
-  auto& steps = cache_[{name, worker}];
-  if (auto it = steps.find(step); it != steps.end()) return it->second;
-  VIGIL_TRY(auto values, read_values(base_trial().tensor(name), step, VIGIL_MODE_GLOBAL, worker));
-  if (!values) {
-    numeric = false;
-    return std::shared_ptr<const Values>{};
-  }
-  auto shared = std::make_shared<const Values>(std::move(*values));
-  steps.emplace(step, shared);
-  return shared;
-}
-
 Result<bool> UnchangedTensor::invoke_at_step(vigil_step step) {
   VIGIL_TRY(const auto names, selected_at_step(base_trial(), selection_, step, false));
   const auto n = static_cast<size_t>(options_.num_steps);
@@ -51,32 +36,27 @@ Result<bool> UnchangedTensor::invoke_at_step(vigil_step step) {
       if (s <= step) window.push_back(s);
     if (window.size() > n) window.erase(window.begin(), window.end() - static_cast<std::ptrdiff_t>(n));
     for (const std::string& worker : workers) {
-      auto& cached = cache_[{name, worker}];
-      std::erase_if(cached, [&](const auto& kv) { return std::ranges::find(window, kv.first) == window.end(); });
       if (window.size() < n || window.back() != step) {
         judged = true;  // too short a history: the tensor does not fire (spec: treat as False)
         continue;
       }
-      bool numeric = true;
-      auto current = value_at(name, worker, step, numeric);
+      auto current = read_values(tensor, step, VIGIL_MODE_GLOBAL, worker);
       if (!current) {
-        if (is_missing(current.error())) continue;
+        if (is_missing(current.error())) continue;  // reductions or shape only
         return sdk::fail(std::move(current).error());
       }
-      if (!numeric) continue;
+      if (!*current) continue;  // not real-valued
       bool unchanged = true;
       bool complete = true;
       for (vigil_step p : window) {
         if (p == step) continue;
-        auto previous = value_at(name, worker, p, numeric);
+        auto previous = read_values(tensor, p, VIGIL_MODE_GLOBAL, worker);
         if (!previous) {
-          if (is_missing(previous.error())) {
-            complete = false;  // this worker did not save the value at p
-            break;
-          }
-          return sdk::fail(std::move(previous).error());
+          if (!is_missing(previous.error())) return sdk::fail(std::move(previous).error());
+          complete = false;  // this worker did not save the value at p
+          break;
         }
-        if (!numeric) {
+        if (!*previous) {
           complete = false;
           break;
         }

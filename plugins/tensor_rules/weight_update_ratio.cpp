@@ -48,33 +48,30 @@ Result<bool> WeightUpdateRatio::invoke_at_step(vigil_step step) {
     std::optional<vigil_step> previous;
     for (vigil_step s : saved)
       if (s < current && (!options_.num_steps || s >= current - *options_.num_steps)) previous = s;
+    if (!previous) continue;  // the tensor's first step: nothing to compare with
     for (const std::string& worker : workers) {
-      auto& last = last_[{name, worker}];
-      VIGIL_TRY(auto now, read_values(tensor, current, mode, worker));
-      if (!now) continue;  // not real-valued
-      auto now_shared = std::make_shared<const Values>(std::move(*now));
-      std::shared_ptr<const Values> before;
-      if (previous && last.value && last.mode == mode && last.step == *previous) before = last.value;
-      last = Last{mode, current, now_shared};
-      if (!previous) continue;  // the tensor's first step: nothing to compare with
-      if (!before) {
-        auto read = read_values(tensor, *previous, mode, worker);
-        if (!read) {
-          if (is_missing(read.error())) continue;  // this worker did not save the value then
-          return sdk::fail(std::move(read).error());
-        }
-        if (!*read) continue;
-        before = std::make_shared<const Values>(std::move(**read));
+      auto now_read = read_values(tensor, current, mode, worker);
+      if (!now_read) {
+        if (is_missing(now_read.error())) continue;  // reductions or shape only
+        return sdk::fail(std::move(now_read).error());
       }
-      if (before->shape != now_shared->shape || before->data.size() != now_shared->data.size()) {
+      auto before_read = read_values(tensor, *previous, mode, worker);
+      if (!before_read) {
+        if (is_missing(before_read.error())) continue;  // this worker did not save the value then
+        return sdk::fail(std::move(before_read).error());
+      }
+      if (!*now_read || !*before_read) continue;  // not real-valued
+      const Values& now = **now_read;
+      const Values& before = **before_read;
+      if (before.shape != now.shape || before.data.size() != now.data.size()) {
         log(VIGIL_LOG_WARNING, "step {}: {} changed shape since step {}: no verdict", step, name, *previous);
         continue;
       }
       double update = 0, weights = 0;
-      for (size_t i = 0; i < now_shared->data.size(); ++i) {
-        const double d = now_shared->data[i] - before->data[i];
+      for (size_t i = 0; i < now.data.size(); ++i) {
+        const double d = now.data[i] - before.data[i];
         update += d * d;
-        weights += before->data[i] * before->data[i];
+        weights += before.data[i] * before.data[i];
       }
       update = std::sqrt(update);
       weights = std::sqrt(weights);

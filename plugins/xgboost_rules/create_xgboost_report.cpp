@@ -81,11 +81,12 @@ std::string CreateXgboostReport::file_name(const std::string& configuration_name
 }
 
 sdk::Result<std::filesystem::path> CreateXgboostReport::report_path() const {
-  // ABI 1.1 output_directory; Host::fn checks that the host's table is long enough to hold the slot
-  // (VIGIL_HAS_FIELD) and that it is set. An ABI 1.0 host has none: the current directory.
+  // ABI 1.1 output_directory (the SDK has no wrapper yet): only when the host's table is long enough
+  // to hold the slot. An ABI 1.0 host has none: the current directory.
   std::filesystem::path dir;
-  if (auto output_directory = host().fn(&vigil_host_api::output_directory)) {
-    if (const char* d = output_directory(session())) dir = d;
+  const vigil_host_api* api = host().get();
+  if (VIGIL_HAS_FIELD(api, vigil_host_api, output_directory) && api->output_directory) {
+    if (const char* d = api->output_directory(session())) dir = d;
   }
   if (dir.empty()) {
     std::error_code ec;

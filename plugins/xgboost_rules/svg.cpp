@@ -199,7 +199,7 @@ std::string heat_map(const Axes& axes, const std::vector<std::string>& row_label
   const double n_rows = static_cast<double>(std::max<size_t>(row_labels.size(), 1));
   const double n_cols = static_cast<double>(std::max<size_t>(column_labels.size(), 1));
   const double cell = std::clamp(420.0 / std::max(n_rows, n_cols), 12.0, 48.0);
-  const Frame f{100 + cell * n_cols + 20, 40 + cell * n_rows + 60, 100, 20, 40, 60};
+  const Frame f{100 + cell * n_cols + 20, 40 + cell * n_rows + 20, 100, 20, 40, 20};
   std::string out = open_svg(f, axes);
   std::vector<int64_t> column_sums(column_labels.size(), 0);
   for (const auto& row : cells)

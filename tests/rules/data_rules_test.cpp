@@ -58,12 +58,14 @@ std::vector<std::byte> data_bytes(const DataSave& s) {
   return out;
 }
 
-// Writes one worker's steps (and the end marker) with Vigil's writer.
+// Writes one worker's steps with Vigil's writer; the last worker written writes the end marker.
 void data_write_trial(const fs::path& dir, const std::vector<DataStep>& steps, const std::string& worker = "worker_0",
-                      int64_t num_workers = 1, const std::vector<format::CollectionConfig>& collections = {}) {
+                      int64_t num_workers = 1, const std::vector<format::CollectionConfig>& collections = {},
+                      bool end_marker = true) {
   writer::WriterOptions options;
   options.worker = worker;
   options.num_workers = num_workers;
+  options.write_end_marker = end_marker;
   for (auto& m : options.save_config) m.save_interval = 1;
   auto w = writer::TrialWriter::create(dir, options);
   ASSERT_TRUE(w.has_value()) << w.error().message;
@@ -274,7 +276,7 @@ TEST(DataClassImbalance, WorkersArePooled) {
   TempDir dir;
   // Each worker alone is balanced enough for samples=40 only together.
   data_write_trial(dir.path(), {data_eval_step(0, 0, data_repeat({{0, 19}, {1, 1}}), data_repeat({{0, 20}}))},
-                   "worker_0", 2);
+                   "worker_0", 2, {}, false);
   data_write_trial(dir.path(), {data_eval_step(0, 0, data_repeat({{0, 19}, {1, 1}}), data_repeat({{0, 20}}))},
                    "worker_1", 2);
   auto s = data_evaluate("ClassImbalance", dir.path(), {{"samples", "40"}});
@@ -527,7 +529,7 @@ TEST(DataNLPSequenceRatio, NaNElementsNeverMatchAndWorkersAreJudgedApart) {
   TempDir dir;
   data_write_trial(dir.path(),
                    {DataStep{0, Mode::Train, 0, {data_tokens("embedding0_input_0", data_repeat({{kNaN, 8}, {3, 2}}), format::ElementType::Float32)}}},
-                   "worker_0", 2);
+                   "worker_0", 2, {}, false);
   data_write_trial(dir.path(),
                    {DataStep{0, Mode::Train, 0, {data_tokens("embedding0_input_0", data_repeat({{0, 8}, {3, 2}}))}}},
                    "worker_1", 2);

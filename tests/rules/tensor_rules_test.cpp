@@ -92,17 +92,16 @@ std::vector<std::byte> tensor_bytes(const TensorSave& s) {
   return out;
 }
 
-// Writes one worker's steps (and the end marker) with Vigil's writer.
+// Writes one worker's steps with Vigil's writer, then the end marker (unless another worker writes it last).
 void tensor_write_trial(const fs::path& dir, const std::vector<TensorStep>& steps,
-                        const std::string& worker = "worker_0", int64_t num_workers = 1,
-                        const std::vector<format::CollectionConfig>& collections = {}) {
+                        const std::string& worker = "worker_0", int64_t num_workers = 1, bool end_marker = true) {
   writer::WriterOptions options;
   options.worker = worker;
   options.num_workers = num_workers;
+  options.write_end_marker = end_marker;
   for (auto& m : options.save_config) m.save_interval = 1;
   auto w = writer::TrialWriter::create(dir, options);
   ASSERT_TRUE(w.has_value()) << w.error().message;
-  for (const auto& c : collections) ASSERT_TRUE((*w)->add_collection(c).has_value());
   for (const auto& s : steps) {
     ASSERT_TRUE((*w)->begin_step_at(s.step, s.mode, s.mode_step < 0 ? s.step : s.mode_step).has_value());
     for (const auto& save : s.saves) {
@@ -273,7 +272,7 @@ TEST(TensorVanishingGradient, ReadsSavedAbsMeanReductionsAndEveryWorker) {
       {1, Mode::Train, -1, {{"gradient/a", {1, 2}}}, {{"gradient/r", "mean", true, 1e-9}}},
       {2, Mode::Train, -1, {{"gradient/a", {1, 2}}}, {{"gradient/r", "mean", false, 1e-9}}},  // not abs: not read
       {3, Mode::Train, -1, {{"gradient/a", {1, 2}}}},
-  }, "worker_0", 2);
+  }, "worker_0", 2, /*end_marker=*/false);
   // worker_1: the gradient vanishes at step 3 only.
   tensor_write_trial(dir.path(), {
       {0, Mode::Train, -1, {{"gradient/a", {1, 2}}}},
@@ -320,7 +319,7 @@ TEST(TensorExplodingTensor, SpecTestVectorFiresAtTheNaNSteps) {
   EXPECT_EQ(e["what"], "value");
   EXPECT_EQ(e["nan_count"], 1);
   EXPECT_EQ(e["inf_count"], 0);
-  EXPECT_EQ(e["tensors_nonfinite"], 3);
+  EXPECT_EQ(e["nonfinite_count"], 3);
 }
 
 TEST(TensorExplodingTensor, InfinitiesFireUnlessOnlyNaN) {
@@ -375,26 +374,33 @@ TEST(TensorExplodingTensor, EveryFloatDtypeIsCheckedAndOtherDtypesNeverFire) {
   EXPECT_EQ(tensor_steps(s), (Steps{1, 2})) << tensor_seen(s);
 }
 
-TEST(TensorExplodingTensor, ReductionOnlyTensorsAreJudgedByTheirSavedReductions) {
+TEST(TensorExplodingTensor, SavedReductionsAreCheckedWithOrWithoutTheValue) {
   TempDir dir;
   tensor_write_trial(dir.path(), {
       {0, Mode::Train, -1, {}, {{"relu_output_0", "min", false, 0.0}, {"relu_output_0", "l2", false, 3.0}}},
       {1, Mode::Train, -1, {}, {{"relu_output_0", "min", false, 0.0}, {"relu_output_0", "l2", false, kNaN}}},
       {2, Mode::Train, -1, {}, {{"relu_output_0", "mean", true, kInf}}},
       {3, Mode::Train, -1, {{"w", {1}}}, {}, {"fc_output_0"}},  // shape only: no verdict
+      // A finite value whose saved l2 overflowed in the hook: smdebug's reduction_values shows the inf.
+      {4, Mode::Train, -1, {{"big", {1e38, 1e38}}}, {{"big", "l2", false, kInf}}},
+      // A finite float16 value whose prod would overflow: nothing is computed, nothing fires.
+      {5, Mode::Train, -1, {{"half", {60000, 60000}, {}, ElementType::Float16}}},
   });
   auto s = tensor_evaluate("ExplodingTensor", dir.path());
-  ASSERT_EQ(tensor_steps(s), (Steps{1, 2})) << tensor_seen(s);
+  ASSERT_EQ(tensor_steps(s), (Steps{1, 2, 4})) << tensor_seen(s);
   EXPECT_EQ(tensor_evidence(s, 0)["what"], "reduction:l2");
   EXPECT_EQ(tensor_evidence(s, 0)["value"], "NaN");
   EXPECT_EQ(tensor_evidence(s, 1)["what"], "reduction:abs_mean");
+  EXPECT_EQ(tensor_evidence(s, 1)["value"], "Infinity");
+  EXPECT_EQ(tensor_evidence(s, 2)["tensor"], "big");
+  EXPECT_EQ(tensor_evidence(s, 2)["what"], "reduction:l2");
   auto n = tensor_evaluate("ExplodingTensor", dir.path(), {{"only_nan", "True"}});
   EXPECT_EQ(tensor_steps(n), (Steps{1})) << tensor_seen(n);
 }
 
 TEST(TensorExplodingTensor, EveryWorkerIsInspected) {
   TempDir dir;
-  tensor_write_trial(dir.path(), {{0, Mode::Train, -1, {{"a", {1}}}}, {1, Mode::Train, -1, {{"a", {1}}}}}, "worker_0", 2);
+  tensor_write_trial(dir.path(), {{0, Mode::Train, -1, {{"a", {1}}}}, {1, Mode::Train, -1, {{"a", {1}}}}}, "worker_0", 2, /*end_marker=*/false);
   tensor_write_trial(dir.path(), {{0, Mode::Train, -1, {{"a", {1}}}}, {1, Mode::Train, -1, {{"a", {kNaN}}}}}, "worker_1", 2);
   auto s = tensor_evaluate("ExplodingTensor", dir.path());
   EXPECT_EQ(tensor_steps(s), (Steps{1})) << tensor_seen(s);
@@ -548,7 +554,7 @@ TEST(TensorUnchangedTensor, UsesTheTensorsOwnSavedStepsAcrossModes) {
 TEST(TensorUnchangedTensor, ComparesEachWorkerWithItsOwnHistory) {
   TempDir dir;
   tensor_write_trial(dir.path(), {{0, Mode::Train, -1, {{"w", {1}}}}, {1, Mode::Train, -1, {{"w", {1}}}},
-                                  {2, Mode::Train, -1, {{"w", {2}}}}}, "worker_0", 2);
+                                  {2, Mode::Train, -1, {{"w", {2}}}}}, "worker_0", 2, /*end_marker=*/false);
   tensor_write_trial(dir.path(), {{0, Mode::Train, -1, {{"w", {5}}}}, {1, Mode::Train, -1, {{"w", {5}}}},
                                   {2, Mode::Train, -1, {{"w", {5}}}}}, "worker_1", 2);
   auto s = tensor_evaluate("UnchangedTensor", dir.path(), {{"tensor_regex", "w"}});
@@ -681,7 +687,7 @@ TEST(TensorWeightUpdateRatio, ThresholdsAreStrictAndNaNNeverFires) {
 TEST(TensorWeightUpdateRatio, OnlyTheWeightsCollectionPerWorker) {
   TempDir dir;
   tensor_write_trial(dir.path(), {{0, Mode::Train, 0, {{"fc.bias", {1}}, {"fc.weight", {1}}}},
-                                  {1, Mode::Train, 1, {{"fc.bias", {1}}, {"fc.weight", {1.5}}}}}, "worker_0", 2);
+                                  {1, Mode::Train, 1, {{"fc.bias", {1}}, {"fc.weight", {1.5}}}}}, "worker_0", 2, /*end_marker=*/false);
   tensor_write_trial(dir.path(), {{0, Mode::Train, 0, {{"fc.weight", {1}}}},
                                   {1, Mode::Train, 1, {{"fc.weight", {1}}}}}, "worker_1", 2);
   auto s = tensor_evaluate("WeightUpdateRatio", dir.path());
@@ -757,6 +763,21 @@ TEST(TensorSimilarAcrossRuns, ComparesStringTensorsAndNeedsAnotherRun) {
   EXPECT_NE(missing.details.find("Required argument other_trials"), std::string::npos) << missing.details;
   // The other rules read one trial: the host refuses other trials for them.
   EXPECT_NE(tensor_refusal("ExplodingTensor", base.path(), {{"other_trial_0", other.path().string()}}), "");
+}
+
+TEST(TensorSimilarAcrossRuns, OnRealRunsWrittenBySmdebug) {
+  const fs::path runs = fs::path(VIGIL_SHARED_DIR) / "fixtures" / "pathologies";
+  // The same seed and model: the stalled run only paused between steps, so every tensor agrees.
+  auto same = tensor_evaluate("SimilarAcrossRuns", runs / "healthy_mlp_s1",
+                              {{"other_trial_0", (runs / "stalled_pause_5s_s1").string()}});
+  EXPECT_EQ(same.status, RuleEvaluationStatus::NoIssuesFound) << tensor_seen(same);
+  // Another training set: the losses differ from the first step on.
+  auto other = tensor_evaluate("SimilarAcrossRuns", runs / "healthy_mlp_s1",
+                               {{"other_trial_0", (runs / "flat_loss_random_labels_s1").string()},
+                                {"collection_names", "losses"}});
+  ASSERT_EQ(other.status, RuleEvaluationStatus::IssuesFound) << tensor_seen(other);
+  EXPECT_EQ(other.triggers.front().step, 0);
+  EXPECT_EQ(tensor_evidence(other, 0)["tensor"], "CrossEntropyLoss_output_0");
 }
 
 // =============================================================================================

@@ -58,11 +58,13 @@ std::vector<format::CollectionConfig> xgb_collections() {
   return out;
 }
 
+// Writes one worker's rounds; the last worker written writes the end marker.
 void xgb_write_trial(const fs::path& dir, const std::vector<XgbRound>& rounds, const std::string& worker = "worker_0",
-                     int64_t num_workers = 1) {
+                     int64_t num_workers = 1, bool end_marker = true) {
   writer::WriterOptions options;
   options.worker = worker;
   options.num_workers = num_workers;
+  options.write_end_marker = end_marker;
   options.builtin_collections = false;
   for (auto& m : options.save_config) m.save_interval = 1;
   auto w = writer::TrialWriter::create(dir, options);
@@ -214,7 +216,7 @@ TEST(XgbTreeDepth, NaNIdsNeverFireAndNoTreesIsNoData) {
 
 TEST(XgbTreeDepth, EveryWorkerIsJudged) {
   TempDir dir;
-  xgb_write_trial(dir.path(), {XgbRound{0, xgb_full_tree(0, 3)}}, "worker_0", 2);
+  xgb_write_trial(dir.path(), {XgbRound{0, xgb_full_tree(0, 3)}}, "worker_0", 2, false);
   xgb_write_trial(dir.path(), {XgbRound{0, xgb_full_tree(0, 6)}}, "worker_1", 2);
   auto s = xgb_evaluate("TreeDepth", dir.path());
   ASSERT_EQ(xgb_steps(s), (std::vector<int64_t>{0})) << xgb_seen(s);
@@ -296,7 +298,7 @@ TEST(XgbFeatureImportanceOverweight, NonScalarMatchIsAnErrorAndNoMatchIsNoData) 
 TEST(XgbFeatureImportanceOverweight, WorkersAreJudgedApart) {
   TempDir dir;
   xgb_write_trial(dir.path(), {XgbRound{0, xgb_importance("weight", {{"f0", 0.25}, {"f1", 0.25}, {"f2", 0.25}, {"f3", 0.25}})}},
-                  "worker_0", 2);
+                  "worker_0", 2, false);
   xgb_write_trial(dir.path(), {XgbRound{0, xgb_importance("weight", {{"f0", 0.7}, {"f1", 0.1}, {"f2", 0.1}, {"f3", 0.1}})}},
                   "worker_1", 2);
   auto s = xgb_evaluate("FeatureImportanceOverweight", dir.path());
