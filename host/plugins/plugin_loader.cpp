@@ -61,7 +61,6 @@ auto call_plugin(const char* what, Fn&& fn) -> std::expected<decltype(fn()), std
 constexpr size_t kEntryV1Size = offsetof(vigil_plugin_entry, get_factory) + sizeof(void*);
 constexpr size_t kFactoryV1Size = offsetof(vigil_rule_factory, create) + sizeof(void*);
 constexpr size_t kDescriptorV1Size = offsetof(vigil_rule_descriptor, flags) + sizeof(uint32_t);
-constexpr size_t kParamSpecV1Size = offsetof(vigil_param_spec, description) + sizeof(void*);
 
 }  // namespace
 
@@ -74,7 +73,10 @@ std::string check_descriptor(const vigil_rule_descriptor* d) {
   std::set<std::string> names;
   for (uint32_t i = 0; i < d->param_count; ++i) {
     const vigil_param_spec& p = d->params[i];
-    if (p.struct_size < kParamSpecV1Size) return fmt::format("rule {}: parameter {} has struct_size {}", d->id, i, p.struct_size);
+    // Specs are array elements: the layout cannot grow, so the size must be exactly ours.
+    if (p.struct_size != sizeof(vigil_param_spec))
+      return fmt::format("rule {}: parameter {} has struct_size {} (expected {})", d->id, i, p.struct_size,
+                         sizeof(vigil_param_spec));
     if (!nonempty(p.name)) return fmt::format("rule {}: parameter {} has no name", d->id, i);
     if (!names.insert(p.name).second) return fmt::format("rule {}: parameter {} is declared twice", d->id, p.name);
     if (p.type < VIGIL_PARAM_BOOL || p.type > VIGIL_PARAM_ENUM)

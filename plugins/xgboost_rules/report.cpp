@@ -35,6 +35,14 @@ int64_t class_of_label(double v) { return is_integral(v) && v >= 0 ? static_cast
 
 std::string class_name(int64_t c) { return c < 0 ? std::string("none") : std::to_string(c); }
 
+// A histogram bin's start as a chart label: 4 significant digits, and an edge that is zero up to
+// rounding (lo + i * width) shown as 0.
+std::string bin_label(const std::vector<double>& edges, size_t i) {
+  const double width = edges.size() > 1 ? edges[1] - edges[0] : 1;
+  const double v = std::fabs(edges[i]) < width * 1e-9 ? 0.0 : edges[i];
+  return fmt::format("{:.4g}", v);
+}
+
 std::string percent(double share) { return std::isfinite(share) ? fmt::format("{:.1f} %", 100 * share) : "n/a"; }
 
 // Report builder: sections in a fixed order, each with an id the table of contents links to.
@@ -137,7 +145,7 @@ void section_label_distribution(Page& page, const ReportData& d, const TaskInfo&
     } else {
       std::vector<svg::Bar> bars;
       for (size_t i = 0; i < counts.size(); ++i)
-        bars.push_back({format_number(edges[i]), static_cast<double>(counts[i])});
+        bars.push_back({bin_label(edges, i), static_cast<double>(counts[i])});
       page.add(svg::bar_chart({.title = "Label histogram", .x_label = "label (bin start)", .y_label = "labels"}, bars,
                               false));
     }
@@ -386,7 +394,7 @@ void section_residuals(Page& page, const ReportData& d, const TaskInfo& task) {
   auto [edges, counts] = histogram(r, kHistogramBins);
   if (!edges.empty()) {
     std::vector<svg::Bar> bars;
-    for (size_t i = 0; i < counts.size(); ++i) bars.push_back({format_number(edges[i]), static_cast<double>(counts[i])});
+    for (size_t i = 0; i < counts.size(); ++i) bars.push_back({bin_label(edges, i), static_cast<double>(counts[i])});
     page.add(svg::bar_chart({.title = "Residual histogram", .x_label = "residual (bin start)", .y_label = "labels"},
                             bars, false));
   }
@@ -431,7 +439,7 @@ void section_error_per_bin(Page& page, const ReportData& d, const TaskInfo& task
     const double mae = used[b] ? sums[b] / static_cast<double>(used[b]) : NAN;
     const std::string bin = fmt::format("[{}, {}{}", format_number(edges[b]), format_number(edges[b + 1]),
                                         b + 1 == counts.size() ? "]" : ")");
-    bars.push_back({format_number(edges[b]), used[b] ? mae : 0});
+    bars.push_back({bin_label(edges, b), used[b] ? mae : 0});
     rows.push_back({bin, std::to_string(used[b]), used[b] ? format_number(mae) : "n/a"});
   }
   page.paragraph(fmt::format("Labels at step {} in {} equal-width bins; mean |label - prediction| per bin.", d.lp_step,

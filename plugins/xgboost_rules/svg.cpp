@@ -15,7 +15,8 @@ constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", 
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 constexpr size_t kPaletteSize = sizeof kPalette / sizeof kPalette[0];
 
-std::string tick_text(double v) { return fmt::format("{:.4g}", v); }
+// Labels drawn in a chart: 4 significant digits (the tables and tooltips give 6).
+std::string tick_text(double v) { return std::isfinite(v) ? fmt::format("{:.4g}", v) : format_number(v); }
 
 // "Nice" tick spacing (1, 2 or 5 times a power of ten) for about `target` intervals.
 double nice_step(double span, int target) {
@@ -157,7 +158,7 @@ std::string bar_chart(const Axes& axes, const std::vector<Bar>& bars, bool horiz
                          x0, y + band * 0.15, x1 - x0, band * 0.7, html_escape(bars[i].label),
                          format_number(bars[i].value));
       out += text(f.left - 6, y + band * 0.5 + 4, bars[i].label, "end");
-      out += text(x1 + 4, y + band * 0.5 + 4, format_number(bars[i].value), "start", " class=\"value\"");
+      out += text(x1 + 4, y + band * 0.5 + 4, tick_text(bars[i].value), "start", " class=\"value\"");
     }
     out += fmt::format("<line class=\"axis\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/>\n", px(0),
                        f.top, f.top + f.plot_h());
@@ -186,7 +187,7 @@ std::string bar_chart(const Axes& axes, const std::vector<Bar>& bars, bool horiz
       out += text(lx, ly, bars[i].label, "end", fmt::format(" transform=\"rotate(-45 {:.1f} {:.1f})\"", lx, ly));
     else
       out += text(lx, ly, bars[i].label, "middle");
-    if (bars.size() <= 20) out += text(lx, y0 - 4, format_number(bars[i].value), "middle", " class=\"value\"");
+    if (bars.size() <= 20) out += text(lx, y0 - 4, tick_text(bars[i].value), "middle", " class=\"value\"");
   }
   out += fmt::format("<line class=\"axis\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", f.left, py(0),
                      f.left + f.plot_w(), py(0));

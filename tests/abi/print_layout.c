@@ -7,8 +7,10 @@
  *
  * This file is also compiled against the frozen ABI 1.0 headers (tests/abi/frozen_v1_0/), whose
  * output the test abi.layout_append_only compares with the current one. So: when a later minor
- * appends a field, a struct or a constant, add its line at the end of its struct (or group) and
- * guard it with `#if VIGIL_ABI_MINOR >= <that minor>`. Never remove or reorder a line. */
+ * appends a field, add its line after the last field of its struct; a new struct or constant goes
+ * at the end of print_structs or print_constants. Guard each with `#if VIGIL_ABI_MINOR >= <minor>`.
+ * Never remove or reorder a line. abi.layout_append_only also fails when a struct's listed fields
+ * do not reach its sizeof (a field missing here). */
 #include <stddef.h>
 #include <stdio.h>
 
@@ -157,6 +159,7 @@ static void print_structs(void) {
 #if VIGIL_ABI_MINOR >= 1
   FIELD(vigil_host_api, output_directory);
   FIELD(vigil_host_api, step_wall_time);
+  FIELD(vigil_host_api, saved_reductions);
 #endif
 
   /* plugin.h */
@@ -236,6 +239,13 @@ static void print_structs(void) {
   FIELD(vigil_plugin_entry, init);
   FIELD(vigil_plugin_entry, deinit);
   FIELD(vigil_plugin_entry, get_factory);
+
+  /* New structs: append here, each under #if VIGIL_ABI_MINOR >= N. */
+#if VIGIL_ABI_MINOR >= 1
+  STRUCT(vigil_reduction_sink); /* tensor.h */
+  FIELD(vigil_reduction_sink, ctx);
+  FIELD(vigil_reduction_sink, push);
+#endif
 }
 
 static void print_constants(void) {
@@ -318,9 +328,6 @@ static void print_constants(void) {
   CONST(VIGIL_PARAMF_REQUIRED);
   CONST(VIGIL_RULEF_MULTI_TRIAL);
   CONST(VIGIL_RULEF_INSTANCE_THREADSAFE);
-#if VIGIL_ABI_MINOR >= 1
-  CONST(VIGIL_RULEF_EXTRA_PARAMS);
-#endif
   CONST(VIGIL_PLUGINF_NO_UNLOAD);
   CONST(VIGIL_PLUGINF_NOT_FORK_SAFE);
 
@@ -332,6 +339,11 @@ static void print_constants(void) {
   CONST(kDLOpaqueHandle);
   CONST(kDLBfloat);
   CONST(kDLComplex);
+
+  /* New constants: append here, each under #if VIGIL_ABI_MINOR >= N. */
+#if VIGIL_ABI_MINOR >= 1
+  CONST(VIGIL_RULEF_EXTRA_PARAMS);
+#endif
 }
 
 int main(void) {

@@ -556,6 +556,58 @@ TEST(DataNLPSequenceRatio, SeveralRegexesAndNoMatchIsNoData) {
   EXPECT_EQ(s.triggers[0].evidence[1]["tensor"], "enc_input_0");
 }
 
+// =============================================================================================
+// The labelled pathology runs (shared/fixtures/pathologies): beyond pathology_test's verdicts, every
+// trigger step and the evidence's numbers match the label's.
+
+fs::path data_run(const std::string& name) { return fs::path(VIGIL_SHARED_DIR) / "fixtures" / "pathologies" / name; }
+
+TEST(DataPathologies, ClassImbalanceEvidenceMatchesTheLabel) {
+  auto s = data_evaluate("ClassImbalance", data_run("class_imbalance_severe_s1"));
+  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{17, 20, 23, 26, 29, 32, 35, 38, 41, 44})) << data_seen(s);
+  const auto& e = s.triggers.back().evidence.at(0);
+  EXPECT_EQ(e["labels_seen"], 1440);
+  EXPECT_EQ(e["class_counts"], nlohmann::json({{"0", 1335}, {"1", 90}, {"2", 15}}));
+  EXPECT_DOUBLE_EQ(e["imbalance_ratio"].get<double>(), 89.0);
+  EXPECT_EQ(e["worst_misprediction_class"], "2");
+  EXPECT_NEAR(e["worst_misprediction_rate"].get<double>(), 0.933, 5e-4);
+  auto healthy = data_evaluate("ClassImbalance", data_run("healthy_mlp_s1"));
+  EXPECT_EQ(healthy.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(healthy);
+}
+
+TEST(DataPathologies, ConfusionDefaultsFireOnAHealthyRunAsLabelled) {
+  // The faithful misfire: with min_diag 0.9 the early EVAL steps of a healthy run fire.
+  auto s = data_evaluate("Confusion", data_run("healthy_mlp_s1"));
+  EXPECT_EQ(data_steps(s), (std::vector<int64_t>{2, 5, 8, 11, 14})) << data_seen(s);
+  auto c = data_evaluate("Confusion", data_run("class_imbalance_severe_s1"));
+  EXPECT_EQ(data_steps(c), (std::vector<int64_t>{11, 14, 17, 38, 41})) << data_seen(c);
+}
+
+TEST(DataPathologies, CheckInputImagesEvidenceMatchesTheLabel) {
+  auto s = data_evaluate("CheckInputImages", data_run("unnormalized_images_unit_s1"));
+  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{22, 24, 25, 27, 28, 30, 31, 33, 34, 36, 37, 39, 40, 42, 43}))
+      << data_seen(s);
+  const auto& e = s.triggers.back().evidence.at(0);
+  EXPECT_EQ(e["samples_seen"], 960);
+  ASSERT_EQ(e["channel_means"].size(), 3u);
+  EXPECT_NEAR(e["channel_means"][0].get<double>(), 0.501, 5e-4);
+  EXPECT_NEAR(e["channel_means"][1].get<double>(), 0.5, 5e-4);
+  EXPECT_NEAR(e["channel_means"][2].get<double>(), 0.5, 5e-4);
+}
+
+TEST(DataPathologies, NLPSequenceRatioEvidenceMatchesTheLabel) {
+  auto s = data_evaluate("NLPSequenceRatio", data_run("nlp_padding_dominated_s1"));
+  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39, 42}))
+      << data_seen(s);
+  double max_percent = 0;
+  int64_t max_step = -1;
+  for (const auto& t : s.triggers)
+    for (const auto& e : t.evidence)
+      if (e["percent"].get<double>() > max_percent) max_percent = e["percent"].get<double>(), max_step = t.step;
+  EXPECT_NEAR(max_percent, 80.08, 5e-3);
+  EXPECT_EQ(max_step, 24);
+}
+
 TEST(DataRules, DescriptorsCarryTheDocumentedParameters) {
   const auto& registry = data_registry();
   for (const char* name : {"ClassImbalance", "Confusion", "CheckInputImages", "NLPSequenceRatio"}) {

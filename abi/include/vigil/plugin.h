@@ -31,6 +31,9 @@ enum {
 
 enum { VIGIL_PARAMF_REQUIRED = 1u };
 
+/* Parameter specs come as an array, so this struct never grows: struct_size must equal
+ * sizeof(vigil_param_spec) (the host refuses other sizes); a richer spec would come as a new
+ * descriptor field. The same holds for vigil_param_value. */
 typedef struct vigil_param_spec {
   uint32_t struct_size;
   const char *name;          /* the RuleParameters key, exactly as SageMaker spells it */
@@ -91,13 +94,15 @@ typedef struct vigil_rule_context {
   const char *const *extra_param_names;
   const char *const *extra_param_values;
   uint32_t extra_param_count;
+  /* Fields appended after 1.1 start at offset 88 or beyond (past this struct's tail padding), so
+   * VIGIL_HAS_FIELD never mistakes padding written by a 1.1 host for a newer field. */
 } vigil_rule_context;
 
 /* smdebug's RequiredTensors.add: the host reads these once per step for every rule before
  * invoke_at_step, so N rules over one trial read each tensor once. */
 typedef struct vigil_required_sink {
   void *ctx;
-  vigil_status (*add)(void *ctx, uint32_t trial_index, const char *name_or_regex, bool is_regex,
+  vigil_status(VIGIL_CALL *add)(void *ctx, uint32_t trial_index, const char *name_or_regex, bool is_regex,
                       const vigil_step *steps, size_t step_count);
 } vigil_required_sink;
 

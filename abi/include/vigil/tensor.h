@@ -60,18 +60,18 @@ enum {
  * which returns that status. */
 typedef struct vigil_str_sink {
   void *ctx;
-  vigil_status (*push)(void *ctx, const char *utf8, size_t len);
+  vigil_status(VIGIL_CALL *push)(void *ctx, const char *utf8, size_t len);
 } vigil_str_sink;
 
 typedef struct vigil_i64_sink {
   void *ctx;
-  vigil_status (*push)(void *ctx, const int64_t *values, size_t count);
+  vigil_status(VIGIL_CALL *push)(void *ctx, const int64_t *values, size_t count);
 } vigil_i64_sink;
 
 /* ABI 1.1: receives saved reductions (reduction id, abs, value as a double). */
 typedef struct vigil_reduction_sink {
   void *ctx;
-  vigil_status (*push)(void *ctx, vigil_reduction reduction, bool abs, double value);
+  vigil_status(VIGIL_CALL *push)(void *ctx, vigil_reduction reduction, bool abs, double value);
 } vigil_reduction_sink;
 
 VIGIL_EXTERN_C_END
