@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Configures and builds Vigil into a build folder: scripts/build.sh [BUILD_DIR] [extra cmake args...]
+# (Release by default; extra arguments override.)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
 shift || true
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 cmake --build "$build" -j "$(nproc)"

@@ -107,10 +107,9 @@ sdk::Result<bool> ClassImbalance::invoke_at_step(vigil_step step) {
   if (!imbalanced && mispredicted.empty()) return false;
 
   sdk::JsonObject counts, rates;
-  for (const auto& [cls, c] : all) {
-    const bool listed = all.size() <= kMaxClassesInEvidence || cls == min_it->first || cls == max_it->first;
-    if (listed) counts.add(number_text(cls), c.labels);
-  }
+  for (auto it = all.begin(); it != all.end(); ++it)
+    if (all.size() <= kMaxClassesInEvidence || it == min_it || it == max_it)
+      counts.add(number_text(it->first), it->second.labels);
   for (size_t i = 0; i < mispredicted.size() && i < kMaxClassesInEvidence; ++i)
     rates.add(number_text(mispredicted[i].first), mispredicted[i].second);
   VIGIL_TRY_VOID(report_evidence(sdk::JsonObject()

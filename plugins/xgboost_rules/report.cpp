@@ -35,12 +35,14 @@ int64_t class_of_label(double v) { return is_integral(v) && v >= 0 ? static_cast
 
 std::string class_name(int64_t c) { return c < 0 ? std::string("none") : std::to_string(c); }
 
-// A histogram bin's start as a chart label: 4 significant digits, and an edge that is zero up to
-// rounding (lo + i * width) shown as 0.
+// A histogram bin's start as a chart label: fixed decimals that resolve a tenth of the bin width,
+// so that neighbouring labels differ and an edge that is zero up to rounding reads 0.
 std::string bin_label(const std::vector<double>& edges, size_t i) {
   const double width = edges.size() > 1 ? edges[1] - edges[0] : 1;
-  const double v = std::fabs(edges[i]) < width * 1e-9 ? 0.0 : edges[i];
-  return fmt::format("{:.4g}", v);
+  const int decimals = std::clamp(2 - static_cast<int>(std::floor(std::log10(width))), 0, 12);
+  std::string out = fmt::format("{:.{}f}", edges[i], decimals);
+  if (out.find_first_not_of("-0.") == std::string::npos && out.front() == '-') out.erase(0, 1);  // "-0.00"
+  return out;
 }
 
 std::string percent(double share) { return std::isfinite(share) ? fmt::format("{:.1f} %", 100 * share) : "n/a"; }

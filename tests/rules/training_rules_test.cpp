@@ -754,9 +754,18 @@ TEST(TrainingSaturatedActivation, SigmoidRangeNaNAndNamesWithoutAFunction) {
   // Any case of the function's name; a selected tensor naming no function is skipped.
   EXPECT_EQ(training_steps(training_run("SaturatedActivation", dir.path(), {{"tensor_regex", "_input_0$"}})),
             (Steps{1, 2}));
-  EXPECT_EQ(training_steps(training_run("SaturatedActivation", dir.path(),
-                                        {{"tensor_regex", "^layer"}, {"collection_names", "default"}})),
-            (Steps{1, 2}));  // the union: "default" holds every tensor here
+  // collection_names adds a collection's tensors to the regex matches.
+  TempDir coll;
+  {
+    TrainingWriter w(coll.path());
+    w.step().f64("a.Sigmoid_input_0", std::vector<double>(8, 30.0), {2, 4}).f64("b.tanh_input_0", {0.0, 0.0}, {2, 1});
+    w.close();
+  }
+  EXPECT_EQ(training_run("SaturatedActivation", coll.path(), {{"tensor_regex", "^b\\."}}).status,
+            RuleEvaluationStatus::NoIssuesFound);
+  auto u = training_run("SaturatedActivation", coll.path(), {{"tensor_regex", "^b\\."}, {"collection_names", "default"}});
+  EXPECT_EQ(training_steps(u), (Steps{0}));
+  EXPECT_EQ(training_evidence(u, 0)["layers"][0]["tensor"], "a.Sigmoid_input_0");
 }
 
 // ---- PoorWeightInitialization ----
