@@ -122,7 +122,10 @@ TEST_P(Pathology, GivesTheLabelledVerdict) {
   ASSERT_TRUE(rule.has_value()) << rule.error().message;
   evaluate::JobConfig job;
   job.rules.push_back(*rule);
-  auto ev = evaluate::Evaluator::create(registry, job, {});
+  evaluate::EvaluatorOptions options;
+  options.output_directory = fs::temp_directory_path() / "vigil-pathology-reports";  // CreateXgboostReport's HTML
+  fs::create_directories(*options.output_directory);
+  auto ev = evaluate::Evaluator::create(registry, job, options);
   ASSERT_TRUE(ev.has_value()) << ev.error().message;
   (*ev)->run({});
   const auto status = (*ev)->statuses().at(0);
@@ -133,11 +136,12 @@ TEST_P(Pathology, GivesTheLabelledVerdict) {
   if (c.expected == "fire") {
     ASSERT_EQ(status.status, evaluate::RuleEvaluationStatus::IssuesFound) << seen;
     const int64_t first = status.triggers.front().step;
-    if (!c.trigger_steps.empty())
+    if (!c.trigger_steps.empty()) {
       EXPECT_NE(std::find(c.trigger_steps.begin(), c.trigger_steps.end(), first), c.trigger_steps.end())
           << "first trigger at step " << first << " is not a labelled trigger step; " << seen;
-    else if (c.first_trigger_step)
+    } else if (c.first_trigger_step) {
       EXPECT_EQ(first, *c.first_trigger_step) << seen;
+    }
   } else if (c.expected == "not_fire") {
     EXPECT_EQ(status.status, evaluate::RuleEvaluationStatus::NoIssuesFound) << seen;
   } else {

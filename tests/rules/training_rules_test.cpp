@@ -933,5 +933,70 @@ TEST(TrainingStalledTrainingRule, WhileTrainingRunsTheLastStepIsMeasuredToNow) {
             RuleEvaluationStatus::NoIssuesFound);
 }
 
+// ---- the labelled pathology runs, exactly ----
+
+// pathology_test.cpp checks the first trigger of every rule; here every trigger step of this
+// family's rules must be the labelled one, for the default parameters, the labels' other
+// configurations, the would-fire parameters, and LossNotDecreasing's mode readings (a parameter).
+TEST(TrainingPathologyLabels, ExactTriggerStepsOnEveryRun) {
+  const fs::path runs = fs::path(VIGIL_SHARED_DIR) / "fixtures" / "pathologies";
+  const std::vector<std::string> rules = {"LossNotDecreasing", "Overfit", "Overtraining", "DeadRelu",
+                                          "SaturatedActivation", "PoorWeightInitialization", "StalledTrainingRule"};
+  auto as_params = [](const nlohmann::json& j) {
+    std::map<std::string, std::string> out;
+    for (const auto& [k, v] : j.items()) {
+      if (v.is_null()) continue;
+      if (v.is_boolean()) out[k] = v.get<bool>() ? "True" : "False";
+      else if (v.is_string()) out[k] = v.get<std::string>();
+      else out[k] = v.dump();
+    }
+    return out;
+  };
+  auto steps_of = [](const nlohmann::json& j) {
+    return j.contains("trigger_steps") && j["trigger_steps"].is_array() ? j["trigger_steps"].get<Steps>() : Steps{};
+  };
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(runs)) {
+    const std::string file = entry.path().filename().string();
+    if (!file.ends_with(".label.json")) continue;
+    std::ifstream in(entry.path());
+    const auto label = nlohmann::json::parse(in);
+    const fs::path trial = runs / label["run"].get<std::string>();
+    for (const auto& rule : rules) {
+      const auto& v = label["rules"][rule];
+      const auto base = as_params(v["params"]);
+      EXPECT_EQ(training_steps(training_run(rule, trial, base)), steps_of(v)) << file << " " << rule;
+      ++checked;
+      if (v.contains("other_configs"))
+        for (const auto& [name, oc] : v["other_configs"].items()) {
+          auto params = base;
+          for (const auto& [k, val] : as_params(oc["params"])) params[k] = val;
+          EXPECT_EQ(training_steps(training_run(rule, trial, params)), steps_of(oc)) << file << " " << rule << " " << name;
+          ++checked;
+        }
+      if (v.contains("would_fire_with") && v["would_fire_with"].is_object()) {
+        const auto& wf = v["would_fire_with"];
+        auto params = base;
+        for (const auto& [k, val] : as_params(wf["params"])) params[k] = val;
+        const auto got = training_steps(training_run(rule, trial, params));
+        ASSERT_FALSE(got.empty()) << file << " " << rule << " would_fire_with";
+        EXPECT_EQ(got.front(), wf["first_trigger_step"].get<int64_t>()) << file << " " << rule;
+        EXPECT_EQ(got.size(), wf["n_trigger_steps"].get<size_t>()) << file << " " << rule;
+        ++checked;
+      }
+      if (rule == "LossNotDecreasing")
+        for (const std::string mode : {"TRAIN", "GLOBAL"}) {
+          auto params = base;
+          params["mode"] = mode;
+          EXPECT_EQ(training_steps(training_run(rule, trial, params)),
+                    steps_of(v["interpretation_variants"]["mode=" + mode]))
+              << file << " mode " << mode;
+          ++checked;
+        }
+    }
+  }
+  EXPECT_EQ(checked, 20 * 7 + 20 + 5 + 40);  // runs x rules, Stalled's threshold=3s, would-fire, modes
+}
+
 }  // namespace
 }  // namespace vigil
