@@ -96,10 +96,6 @@ double population_variance(std::span<const double> v) {
   return sq / static_cast<double>(v.size());
 }
 
-Result<std::optional<std::pair<vigil_mode, vigil_step>>> mode_of(const sdk::Trial& trial, vigil_step global_step) {
-  return trial.mode_modestep(global_step);
-}
-
 std::string json_array(std::span<const std::string> items) {
   std::string out = "[";
   for (size_t i = 0; i < items.size(); ++i) {

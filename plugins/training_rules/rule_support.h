@@ -45,9 +45,6 @@ double quantile(std::vector<double> v, double q);
 // numpy.var(v) (population, ddof = 0), computed in double; NaN for an empty v or one holding NaN.
 double population_variance(std::span<const double> v);
 
-// The mode of a global step, nullopt when the trial does not know the step.
-Result<std::optional<std::pair<vigil_mode, vigil_step>>> mode_of(const sdk::Trial& trial, vigil_step global_step);
-
 // A JSON array of already-serialised JSON values.
 std::string json_array(std::span<const std::string> items);
 // A JSON array of strings.

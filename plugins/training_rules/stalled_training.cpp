@@ -12,18 +12,16 @@ StalledTrainingRule::StalledTrainingRule(sdk::RuleContext ctx)
       threshold_(params().get_double("threshold")),
       stop_on_fire_(params().get_bool("stop_training_on_fire")) {}
 
-// ABI 1.1 host service step_wall_time; nullopt when the step holds no tensor record.
+// When the step was saved (ABI 1.1, Trial::step_wall_time); nullopt when the step holds no tensor
+// record (shapes only), which the host reports as VIGIL_E_NOT_SUPPORTED.
 Result<std::optional<double>> StalledTrainingRule::wall_time(vigil_step step) {
   if (cached_wall_ && cached_wall_->first == step) return cached_wall_->second;
-  auto f = host().fn(&vigil_host_api::step_wall_time);
-  if (!f) return sdk::fail(Error::not_supported("StalledTrainingRule needs the host service step_wall_time (ABI 1.1)"));
-  vigil_error err{};
-  err.struct_size = sizeof(vigil_error);
-  double out = 0;
-  const vigil_status status = f(base_trial().get(), step, VIGIL_MODE_GLOBAL, &out, &err);
+  if (!host().has(&vigil_host_api::step_wall_time))
+    return sdk::fail(Error::not_supported("StalledTrainingRule needs the host service step_wall_time (ABI 1.1)"));
+  auto wall = base_trial().step_wall_time(step, VIGIL_MODE_GLOBAL);
   std::optional<double> result;
-  if (status == VIGIL_OK) result = out;
-  else if (status != VIGIL_E_NOT_SUPPORTED) return sdk::fail(Error::from_abi(status, &err));
+  if (wall) result = *wall;
+  else if (wall.error().code != VIGIL_E_NOT_SUPPORTED) return sdk::fail(std::move(wall).error());
   cached_wall_ = {step, result};
   return result;
 }

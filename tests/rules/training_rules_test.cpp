@@ -5,12 +5,14 @@
 // rule LossNotDecreasingLike.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -952,8 +954,12 @@ TEST(TrainingPathologyLabels, ExactTriggerStepsOnEveryRun) {
     }
     return out;
   };
-  auto steps_of = [](const nlohmann::json& j) {
-    return j.contains("trigger_steps") && j["trigger_steps"].is_array() ? j["trigger_steps"].get<Steps>() : Steps{};
+  // A label's verdict: its trigger steps, or (where it lists none) its first, last and count.
+  auto matches = [](const Steps& got, const nlohmann::json& j) {
+    if (j.contains("trigger_steps") && j["trigger_steps"].is_array()) return got == j["trigger_steps"].get<Steps>();
+    if (j.value("expected", "") != "fire") return got.empty();
+    return !got.empty() && got.front() == j["first_trigger_step"].get<int64_t>() &&
+           got.back() == j["last_trigger_step"].get<int64_t>() && got.size() == j["n_trigger_steps"].get<size_t>();
   };
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(runs)) {
@@ -965,13 +971,13 @@ TEST(TrainingPathologyLabels, ExactTriggerStepsOnEveryRun) {
     for (const auto& rule : rules) {
       const auto& v = label["rules"][rule];
       const auto base = as_params(v["params"]);
-      EXPECT_EQ(training_steps(training_run(rule, trial, base)), steps_of(v)) << file << " " << rule;
+      EXPECT_TRUE(matches(training_steps(training_run(rule, trial, base)), v)) << file << " " << rule;
       ++checked;
       if (v.contains("other_configs"))
         for (const auto& [name, oc] : v["other_configs"].items()) {
           auto params = base;
           for (const auto& [k, val] : as_params(oc["params"])) params[k] = val;
-          EXPECT_EQ(training_steps(training_run(rule, trial, params)), steps_of(oc)) << file << " " << rule << " " << name;
+          EXPECT_TRUE(matches(training_steps(training_run(rule, trial, params)), oc)) << file << " " << rule << " " << name;
           ++checked;
         }
       if (v.contains("would_fire_with") && v["would_fire_with"].is_object()) {
@@ -988,14 +994,14 @@ TEST(TrainingPathologyLabels, ExactTriggerStepsOnEveryRun) {
         for (const std::string mode : {"TRAIN", "GLOBAL"}) {
           auto params = base;
           params["mode"] = mode;
-          EXPECT_EQ(training_steps(training_run(rule, trial, params)),
-                    steps_of(v["interpretation_variants"]["mode=" + mode]))
+          EXPECT_TRUE(matches(training_steps(training_run(rule, trial, params)),
+                              v["interpretation_variants"]["mode=" + mode]))
               << file << " mode " << mode;
           ++checked;
         }
     }
   }
-  EXPECT_EQ(checked, 20 * 7 + 20 + 5 + 40);  // runs x rules, Stalled's threshold=3s, would-fire, modes
+  EXPECT_EQ(checked, 20 * 7 + 20 + 6 + 40);  // runs x rules, Stalled's threshold=3s, would-fire, modes
 }
 
 }  // namespace
