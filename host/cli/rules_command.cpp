@@ -62,6 +62,16 @@ nlohmann::ordered_json param_json(const vigil_param_spec& p) {
   return j;
 }
 
+// A '|' ends a Markdown table cell even inside backticks.
+std::string escape_pipes(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 std::string markdown(const std::vector<const plugins::RuleType*>& rules) {
   std::string out;
   for (const auto* r : rules) {
@@ -92,9 +102,10 @@ std::string markdown(const std::vector<const plugins::RuleType*>& rules) {
       }
       std::string description = p.description ? p.description : "";
       for (auto& ch : description)
-        if (ch == '\n' || ch == '|') ch = ' ';
+        if (ch == '\n') ch = ' ';
+      description = escape_pipes(description);
       out += fmt::format("| `{}` | {} | {} | {} | {} |\n", p.name, type_name(p.type),
-                         p.default_text ? fmt::format("`{}`", p.default_text)
+                         p.default_text ? fmt::format("`{}`", escape_pipes(p.default_text))
                                         : std::string((p.flags & VIGIL_PARAMF_REQUIRED) ? "required" : "none"),
                          bounds.empty() ? "—" : bounds, description);
     }
