@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "bindings.h"
+#include "common/half.h"
+#include "plugins/host_services.h"
 
 namespace vigil::python {
 
@@ -28,35 +30,6 @@ std::vector<py::ssize_t> c_strides(const std::vector<int64_t>& shape, size_t ite
   return strides;
 }
 
-float bfloat16_to_float(uint16_t bits) {
-  uint32_t u = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-DLDataType dl_type_of(ElementType t) {
-  using ET = ElementType;
-  switch (t) {
-    case ET::Float16: return {kDLFloat, 16, 1};
-    case ET::BFloat16: return {kDLBfloat, 16, 1};
-    case ET::Float32: return {kDLFloat, 32, 1};
-    case ET::Float64: return {kDLFloat, 64, 1};
-    case ET::Int8: return {kDLInt, 8, 1};
-    case ET::Int16: return {kDLInt, 16, 1};
-    case ET::Int32: return {kDLInt, 32, 1};
-    case ET::Int64: return {kDLInt, 64, 1};
-    case ET::UInt8: return {kDLUInt, 8, 1};
-    case ET::UInt16: return {kDLUInt, 16, 1};
-    case ET::UInt32: return {kDLUInt, 32, 1};
-    case ET::UInt64: return {kDLUInt, 64, 1};
-    case ET::Bool: return {VIGIL_DL_BOOL, 8, 1};
-    case ET::Complex64: return {kDLComplex, 64, 1};
-    case ET::Complex128: return {kDLComplex, 128, 1};
-    case ET::String: break;
-  }
-  return {kDLOpaqueHandle, 0, 1};
-}
 
 // What a DLPack capsule owns: the buffer (kept alive) and the shape array.
 struct DlpackHolder {
@@ -86,7 +59,7 @@ py::capsule dlpack_capsule(const std::shared_ptr<HostBuffer>& b) {
   t.data = const_cast<std::byte*>(b->data ? b->data : kEmpty);
   t.device = {kDLCPU, 0};
   t.ndim = static_cast<int32_t>(holder->shape.size());
-  t.dtype = dl_type_of(b->dtype);
+  t.dtype = plugins::dl_type(b->dtype);
   t.shape = holder->shape.data();
   t.strides = nullptr;  // C order
   t.byte_offset = 0;

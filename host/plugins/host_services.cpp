@@ -82,28 +82,6 @@ void release_view(vigil_tensor* self) {
   delete holder;
 }
 
-DLDataType dl_type(ElementType t) {
-  using ET = ElementType;
-  switch (t) {
-    case ET::Float16: return {kDLFloat, 16, 1};
-    case ET::BFloat16: return {kDLBfloat, 16, 1};
-    case ET::Float32: return {kDLFloat, 32, 1};
-    case ET::Float64: return {kDLFloat, 64, 1};
-    case ET::Int8: return {kDLInt, 8, 1};
-    case ET::Int16: return {kDLInt, 16, 1};
-    case ET::Int32: return {kDLInt, 32, 1};
-    case ET::Int64: return {kDLInt, 64, 1};
-    case ET::UInt8: return {kDLUInt, 8, 1};
-    case ET::UInt16: return {kDLUInt, 16, 1};
-    case ET::UInt32: return {kDLUInt, 32, 1};
-    case ET::UInt64: return {kDLUInt, 64, 1};
-    case ET::Bool: return {VIGIL_DL_BOOL, 8, 1};
-    case ET::Complex64: return {kDLComplex, 64, 1};
-    case ET::Complex128: return {kDLComplex, 128, 1};
-    case ET::String: break;
-  }
-  return {kDLOpaqueHandle, 0, 1};
-}
 
 // The value at a key, through the session's per-step cache when there is one.
 Result<std::shared_ptr<const TensorValue>> read_value(vigil_trial* t, const vigil_tensor_key* key) {
@@ -448,6 +426,29 @@ const vigil_host_api kHostApi = {
 }  // namespace
 
 const vigil_host_api* host_api() { return &kHostApi; }
+
+DLDataType dl_type(ElementType t) {
+  using ET = ElementType;
+  switch (t) {
+    case ET::Float16: return {kDLFloat, 16, 1};
+    case ET::BFloat16: return {kDLBfloat, 16, 1};
+    case ET::Float32: return {kDLFloat, 32, 1};
+    case ET::Float64: return {kDLFloat, 64, 1};
+    case ET::Int8: return {kDLInt, 8, 1};
+    case ET::Int16: return {kDLInt, 16, 1};
+    case ET::Int32: return {kDLInt, 32, 1};
+    case ET::Int64: return {kDLInt, 64, 1};
+    case ET::UInt8: return {kDLUInt, 8, 1};
+    case ET::UInt16: return {kDLUInt, 16, 1};
+    case ET::UInt32: return {kDLUInt, 32, 1};
+    case ET::UInt64: return {kDLUInt, 64, 1};
+    case ET::Bool: return {VIGIL_DL_BOOL, 8, 1};
+    case ET::Complex64: return {kDLComplex, 64, 1};
+    case ET::Complex128: return {kDLComplex, 128, 1};
+    case ET::String: break;
+  }
+  return {kDLOpaqueHandle, 0, 1};
+}
 
 void fill_abi_error(const Error& e, vigil_error* err) {
   if (!err || err->struct_size < offsetof(vigil_error, code) + sizeof(err->code)) return;

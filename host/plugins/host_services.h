@@ -27,6 +27,9 @@ struct vigil_trial {
 
 namespace vigil::plugins {
 
+// The DLPack dtype of an element type (kDLOpaqueHandle for strings), as tensor views carry it.
+DLDataType dl_type(ElementType t);
+
 // Copies a host Error into a caller's vigil_error, filling only what its struct_size allows.
 void fill_abi_error(const Error& e, vigil_error* err);
 // The reverse, for errors a plugin reports.
