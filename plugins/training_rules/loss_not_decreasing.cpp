@@ -28,6 +28,7 @@ LossNotDecreasing::LossNotDecreasing(sdk::RuleContext ctx)
       num_steps_(params().get_int("num_steps")),
       diff_percent_(params().get_double("diff_percent")),
       increase_percent_(params().get_double("increase_threshold_percent")),
+      comparison_(params().get_string("comparison")),
       mode_(mode_from_text(params())) {}
 
 Result<std::vector<std::string>> LossNotDecreasing::loss_tensors() const {
@@ -55,6 +56,73 @@ Result<vigil_mode> LossNotDecreasing::resolve_mode(const std::vector<std::string
   return VIGIL_MODE_GLOBAL;
 }
 
+Result<std::optional<std::string>> LossNotDecreasing::compare_single(const sdk::Tensor& tensor,
+                                                                    const std::string& worker, vigil_step s,
+                                                                    vigil_mode mode,
+                                                                    std::span<const vigil_step> steps) const {
+  std::optional<vigil_step> p;
+  for (vigil_step x : steps)
+    if (x <= s - num_steps_ && (!p || x > *p)) p = x;
+  if (!p) return std::nullopt;
+  VIGIL_TRY(const auto cur, read_scalar(tensor, s, mode, worker));
+  if (!cur) return std::nullopt;
+  VIGIL_TRY(const auto prev, read_scalar(tensor, *p, mode, worker));
+  if (!prev) return std::nullopt;
+  const double change = 100.0 * (*cur - *prev) / *prev;  // negative: a decrease
+  const char* crossed = nullptr;
+  if (comparison_ == "ci2019") {
+    if (*cur >= *prev * (1.0 + diff_percent_ / 100.0)) crossed = "diff_percent";
+  } else if (*cur <= *prev) {
+    if (100.0 * (*prev - *cur) / *prev < diff_percent_) crossed = "diff_percent";
+  } else if (*cur > *prev) {
+    if (100.0 * (*cur - *prev) / *prev > increase_percent_) crossed = "increase_threshold_percent";
+  }
+  log(VIGIL_LOG_DEBUG, "{} step {}: {} on {}: {} vs {} at {} ({:+}%){}", sdk::mode_name(mode), s, tensor.name(),
+      worker, *cur, *prev, *p, change, crossed ? " fires" : "");
+  if (!crossed) return std::string();
+  return sdk::JsonObject()
+      .add("tensor", tensor.name())
+      .add("worker", worker)
+      .add("compared_with_step", *p)
+      .add("prev", *prev)
+      .add("cur", *cur)
+      .add("change_percent", change)
+      .add("crossed", crossed)
+      .str();
+}
+
+Result<std::optional<std::string>> LossNotDecreasing::compare_windows(const sdk::Tensor& tensor,
+                                                                     const std::string& worker, vigil_step s,
+                                                                     vigil_mode mode,
+                                                                     std::span<const vigil_step> steps) const {
+  std::vector<vigil_step> history;
+  for (vigil_step x : steps)
+    if (x <= s) history.push_back(x);
+  const auto k = static_cast<size_t>(num_steps_);
+  if (history.size() < 2 * k || history.size() % k != 0) return std::nullopt;
+  double sums[2] = {0.0, 0.0};  // [0]: the previous window, [1]: the current one
+  const size_t first = history.size() - 2 * k;
+  for (size_t i = first; i < history.size(); ++i) {
+    VIGIL_TRY(const auto v, read_scalar(tensor, history[i], mode, worker));
+    if (!v) return std::nullopt;  // a window with a hole is not compared
+    sums[(i - first) / k] += *v;
+  }
+  const double prev = sums[0] / double(k), cur = sums[1] / double(k);
+  const bool fires = cur >= prev * (1.0 - diff_percent_ / 100.0);
+  log(VIGIL_LOG_DEBUG, "{} step {}: {} on {}: mean {} vs {}{}", sdk::mode_name(mode), s, tensor.name(), worker, cur,
+      prev, fires ? " fires" : "");
+  if (!fires) return std::string();
+  return sdk::JsonObject()
+      .add("tensor", tensor.name())
+      .add("worker", worker)
+      .add("prev_window_first_step", history[first])
+      .add("cur_window_first_step", history[first + k])
+      .add("prev_mean", prev)
+      .add("cur_mean", cur)
+      .add("crossed", "diff_percent")
+      .str();
+}
+
 Result<bool> LossNotDecreasing::invoke_at_step(vigil_step step) {
   VIGIL_TRY(const auto names, loss_tensors());
   if (names.empty()) return false;
@@ -67,7 +135,8 @@ Result<bool> LossNotDecreasing::invoke_at_step(vigil_step step) {
     if (!mm || mm->first != mode) return false;  // another mode's step: not judged
     s = mm->second;
   }
-  if (last_check_ && s < *last_check_ + num_steps_) return false;
+  const bool windows = comparison_ == "window_mean";
+  if (!windows && last_check_ && s < *last_check_ + num_steps_) return false;
 
   int comparisons = 0;
   std::vector<std::string> fired;
@@ -77,38 +146,15 @@ Result<bool> LossNotDecreasing::invoke_at_step(vigil_step step) {
     VIGIL_TRY(const auto workers, workers_at(tensor, s, mode));
     if (workers.empty()) continue;
     VIGIL_TRY(const auto steps, tensor.steps(mode));
-    std::optional<vigil_step> p;
-    for (vigil_step x : steps)
-      if (x <= s - num_steps_ && (!p || x > *p)) p = x;
-    if (!p) continue;
     for (const std::string& worker : workers) {
-      VIGIL_TRY(const auto cur, read_scalar(tensor, s, mode, worker));
-      if (!cur) continue;
-      VIGIL_TRY(const auto prev, read_scalar(tensor, *p, mode, worker));
-      if (!prev) continue;
+      VIGIL_TRY(const auto outcome, windows ? compare_windows(tensor, worker, s, mode, steps)
+                                            : compare_single(tensor, worker, s, mode, steps));
+      if (!outcome) continue;
       ++comparisons;
-      const double change = 100.0 * (*cur - *prev) / *prev;  // negative: a decrease
-      const char* crossed = nullptr;
-      if (*cur <= *prev) {
-        if (100.0 * (*prev - *cur) / *prev < diff_percent_) crossed = "diff_percent";
-      } else if (*cur > *prev) {
-        if (100.0 * (*cur - *prev) / *prev > increase_percent_) crossed = "increase_threshold_percent";
-      }
-      log(VIGIL_LOG_DEBUG, "step {} ({} step {}): {} on {}: {} vs {} at {} ({:+}%){}", step, sdk::mode_name(mode), s,
-          name, worker, *cur, *prev, *p, change, crossed ? " fires" : "");
-      if (crossed)
-        fired.push_back(sdk::JsonObject()
-                            .add("tensor", name)
-                            .add("worker", worker)
-                            .add("compared_with_step", *p)
-                            .add("prev", *prev)
-                            .add("cur", *cur)
-                            .add("change_percent", change)
-                            .add("crossed", crossed)
-                            .str());
+      if (!outcome->empty()) fired.push_back(*outcome);
     }
   }
-  if (comparisons == 0) return false;  // no loss had a step num_steps back: the schedule waits
+  if (comparisons == 0) return false;  // no loss could be compared: the schedule waits
   last_check_ = s;
   mode_ = mode;
   if (fired.empty()) return false;
@@ -116,6 +162,7 @@ Result<bool> LossNotDecreasing::invoke_at_step(vigil_step step) {
                                      .add("mode", sdk::mode_name(mode))
                                      .add("step", step)
                                      .add("mode_step", s)
+                                     .add("comparison", comparison_)
                                      .add("num_steps", num_steps_)
                                      .add("diff_percent", diff_percent_)
                                      .add("increase_threshold_percent", increase_percent_)

@@ -420,47 +420,96 @@ TEST(TrainingLossNotDecreasing, EachWorkerIsComparedWithItself) {
   EXPECT_EQ(e["losses"][0]["worker"], "worker_1");
 }
 
+// smdebug's 2019 CI test vectors (spec §2.5), num_steps 10: `ci2019` fires iff cur >= prev*(1 + d/100).
+TEST(TrainingLossNotDecreasing, Ci2019ComparisonReproducesSmdebugsTestVectors) {
+  const std::vector<double> losses{0.3, 0.33, 0.31, 0.30, 0.28, 0.2, 0.42};
+  const auto at = [&](int64_t s) { return losses[size_t(s / 4)]; };
+  TempDir v1, v2;
+  training_loss_trial(v1.path(), {0, 4, 8, 12, 16}, at);
+  training_loss_trial(v2.path(), {0, 4, 8, 12, 16, 20, 24}, at);
+  // Vector 1, diff 0: first trigger at 12 (0.30 vs 0.3 at step 0); 16 is inside the schedule.
+  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", v1.path(), {{"comparison", "ci2019"}, {"diff_percent", "0"}})),
+            (Steps{12}));
+  // Vector 2, diff 20: not at 12 (0.30 < 0.36), at 24 (0.42 >= 0.30*1.2 vs step 12).
+  auto s = training_run("LossNotDecreasing", v2.path(), {{"comparison", "ci2019"}, {"diff_percent", "20"}});
+  EXPECT_EQ(training_steps(s), (Steps{24}));
+  EXPECT_EQ(training_evidence(s, 24)["comparison"], "ci2019");
+  EXPECT_EQ(training_evidence(s, 24)["losses"][0]["compared_with_step"], 12);
+  // The documented comparison tells the vectors apart: it fires at 12 (a 0 % decrease < 20 %).
+  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", v2.path(), {{"diff_percent", "20"}})).front(), 12);
+  EXPECT_FALSE(training_try_run("LossNotDecreasing", v2.path(), {{"comparison", "latest"}}).has_value());
+}
+
+TEST(TrainingLossNotDecreasing, WindowMeanComparesTheLastTwoWindows) {
+  // num_steps 3: checks when 6, 9, 12 losses are saved. Windows: (4,4,4)->(4,4,4) fires (not lower);
+  // then (4,4,4)->(3,3,3) lower; then (3,3,3)->(3,2.5,4) mean 3.1667 fires.
+  const std::vector<double> losses{4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 2.5, 4};
+  TempDir dir;
+  Steps steps;
+  for (int64_t k = 0; k < 12; ++k) steps.push_back(2 * k);
+  training_loss_trial(dir.path(), steps, [&](int64_t s) { return losses[size_t(s / 2)]; });
+  auto s = training_run("LossNotDecreasing", dir.path(),
+                        {{"comparison", "window_mean"}, {"num_steps", "3"}, {"diff_percent", "0"}});
+  EXPECT_EQ(training_steps(s), (Steps{10, 22}));
+  auto e = training_evidence(s, 22)["losses"][0];
+  EXPECT_EQ(e["prev_window_first_step"], 12);
+  EXPECT_EQ(e["cur_window_first_step"], 18);
+  EXPECT_DOUBLE_EQ(e["prev_mean"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(e["cur_mean"].get<double>(), 9.5 / 3);
+  // diff_percent lowers the bar: a 25 % drop of the mean (4 -> 3) fires with 25 % (exactly at the
+  // bar: cur >= prev*(1 - d)), not with 24 %.
+  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", dir.path(),
+                                        {{"comparison", "window_mean"}, {"num_steps", "3"}, {"diff_percent", "25"}})),
+            (Steps{10, 16, 22}));
+  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", dir.path(),
+                                        {{"comparison", "window_mean"}, {"num_steps", "3"}, {"diff_percent", "24"}})),
+            (Steps{10, 22}));
+}
+
 // LossNotDecreasingLike (shared/fixtures/smdebug-real/<name>.expected.json) compares the means of the
 // last two windows of 5 TRAIN losses, each time the number of TRAIN losses is a multiple of 5 (and
-// >= 10), firing when cur >= prev*(1 - min_decrease). The built-in rule with the same parameters
-// (num_steps 5, diff_percent 0, TRAIN mode, the losses collection) compares single values num_steps
-// steps apart on another schedule, so it cannot give the same steps; this pins what it does give.
+// >= 10), firing when cur >= prev*(1 - min_decrease). The built-in rule with the same parameters and
+// comparison=window_mean (num_steps 5, diff_percent 0, TRAIN) fires at exactly its steps. The default
+// (documented) comparison compares single values num_steps apart on another schedule; its steps are
+// pinned too.
 TEST(TrainingLossNotDecreasing, RealSmdebugFixturesAgainstLossNotDecreasingLike) {
   const fs::path root = fs::path(VIGIL_SHARED_DIR) / "fixtures" / "smdebug-real";
   struct Case {
     std::string name;
-    Steps reference;  // LossNotDecreasingLike's triggered_steps
-    Steps builtin;    // this rule's, with the same parameters
+    Steps documented;  // the default comparison's steps with the same parameters
   };
   const std::vector<Case> cases = {
-      // A constant TRAIN loss: the reference fires at the 10th, 15th and 20th value (global 9, 14,
-      // 19); the built-in checks at mode steps 5, 10, 15, where a 0 % decrease is not < 0 %.
-      {"loss_not_decreasing", {9, 14, 19}, {}},
-      {"mixed_dtypes", {}, {}},  // 4 TRAIN steps: no step 5 steps back
-      {"mlp_healthy", {}, {}},   // checks at TRAIN mode steps 5, 10, 15: always lower
-      // TRAIN steps 0, 2, ..., 38: the built-in checks 6, 12, ..., 36 and fires on the rises
-      // 0.4465 -> 0.4969 (+11.3 %) at 18 and 0.4957 -> 0.5926 (+19.5 %) at 30; the reference
-      // compares the means of 20..28 and 30..38 at 38.
-      {"vanishing_gradient", {38}, {18, 30}},
+      // A constant TRAIN loss: the documented comparison checks mode steps 5, 10, 15, where a 0 %
+      // decrease is not < 0 %.
+      {"loss_not_decreasing", {}},
+      {"mixed_dtypes", {}},  // 4 TRAIN steps: no step 5 steps back
+      {"mlp_healthy", {}},   // checks at TRAIN mode steps 5, 10, 15: always lower
+      // TRAIN steps 0, 2, ..., 38: checks 6, 12, ..., 36, firing on the rises 0.4465 -> 0.4969
+      // (+11.3 %) at 18 and 0.4957 -> 0.5926 (+19.5 %) at 30.
+      {"vanishing_gradient", {18, 30}},
   };
   for (const auto& c : cases) {
     std::ifstream in(root / (c.name + ".expected.json"));
     ASSERT_TRUE(in) << c.name;
     const auto expected = nlohmann::json::parse(in);
     const auto& ref = expected["rules"]["results"]["LossNotDecreasingLike"];
-    EXPECT_EQ(ref["params"]["window"], "5");
-    EXPECT_EQ(ref["params"]["min_decrease"], "0.0");
-    EXPECT_EQ(ref["triggered_steps"].get<Steps>(), c.reference) << c.name;
-
+    ASSERT_EQ(ref["params"]["window"], "5");
+    ASSERT_EQ(ref["params"]["min_decrease"], "0.0");
     const std::map<std::string, std::string> same = {{"num_steps", "5"}, {"diff_percent", "0"}, {"mode", "TRAIN"}};
-    auto s = training_run("LossNotDecreasing", root / c.name, same);
-    EXPECT_EQ(training_steps(s), c.builtin) << c.name;
-    // increase_threshold_percent 0 (any rise fires, the reference's "not decreasing" for rises)
-    // changes nothing: the steps differ because of the schedule and the single values.
-    auto any_rise = training_run("LossNotDecreasing", root / c.name,
-                                 {{"num_steps", "5"}, {"diff_percent", "0"}, {"mode", "TRAIN"},
-                                  {"increase_threshold_percent", "0"}});
-    EXPECT_EQ(training_steps(any_rise), c.builtin) << c.name;
+    auto windows = same;
+    windows["comparison"] = "window_mean";
+    auto w = training_run("LossNotDecreasing", root / c.name, windows);
+    EXPECT_EQ(training_steps(w), ref["triggered_steps"].get<Steps>()) << c.name;
+    for (const auto& t : w.triggers) {  // the same means as the reference's details
+      const auto& detail = ref["details"][std::to_string(t.step)][0];
+      ASSERT_FALSE(t.evidence.empty());
+      const auto& mine = t.evidence.front()["losses"][0];
+      EXPECT_EQ(mine["tensor"], detail["tensor"]) << c.name;
+      EXPECT_DOUBLE_EQ(mine["cur_mean"].get<double>(), detail["cur_mean"].get<double>()) << c.name;
+      EXPECT_DOUBLE_EQ(mine["prev_mean"].get<double>(), detail["prev_mean"].get<double>()) << c.name;
+    }
+
+    EXPECT_EQ(training_steps(training_run("LossNotDecreasing", root / c.name, same)), c.documented) << c.name;
   }
 }
 
