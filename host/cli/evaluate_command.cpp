@@ -1,7 +1,13 @@
 // `vigil evaluate`: the rule evaluator. Loads all plugins, then runs the rules a job configures
 // against a trial, live or after the fact, writing DebugRuleEvaluationStatuses as they change.
+// With --isolate each plugin's rules run in a child process: `vigil evaluate --isolated-child`.
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
+
+#include <cmath>
+#include <iostream>
 
 #include <charconv>
 #include <cstdio>
@@ -15,6 +21,8 @@
 #include "cli/commands.h"
 #include "cli/plugin_options.h"
 #include "evaluate/evaluator.h"
+#include "evaluate/isolated_evaluator.h"
+#include "evaluate/isolation_protocol.h"
 #include "evaluate/rule_groups.h"
 
 namespace vigil::cli {
@@ -22,6 +30,7 @@ namespace {
 
 constexpr std::string_view kUsage = R"(usage: vigil evaluate --trial PATH (--job FILE | --group NAME | --rule NAME [--param KEY=VALUE]...)...
                       [--plugins DIR]... [--status-file FILE] [--no-follow] [--idle-timeout SECONDS] [--quiet]
+                      [--isolate [--rule-timeout SECONDS] [--rule-memory-limit MIB]]
 
 Runs debugger rules over a trial with smdebug's invoke_rule semantics: steps in order from each
 rule's start_step, waiting for new steps while the training job runs, until the end-of-training
@@ -51,6 +60,18 @@ running:
   --quiet               print only the final statuses
   -h, --help            show this help
 
+fault isolation:
+  --isolate             run each plugin's rules in a process of their own (fork+exec of vigil): a
+                        rule that crashes, calls exit(), hangs or runs out of memory gets Error and
+                        the rules of the other plugins go on with the statuses they would have had
+  --rule-timeout SECS   with --isolate: stop a rule whose call (its creation, one step, its
+                        destruction) takes longer than this; the rule gets Error
+  --rule-memory-limit MIB
+                        with --isolate: stop a plugin's process whose resident memory grows past
+                        MIB mebibytes; its unfinished rules get Error (default 4096; 0: no limit)
+  --isolated-child      internal: how --isolate starts its processes (the job's share on stdin,
+                        events on fd 3, with --plugin-file FILE); not for direct use
+
 exit status: 0 when the evaluation ran (whatever the rules found), 2 for a bad command line or
 job (refused before anything ran), 3 for an internal failure. SIGINT/SIGTERM stop the rules
 (Stopping, then Stopped) and exit 0.
@@ -75,12 +96,106 @@ struct CommandLineRule {
   std::map<std::string, std::string> params;
 };
 
+// SIGINT/SIGTERM: a dedicated thread waits for them and asks the rules to stop.
+class StopOnSignals {
+ public:
+  explicit StopOnSignals(bool announce) {
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
+    waiter_ = std::jthread([this, announce](std::stop_token self) {
+      timespec slice{0, 100'000'000};
+      while (!self.stop_requested()) {
+        siginfo_t info;
+        int sig = sigtimedwait(&signals_, &info, &slice);
+        if (sig == SIGINT || sig == SIGTERM) {
+          if (announce)
+            std::fprintf(stderr, "vigil: received %s: stopping the rules\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+          stop_.request_stop();
+          return;
+        }
+      }
+    });
+  }
+  ~StopOnSignals() {
+    waiter_.request_stop();
+    waiter_.join();
+  }
+  std::stop_token token() const { return stop_.get_token(); }
+
+ private:
+  sigset_t signals_;
+  std::stop_source stop_;
+  std::jthread waiter_;
+};
+
 void print_status(const evaluate::RuleStatus& s) {
   std::string details = s.details;
   while (!details.empty() && details.back() == '\n') details.pop_back();
   std::printf("vigil: [%s] %s%s%s\n", s.configuration_name.c_str(), std::string(evaluate::status_name(s.status)).c_str(),
               details.empty() ? "" : ": ", details.c_str());
   std::fflush(stdout);
+}
+
+// Progress and rule logs on stderr (statuses are printed by the caller).
+void print_logs(evaluate::EvaluatorOptions& options, bool quiet) {
+  if (!quiet)
+    options.on_progress = [](const std::string& path, int64_t step) {
+      std::fprintf(stderr, "vigil: %s: step %lld\n", path.c_str(), static_cast<long long>(step));
+    };
+  options.on_log = [quiet](const std::string& rule, int level, const std::string& message) {
+    if (level < VIGIL_LOG_INFO || (quiet && level < VIGIL_LOG_WARNING)) return;
+    std::fprintf(stderr, "vigil: %s%s%s\n", rule.empty() ? "" : "[", rule.c_str(), rule.empty() ? "" : "] ");
+    std::fprintf(stderr, "  %s\n", message.c_str());
+  };
+}
+
+// `vigil evaluate --isolated-child`: one plugin's share of an --isolate job. The parent hands the
+// rules over on stdin and reads every event from fd 3; the statuses are the parent's to print.
+int run_isolated_child(const std::vector<std::string>& plugin_files, bool quiet) {
+  // Nobody would read the events once the parent is gone.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // Processes the rules start must not hold the events pipe open.
+  if (::fcntl(evaluate::kChildEventsFd, F_SETFD, FD_CLOEXEC) != 0) {
+    std::fprintf(stderr, "vigil evaluate: --isolated-child is internal to --isolate (no events fd %d)\n",
+                 evaluate::kChildEventsFd);
+    return kExitUsage;
+  }
+  std::ostringstream text;
+  text << std::cin.rdbuf();
+  auto work = evaluate::decode_child_work(text.str());
+  if (!work) {
+    std::fprintf(stderr, "vigil evaluate: %s\n", work.error().message.c_str());
+    return kExitUsage;
+  }
+  plugins::PluginRegistry registry;
+  for (const auto& file : plugin_files) (void)registry.load_file(file);
+  print_refusals(registry, stderr);
+
+  evaluate::EvaluatorOptions options;
+  options.follow = work->follow;
+  options.idle_timeout = work->idle_timeout;
+  options.poll_interval = work->poll_interval;
+  options.output_directory = work->output_directory;
+  print_logs(options, quiet);
+  evaluate::ChildEventWriter events(evaluate::kChildEventsFd, work->job);
+  events.attach(options);
+  auto evaluator = evaluate::Evaluator::create(registry, std::move(work->job), options);
+  if (!evaluator) {
+    std::fprintf(stderr, "vigil evaluate: %s\n", evaluator.error().message.c_str());
+    return kExitUsage;
+  }
+  StopOnSignals signals(/*announce=*/false);  // the parent announced it
+  (*evaluator)->run(signals.token());
+  return kExitOk;
+}
+
+std::optional<double> parse_seconds(const std::string& text) {
+  char* end = nullptr;
+  double secs = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !(secs >= 0) || !std::isfinite(secs)) return std::nullopt;
+  return secs;
 }
 
 }  // namespace
@@ -92,6 +207,10 @@ int run_evaluate(const std::vector<std::string>& args) {
   std::vector<std::string> groups;
   evaluate::EvaluatorOptions options;
   bool quiet = false;
+  bool isolate = false, isolated_child = false;
+  std::optional<std::chrono::milliseconds> rule_timeout;
+  std::optional<uint64_t> memory_limit_mib;
+  std::vector<std::string> plugin_files;  // --isolated-child only
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&]() -> std::optional<std::string> {
@@ -105,11 +224,28 @@ int run_evaluate(const std::vector<std::string>& args) {
       options.follow = false;
     } else if (a == "--quiet") {
       quiet = true;
+    } else if (a == "--isolate") {
+      isolate = true;
+    } else if (a == "--isolated-child") {
+      isolated_child = true;
     } else if (a == "--job" || a == "--trial" || a == "--status-file" || a == "--plugins" || a == "--rule" ||
-               a == "--param" || a == "--name" || a == "--idle-timeout" || a == "--group") {
+               a == "--param" || a == "--name" || a == "--idle-timeout" || a == "--group" || a == "--rule-timeout" ||
+               a == "--rule-memory-limit" || a == "--plugin-file") {
       auto v = value();
       if (!v) return usage_error(a + " needs a value");
       if (a == "--job") job_file = *v;
+      else if (a == "--plugin-file") plugin_files.push_back(*v);
+      else if (a == "--rule-timeout") {
+        auto secs = parse_seconds(*v);
+        if (!secs || std::llround(*secs * 1000) < 1) return usage_error("--rule-timeout takes seconds (at least 0.001)");
+        rule_timeout = std::chrono::milliseconds(std::llround(*secs * 1000));
+      } else if (a == "--rule-memory-limit") {
+        uint64_t mib = 0;
+        auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), mib);
+        if (ec != std::errc() || end != v->data() + v->size() || mib > (uint64_t(1) << 40))
+          return usage_error("--rule-memory-limit takes a whole number of MiB (0: no limit)");
+        memory_limit_mib = mib;
+      }
       else if (a == "--trial") trial = *v;
       else if (a == "--status-file") status_file = *v;
       else if (a == "--plugins") plugin_dirs.push_back(*v);
@@ -134,6 +270,17 @@ int run_evaluate(const std::vector<std::string>& args) {
       return usage_error("unexpected argument '" + a + "'");
     }
   }
+  if (isolated_child) {
+    if (isolate || job_file || trial || status_file || !plugin_dirs.empty() || !cli_rules.empty() || !groups.empty() ||
+        plugin_files.empty())
+      return usage_error("--isolated-child is internal to --isolate and takes only --plugin-file and --quiet");
+    return run_isolated_child(plugin_files, quiet);
+  }
+  if (!plugin_files.empty()) return usage_error("--plugin-file is internal to --isolate; use --plugins DIR");
+  if (!isolate && (rule_timeout || memory_limit_mib))
+    return usage_error(std::string(rule_timeout ? "--rule-timeout" : "--rule-memory-limit") +
+                       " needs --isolate: a rule that never returns or grows without bound can only be stopped in a "
+                       "process of its own");
   for (const auto& g : groups) {
     const auto* group = evaluate::find_rule_group(g);
     if (!group) return usage_error("unknown rule group '" + g + "' (vigil rules --groups lists them)");
@@ -163,57 +310,38 @@ int run_evaluate(const std::vector<std::string>& args) {
   print_refusals(registry, stderr);
 
   if (status_file) options.status_file = *status_file;
-  if (!quiet) {
-    options.on_status = print_status;
-    options.on_progress = [](const std::string& path, int64_t step) {
-      std::fprintf(stderr, "vigil: %s: step %lld\n", path.c_str(), static_cast<long long>(step));
-    };
-  }
-  options.on_log = [quiet](const std::string& rule, int level, const std::string& message) {
-    if (level < VIGIL_LOG_INFO || (quiet && level < VIGIL_LOG_WARNING)) return;
-    std::fprintf(stderr, "vigil: %s%s%s\n", rule.empty() ? "" : "[", rule.c_str(), rule.empty() ? "" : "] ");
-    std::fprintf(stderr, "  %s\n", message.c_str());
-  };
+  if (!quiet) options.on_status = print_status;
+  print_logs(options, quiet);
 
-  auto evaluator = evaluate::Evaluator::create(registry, std::move(job), options);
-  if (!evaluator) {
-    if (evaluator.error().code == ErrorCode::Io) {
-      std::fprintf(stderr, "vigil evaluate: %s\n", evaluator.error().message.c_str());
+  // The same for both evaluators: refuse a bad job, run to the end, report.
+  auto run_to_end = [&](auto evaluator) -> int {
+    if (!evaluator) {
+      if (evaluator.error().code == ErrorCode::Io) {
+        std::fprintf(stderr, "vigil evaluate: %s\n", evaluator.error().message.c_str());
+        return kExitInternal;
+      }
+      return usage_error(evaluator.error().message);
+    }
+    {
+      StopOnSignals signals(/*announce=*/true);
+      (*evaluator)->run(signals.token());
+    }
+    if (quiet)
+      for (const auto& s : (*evaluator)->statuses()) print_status(s);
+    if (status_file && !std::filesystem::exists(*status_file)) {
+      std::fprintf(stderr, "vigil evaluate: the status file %s could not be written\n", status_file->c_str());
       return kExitInternal;
     }
-    return usage_error(evaluator.error().message);
+    return kExitOk;
+  };
+  if (isolate) {
+    evaluate::IsolationOptions isolation;
+    isolation.rule_timeout = rule_timeout;
+    if (memory_limit_mib) isolation.memory_limit_mib = *memory_limit_mib;
+    if (quiet) isolation.child_arguments.push_back("--quiet");
+    return run_to_end(evaluate::IsolatedEvaluator::create(registry, std::move(job), options, std::move(isolation)));
   }
-
-  // SIGINT/SIGTERM: a dedicated thread waits for them and asks the rules to stop.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::stop_source stop;
-  std::jthread signal_waiter([&](std::stop_token self) {
-    timespec slice{0, 100'000'000};
-    while (!self.stop_requested()) {
-      siginfo_t info;
-      int sig = sigtimedwait(&signals, &info, &slice);
-      if (sig == SIGINT || sig == SIGTERM) {
-        std::fprintf(stderr, "vigil: received %s: stopping the rules\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-        stop.request_stop();
-        return;
-      }
-    }
-  });
-  (*evaluator)->run(stop.get_token());
-  signal_waiter.request_stop();
-  signal_waiter.join();
-
-  if (quiet)
-    for (const auto& s : (*evaluator)->statuses()) print_status(s);
-  if (status_file && !std::filesystem::exists(*status_file)) {
-    std::fprintf(stderr, "vigil evaluate: the status file %s could not be written\n", status_file->c_str());
-    return kExitInternal;
-  }
-  return kExitOk;
+  return run_to_end(evaluate::Evaluator::create(registry, std::move(job), options));
 }
 
 }  // namespace vigil::cli

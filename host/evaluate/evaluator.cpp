@@ -56,23 +56,47 @@ struct Evaluator::Impl {
     if (r.finished) return;
     r.finished = true;
     if (!r.fired) board->set(r.index, RuleEvaluationStatus::NoIssuesFound);
+    if (options.watcher.finished) options.watcher.finished(r.index);
   }
   void fail_rule(ConfiguredRule& r, std::string details) {
     if (r.finished) return;
     r.finished = true;
     board->set(r.index, RuleEvaluationStatus::Error, std::move(details));
+    if (options.watcher.finished) options.watcher.finished(r.index);
+  }
+  // Runs `call` (into the rule's own code) between the watcher's call_began and call_ended.
+  template <typename Call>
+  auto watched(const ConfiguredRule& r, RuleCall kind, int64_t step, Call&& call) {
+    if (options.watcher.call_began) options.watcher.call_began(r.index, kind, step);
+    struct Ended {
+      const RuleWatcher& watcher;
+      size_t rule;
+      ~Ended() {
+        if (watcher.call_ended) watcher.call_ended(rule);
+      }
+    } ended{options.watcher, r.index};
+    return call();
   }
 };
 
-Evaluator::Evaluator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Evaluator::~Evaluator() = default;
+std::string_view rule_call_name(RuleCall call) {
+  switch (call) {
+    case RuleCall::Create: return "create";
+    case RuleCall::Step: return "step";
+    case RuleCall::Destroy: return "destroy";
+  }
+  return "?";
+}
 
-Result<std::unique_ptr<Evaluator>> Evaluator::create(const plugins::PluginRegistry& registry, JobConfig job,
-                                                     EvaluatorOptions options) {
+std::optional<RuleCall> parse_rule_call(std::string_view name) {
+  for (RuleCall c : {RuleCall::Create, RuleCall::Step, RuleCall::Destroy})
+    if (rule_call_name(c) == name) return c;
+  return std::nullopt;
+}
+
+Result<std::vector<ResolvedRule>> resolve_job(const plugins::PluginRegistry& registry, JobConfig job) {
   if (auto v = validate_job(job); !v) return fail(v.error());
-  auto impl = std::make_unique<Impl>();
-  impl->options = std::move(options);
-  std::vector<RuleStatus> initial;
+  std::vector<ResolvedRule> resolved;
   for (size_t i = 0; i < job.rules.size(); ++i) {
     auto& config = job.rules[i];
     const std::string field = fmt::format("DebugRuleConfigurations[{}].RuleParameters", i);
@@ -110,14 +134,34 @@ Result<std::unique_ptr<Evaluator>> Evaluator::create(const plugins::PluginRegist
         return fail(Error::invalid_argument(
             fmt::format("DebugRuleConfigurations[{}]: trial '{}' is not a directory", i, path)));
     }
+    std::string rule_name = config.source ? config.rule_to_invoke : std::string(type->descriptor->name);
+    resolved.push_back(ResolvedRule{.config = std::move(config),
+                                    .type = *type,
+                                    .params = std::move(*params),
+                                    .rule_name = std::move(rule_name)});
+  }
+  return resolved;
+}
+
+Evaluator::Evaluator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Evaluator::~Evaluator() = default;
+
+Result<std::unique_ptr<Evaluator>> Evaluator::create(const plugins::PluginRegistry& registry, JobConfig job,
+                                                     EvaluatorOptions options) {
+  auto resolved = resolve_job(registry, std::move(job));
+  if (!resolved) return fail(resolved.error());
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  std::vector<RuleStatus> initial;
+  for (size_t i = 0; i < resolved->size(); ++i) {
+    auto& rule = (*resolved)[i];
     auto r = std::make_unique<ConfiguredRule>();
     r->index = i;
-    r->type = *type;
-    r->params = std::move(*params);
-    r->config = std::move(config);
-    const std::string rule_name = r->config.source ? r->config.rule_to_invoke : std::string(type->descriptor->name);
+    r->type = rule.type;
+    r->params = std::move(rule.params);
+    r->config = std::move(rule.config);
     initial.push_back(RuleStatus{.configuration_name = r->config.configuration_name,
-                                 .rule_name = rule_name,
+                                 .rule_name = std::move(rule.rule_name),
                                  .status = RuleEvaluationStatus::InProgress});
     impl->rules.push_back(std::move(r));
   }
@@ -138,7 +182,9 @@ void Evaluator::run(std::stop_token stop) {
     for (auto& [path, group] : groups)
       threads.emplace_back([this, path, group, stop] { impl_->run_group(path, group, stop); });
   }
-  for (auto& r : impl_->rules) r->instance.reset();  // destroy the rule instances
+  for (auto& r : impl_->rules)  // destroy the rule instances
+    if (r->instance)
+      impl_->watched(*r, RuleCall::Destroy, r->config.start_step, [&] { r->instance.reset(); });
   if (stop.stop_requested())
     for (auto& r : impl_->rules)
       if (impl_->board->get(r->index).status == RuleEvaluationStatus::Stopping)
@@ -181,6 +227,7 @@ void Evaluator::Impl::apply(ConfiguredRule& r, int64_t step, const InvokeOutcome
         trigger.evidence.push_back(e);  // not JSON: keep the text
       }
     }
+    if (options.watcher.trigger_added) options.watcher.trigger_added(r.index, trigger);
     board->add_trigger(r.index, std::move(trigger));
     if (!r.fired) {
       r.fired = true;
@@ -209,6 +256,7 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
       if (!r->finished) {
         r->finished = true;
         board->set(r->index, RuleEvaluationStatus::Stopping);
+        if (options.watcher.finished) options.watcher.finished(r->index);
       }
   };
   auto base = open_trial(base_path, stop);
@@ -236,8 +284,10 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
     };
     std::filesystem::path out_dir = options.output_directory.value_or(
         options.status_file ? options.status_file->parent_path() : std::filesystem::path());
-    auto instance =
-        RuleInstance::create(r->type, r->params, r->config.configuration_name, trial_list, cache, stop, log, out_dir);
+    auto instance = watched(*r, RuleCall::Create, r->config.start_step, [&] {
+      return RuleInstance::create(r->type, r->params, r->config.configuration_name, trial_list, cache, stop, log,
+                                  out_dir);
+    });
     if (!instance) {
       fail_rule(*r, InvokeOutcome{.status = static_cast<vigil_status>(instance.error().code), .error = instance.error()}
                         .details());
@@ -301,13 +351,14 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
     auto due = [&](ConfiguredRule* r) { return r->config.start_step <= step && !r->finished; };
     for (auto* r : rules_now)
       if (due(r)) {
-        auto outcome = r->instance->prefetch(step);
+        auto outcome = watched(*r, RuleCall::Step, step, [&] { return r->instance->prefetch(step); });
         if (vigil_status_is_failure(outcome.status)) fail_rule(*r, outcome.details());
       }
     for (auto* r : rules_now)
       if (due(r)) {
-        apply(*r, step, r->instance->invoke(step));
+        apply(*r, step, watched(*r, RuleCall::Step, step, [&] { return r->instance->invoke(step); }));
         board->progress(r->index, step);
+        if (options.watcher.step_done) options.watcher.step_done(r->index, step);
       }
     cache->clear();
     trial.release_refresh();

@@ -14,13 +14,35 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "evaluate/job_config.h"
 #include "evaluate/rule_status.h"
+#include "plugins/param_values.h"
 #include "plugins/plugin_loader.h"
 
 namespace vigil::evaluate {
+
+// The calls into a rule's own code, as reported to a RuleWatcher.
+enum class RuleCall { Create, Step, Destroy };
+std::string_view rule_call_name(RuleCall call);  // "create", "step", "destroy"
+std::optional<RuleCall> parse_rule_call(std::string_view name);
+
+// Finer-grained events than status changes, for supervising the rules from another process
+// (`vigil evaluate --isolate`: each child reports them to the parent). `rule` is the index in the
+// job. Called from the evaluator's threads; every member may be empty.
+struct RuleWatcher {
+  // Around each call into the rule's code: create, required_tensors + invoke_at_step at `step`
+  // (each call separately), destroy. `step` is the rule's start_step for create and destroy.
+  std::function<void(size_t rule, RuleCall call, int64_t step)> call_began;
+  std::function<void(size_t rule)> call_ended;
+  std::function<void(size_t rule, const Trigger& trigger)> trigger_added;
+  std::function<void(size_t rule, int64_t step)> step_done;  // the rule's CurrentStep
+  // The rule reached its verdict (IssuesFound stays a rule's status while it keeps running, so the
+  // status alone does not say when it is final) or was asked to stop (Stopping).
+  std::function<void(size_t rule)> finished;
+};
 
 struct EvaluatorOptions {
   bool follow = true;  // false: what exists is the whole trial (no end marker needed)
@@ -34,7 +56,20 @@ struct EvaluatorOptions {
   // Called when a trial's walk reaches a new step (at most about once a second per trial).
   std::function<void(const std::string& trial, int64_t step)> on_progress;
   std::chrono::milliseconds poll_interval{20};
+  RuleWatcher watcher;
 };
+
+// A job's rule resolved against the loaded plugins: the plugin rule that runs it and its parameters.
+struct ResolvedRule {
+  RuleConfig config;
+  plugins::RuleType type;
+  plugins::BoundParams params;
+  std::string rule_name;  // RuleToInvoke as reported: the descriptor's name, or the Python rule's class
+};
+
+// Validates the job and resolves every rule, as Evaluator::create does before anything runs;
+// errors name the failing field.
+Result<std::vector<ResolvedRule>> resolve_job(const plugins::PluginRegistry& registry, JobConfig job);
 
 class Evaluator {
  public:

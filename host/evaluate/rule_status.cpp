@@ -20,6 +20,29 @@ std::string_view status_name(RuleEvaluationStatus s) {
   return "?";
 }
 
+std::optional<RuleEvaluationStatus> parse_status_name(std::string_view name) {
+  for (auto s : {RuleEvaluationStatus::InProgress, RuleEvaluationStatus::NoIssuesFound, RuleEvaluationStatus::IssuesFound,
+                 RuleEvaluationStatus::Error, RuleEvaluationStatus::Stopping, RuleEvaluationStatus::Stopped})
+    if (status_name(s) == name) return s;
+  return std::nullopt;
+}
+
+nlohmann::ordered_json trigger_to_json(const Trigger& trigger) {
+  nlohmann::ordered_json j;
+  j["step"] = trigger.step;
+  j["evidence"] = trigger.evidence;
+  return j;
+}
+
+std::optional<Trigger> trigger_from_json(const nlohmann::json& entry) {
+  if (!entry.is_object()) return std::nullopt;
+  auto step = entry.find("step");
+  auto evidence = entry.find("evidence");
+  if (step == entry.end() || !step->is_number_integer() || evidence == entry.end() || !evidence->is_array())
+    return std::nullopt;
+  return Trigger{.step = step->get<int64_t>(), .evidence = evidence->get<std::vector<nlohmann::json>>()};
+}
+
 double now_epoch_seconds() {
   using namespace std::chrono;
   return duration<double>(system_clock::now().time_since_epoch()).count();
@@ -91,12 +114,7 @@ nlohmann::ordered_json StatusBoard::to_json() const {
     j["RuleToInvoke"] = r.rule_name;
     if (r.current_step) j["CurrentStep"] = *r.current_step;
     nlohmann::ordered_json triggers = nlohmann::ordered_json::array();
-    for (const auto& t : r.triggers) {
-      nlohmann::ordered_json tj;
-      tj["step"] = t.step;
-      tj["evidence"] = t.evidence;
-      triggers.push_back(std::move(tj));
-    }
+    for (const auto& t : r.triggers) triggers.push_back(trigger_to_json(t));
     j["Triggers"] = std::move(triggers);
     list.push_back(std::move(j));
   }

@@ -18,12 +18,17 @@ namespace vigil::evaluate {
 
 enum class RuleEvaluationStatus { InProgress, NoIssuesFound, IssuesFound, Error, Stopping, Stopped };
 std::string_view status_name(RuleEvaluationStatus s);
+std::optional<RuleEvaluationStatus> parse_status_name(std::string_view name);
 
 // One step at which a rule's condition was met, with the evidence the rule reported.
 struct Trigger {
   int64_t step = 0;
   std::vector<nlohmann::json> evidence;
 };
+
+// A Triggers entry of the status file: {"step": ..., "evidence": [...]}, and back.
+nlohmann::ordered_json trigger_to_json(const Trigger& trigger);
+std::optional<Trigger> trigger_from_json(const nlohmann::json& entry);
 
 struct RuleStatus {
   std::string configuration_name;

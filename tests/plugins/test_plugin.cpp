@@ -1,14 +1,23 @@
 // Purpose-built plugins for the loader and evaluator tests, written against the raw C ABI (no SDK)
 // so that they can misbehave in every way the host must contain. One source, many libraries: the
 // VARIANT macro picks what this build does wrong (0 = a well-behaved plugin with test rules).
+// The "misbehaves" variant has rules that take their whole process down (for `vigil evaluate
+// --isolate`): a segfault, abort(), exit(7), a call that never returns, unbounded allocation.
+#include <sys/mman.h>
+
 #include <vigil/vigil.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #define VARIANT_GOOD 0
 #define VARIANT_NO_ENTRY 1
@@ -29,6 +38,7 @@
 #define VARIANT_THROW_IN_INVOKE 16
 #define VARIANT_THROW_IN_DESTROY 17
 #define VARIANT_THROW_IN_DEINIT 18
+#define VARIANT_MISBEHAVES 19
 
 #ifndef VARIANT
 #error "define VARIANT"
@@ -49,7 +59,7 @@ void set_error(vigil_error* err, vigil_status code, const std::string& message, 
 
 // ---- the rules ----
 
-enum RuleKind { kStepsRule, kUnknownStatus, kLeaksView, kThrower, kValidated };
+enum RuleKind { kStepsRule, kUnknownStatus, kLeaksView, kThrower, kValidated, kMisbehave };
 
 struct TestRule {
   vigil_rule base;
@@ -59,7 +69,39 @@ struct TestRule {
   std::set<int64_t> fire_at;
   int64_t fail_at = -1;
   int64_t end_at = -1;
+  std::string how;  // Misbehave
+  int64_t at_step = 0;
 };
+
+// What Misbehave does at its step. Only what ends or stalls the whole process: the host contains
+// everything else in-process.
+vigil_status misbehave(const std::string& how, vigil_error* err) {
+  if (how == "segfault") {
+    // A store to a page mapped without access: a real SIGSEGV, not undefined behaviour that a
+    // compiler or UBSan could turn into something else.
+    void* page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    *static_cast<volatile int*>(page) = 1;
+  } else if (how == "abort") {
+    std::abort();
+  } else if (how == "exit") {
+    std::exit(7);
+  } else if (how == "hang") {
+    while (true) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // sleeps: spares the CPU
+  } else if (how == "hog") {
+    // Touches every byte, so resident memory grows. Gives up at 2 GiB so that a broken memory
+    // limit fails the test instead of the machine.
+    constexpr size_t kChunk = size_t(16) << 20, kGiveUp = size_t(2) << 30;
+    std::vector<std::unique_ptr<char[]>> kept;
+    for (size_t total = 0; total < kGiveUp; total += kChunk) {
+      kept.emplace_back(new char[kChunk]);
+      std::memset(kept.back().get(), 1, kChunk);
+    }
+    set_error(err, VIGIL_E_INTERNAL, "allocated 2 GiB and was not stopped");
+    return VIGIL_E_INTERNAL;
+  }
+  set_error(err, VIGIL_E_INTERNAL, "the process was not taken down by '" + how + "'");
+  return VIGIL_E_INTERNAL;
+}
 
 void destroy_rule(vigil_rule* r) {
 #if VARIANT == VARIANT_THROW_IN_DESTROY
@@ -121,6 +163,7 @@ vigil_status invoke_at_step(vigil_rule* r, vigil_step step, bool* met, vigil_err
     }
     case kThrower: throw std::logic_error("a rule that throws across the C ABI");
     case kValidated: return VIGIL_OK;
+    case kMisbehave: return step == self->at_step ? misbehave(self->how, err) : VIGIL_OK;
   }
   return VIGIL_OK;
 }
@@ -148,10 +191,27 @@ const vigil_param_spec kValidatedParams[] = {
 
 #if VARIANT == VARIANT_DUPLICATE_ID
 #define ID_PREFIX "vigil.test.dup."
+#elif VARIANT == VARIANT_MISBEHAVES
+#define ID_PREFIX "vigil.test.misbehaves."
 #else
 #define ID_PREFIX "vigil.test."
 #endif
 
+#if VARIANT == VARIANT_MISBEHAVES
+const char* const kHows[] = {"segfault", "abort", "exit", "hang", "hog", nullptr};
+const vigil_param_spec kMisbehaveParams[] = {
+    {sizeof(vigil_param_spec), "how", VIGIL_PARAM_ENUM, VIGIL_PARAMF_REQUIRED, nullptr, NAN, NAN, kHows,
+     "segfault, abort, exit (status 7), hang (never return) or hog (allocate without end)"},
+    {sizeof(vigil_param_spec), "at_step", VIGIL_PARAM_INT64, 0, "0", NAN, NAN, nullptr, "the step where it happens"},
+};
+// Its own StepsRule (under another name) shares the misbehaving rule's process.
+const vigil_rule_descriptor kRules[] = {
+    {sizeof(vigil_rule_descriptor), ID_PREFIX "StepsRule", "SiblingStepsRule", "1.0",
+     "StepsRule, in the misbehaving plugin", kStepsParams, 3, 0},
+    {sizeof(vigil_rule_descriptor), ID_PREFIX "Misbehave", "Misbehave", "1.0", "takes its process down at at_step",
+     kMisbehaveParams, 2, 0},
+};
+#else
 const vigil_rule_descriptor kRules[] = {
     {sizeof(vigil_rule_descriptor), ID_PREFIX "StepsRule", VARIANT == VARIANT_BAD_DESCRIPTOR ? nullptr : "StepsRule",
      "1.0", "met at the steps listed in fire_at", kStepsParams, 3, 0},
@@ -161,6 +221,7 @@ const vigil_rule_descriptor kRules[] = {
     {sizeof(vigil_rule_descriptor), ID_PREFIX "Validated", "Validated", "1.0", "typed parameters",
      kValidatedParams, sizeof(kValidatedParams) / sizeof(kValidatedParams[0]), VIGIL_RULEF_MULTI_TRIAL},
 };
+#endif
 constexpr uint32_t kRuleCount = sizeof(kRules) / sizeof(kRules[0]);
 
 uint32_t factory_count(const vigil_rule_factory*) {
@@ -205,6 +266,10 @@ vigil_status factory_create(const vigil_rule_factory*, const char* rule_id, cons
     self->kind = kThrower;
   } else if (name == "Validated") {
     self->kind = kValidated;
+  } else if (name == "Misbehave") {
+    self->kind = kMisbehave;
+    self->how = ctx->params[0].v.s;
+    self->at_step = ctx->params[1].v.i;
   } else {
     delete self;
     set_error(err, VIGIL_E_INVALID_ARGUMENT, "unknown rule " + id);
