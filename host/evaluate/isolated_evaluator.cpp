@@ -130,13 +130,14 @@ Result<pid_t> spawn(const fs::path& executable, const std::vector<std::string>& 
   return pid;
 }
 
-// The child's resident memory in bytes (0 once it is gone).
-uint64_t resident_bytes(pid_t pid) {
+// The child's resident memory in bytes that is its own: resident less file-backed and shared pages
+// (its code, the plugins' code), which the kernel can drop or shares with others. 0 once it is gone.
+uint64_t own_resident_bytes(pid_t pid) {
   std::ifstream statm(fmt::format("/proc/{}/statm", pid));
-  uint64_t size_pages = 0, resident_pages = 0;
-  if (!(statm >> size_pages >> resident_pages)) return 0;
+  uint64_t size_pages = 0, resident_pages = 0, shared_pages = 0;
+  if (!(statm >> size_pages >> resident_pages >> shared_pages) || shared_pages > resident_pages) return 0;
   static const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
-  return resident_pages * page;
+  return (resident_pages - shared_pages) * page;
 }
 
 std::string seconds_text(std::chrono::milliseconds ms) { return fmt::format("{:g}", double(ms.count()) / 1000.0); }
@@ -334,7 +335,7 @@ void IsolatedEvaluator::Impl::watch(RunningChild& c, Clock::time_point now,
     for (const auto& [rule, call] : c.calls)
       if (now - call.since > *isolation.rule_timeout)
         return terminate(c, Kill{.why = Kill::Why::RuleTimeout, .culprit = rule, .call = call});
-  if (isolation.memory_limit_mib > 0 && resident_bytes(c.pid) > isolation.memory_limit_mib * 1024 * 1024)
+  if (isolation.memory_limit_mib > 0 && own_resident_bytes(c.pid) > isolation.memory_limit_mib * 1024 * 1024)
     return terminate(c, Kill{.why = Kill::Why::Memory});
   if (stop_time && now - *stop_time > kStopGrace) return terminate(c, Kill{.why = Kill::Why::StopGrace});
 }

@@ -21,12 +21,13 @@
 namespace vigil::evaluate {
 
 struct IsolationOptions {
-  // The `vigil` executable that runs the children (`evaluate --isolated-child ...`).
+  // The `vigil` executable that runs the children (`evaluate --isolated-child ...`). The default,
+  // the running executable itself, is right inside `vigil`; other programs must name it.
   std::filesystem::path executable = "/proc/self/exe";
   std::vector<std::string> child_arguments;  // appended to every child's command line (--quiet)
   // The longest one call into a rule's code (create, one step, destroy) may take.
   std::optional<std::chrono::milliseconds> rule_timeout;
-  // The most resident memory a child may use, in MiB; 0 for no limit.
+  // The most resident memory of its own (not file-backed) a child may use, in MiB; 0 for no limit.
   uint64_t memory_limit_mib = 4096;
 };
 

@@ -166,6 +166,8 @@ TEST(Isolation, GoodJobHasTheSameStatusesWithAndWithoutIsolate) {
   for (auto* run : {&plain, &isolated})
     for (auto& [name, s] : run->statuses.items()) s.erase("LastModifiedTime");
   EXPECT_EQ(plain.statuses, isolated.statuses);
+  // Every child ended cleanly too (under LeakSanitizer: without leaks).
+  EXPECT_EQ(isolated.output.find("ended after its rules had finished"), std::string::npos) << isolated.output;
   EXPECT_EQ(isolated.statuses["LossAboveThreshold"]["RuleEvaluationStatus"], "IssuesFound");
   EXPECT_EQ(isolated.statuses["Thrower"]["RuleEvaluationStatus"], "Error");
 }
