@@ -10,6 +10,9 @@ packages=(
   libeigen3-dev libfmt-dev nlohmann-json3-dev libdlpack-dev
   libgtest-dev libbenchmark-dev
   python3-numpy python3-pytest
+  # scripts/fuzz.sh: libFuzzer + ASan/UBSan runtimes and llvm-symbolizer for readable reports. clang 19,
+  # not 14: libstdc++ 12 offers std::expected only to compilers with __cpp_concepts >= 202002L.
+  clang-19 libclang-rt-19-dev llvm-19
 )
 
 missing=()

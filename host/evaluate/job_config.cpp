@@ -123,7 +123,7 @@ Result<JobConfig> parse_job_json(std::string_view text, const std::string& defau
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
     return fail(Error::invalid_argument(fmt::format("the job file is not valid JSON: {}", e.what())));
   }
   const nlohmann::json* list = &doc;

@@ -6,6 +6,7 @@
 
 #include "format/python_json.h"
 #include "format/tfrecord.h"
+#include "format/trial_layout.h"
 
 namespace vigil::format {
 namespace {
@@ -17,21 +18,6 @@ std::optional<int64_t> as_int64(const json& v) {
   if (v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX))
     return static_cast<int64_t>(v.get<uint64_t>());
   return std::nullopt;  // floats, bools, strings, and integers beyond int64
-}
-
-// An event_file_name is joined to the trial root; anything that could leave the trial is refused.
-std::optional<std::string> unsafe_relative_path(std::string_view p) {
-  if (p.empty()) return "is empty";
-  if (p.front() == '/') return "is an absolute path";
-  if (p.find('\0') != std::string_view::npos) return "contains a NUL byte";
-  size_t start = 0;
-  while (start <= p.size()) {
-    size_t end = p.find('/', start);
-    if (end == std::string_view::npos) end = p.size();
-    if (p.substr(start, end - start) == "..") return "contains a '..' component";
-    start = end + 1;
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -71,6 +57,7 @@ Result<StepIndex> parse_index_json(std::string_view text, std::string_view file)
     const json& efn = meta["event_file_name"];
     if (!efn.is_string()) return bad("meta.event_file_name must be a string");
     const auto& name = efn.get_ref<const std::string&>();
+    // Joined to the trial root later: anything that could leave the trial is refused here already.
     if (auto why = unsafe_relative_path(name)) return bad(fmt::format("meta.event_file_name '{}' {}", name, *why));
     index.event_file_name = name;
   }

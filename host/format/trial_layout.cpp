@@ -1,9 +1,15 @@
 #include "format/trial_layout.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 
 namespace vigil::format {
 namespace {
@@ -99,6 +105,62 @@ std::optional<std::string> parse_collections_file_name(std::string_view basename
   std::string worker(basename.substr(0, basename.size() - kSuffix.size()));
   if (worker.front() == '_') worker = deserialize_worker_name(worker);
   return worker;
+}
+
+std::optional<std::string> unsafe_relative_path(std::string_view p) {
+  if (p.empty()) return "is empty";
+  if (p.front() == '/') return "is an absolute path";
+  if (p.find('\0') != std::string_view::npos) return "contains a NUL byte";
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t end = p.find('/', start);
+    if (end == std::string_view::npos) end = p.size();
+    if (p.substr(start, end - start) == "..") return "contains a '..' component";
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+bool is_inside(const std::string& real_path, const std::string& root) {
+  if (root == "/") return true;
+  return real_path.size() > root.size() && real_path.starts_with(root) && real_path[root.size()] == '/';
+}
+
+}  // namespace
+
+Result<int> open_trial_file(const std::filesystem::path& canonical_root, std::string_view relpath) {
+  namespace fs = std::filesystem;
+  const std::string file = (canonical_root / relpath).string();
+  auto refuse = [&](std::string_view why) {
+    return fail(Error::index_reader(fmt::format("{}: refused: {} (trial directory {})", file, why,
+                                                canonical_root.string()),
+                                    file));
+  };
+  if (auto why = unsafe_relative_path(relpath))
+    return refuse(fmt::format("the path '{}' {}, so it would leave the trial directory", relpath, *why));
+
+  // O_NONBLOCK: opening a FIFO planted in the trial must not block; regular files ignore the flag.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return fail(Error::io(file, std::strerror(errno)));
+  // Where the opened file really is, after every symlink: checked on the descriptor rather than the
+  // name, so swapping a symlink between a check and the open cannot slip a file past this.
+  std::error_code ec;
+  fs::path real = fs::read_symlink(fmt::format("/proc/self/fd/{}", fd), ec);
+  if (ec) real = fs::canonical(file, ec);  // no /proc: fall back to resolving the name
+  struct stat st {};
+  std::string problem;
+  if (ec) problem = fmt::format("cannot resolve where it points ({})", ec.message());
+  else if (!is_inside(real.string(), canonical_root.string()))
+    problem = fmt::format("it resolves to {}, outside the trial directory", real.string());
+  else if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    problem = "it is not a regular file";
+  if (!problem.empty()) {
+    ::close(fd);
+    return refuse(problem);
+  }
+  return fd;
 }
 
 }  // namespace vigil::format

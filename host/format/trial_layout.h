@@ -2,9 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "common/error.h"
 
 namespace vigil::format {
 
@@ -33,5 +36,17 @@ std::optional<StepFileName> parse_step_file_name(std::string_view path);
 
 // Parses "<worker>_collections.json" (a basename); the worker is deserialised if it starts with '_'.
 std::optional<std::string> parse_collections_file_name(std::string_view basename);
+
+// ---- Untrusted paths: every file a trial reads is named relative to the trial root. ----
+
+// Why `relpath` cannot name a file inside the trial (it is empty, absolute, has a ".." component
+// or a NUL byte), or nullopt when it is safe to join to the trial root.
+std::optional<std::string> unsafe_relative_path(std::string_view relpath);
+
+// Opens `relpath` read-only inside the trial whose root is `canonical_root` (fs::canonical of the
+// trial folder); the caller closes the descriptor. Refused with an IndexReader error: an unsafe
+// relpath (above), a file that, after symlinks, lies outside the trial root, and anything that is not
+// a regular file (a FIFO would block the reader). Io errors when the file cannot be opened.
+Result<int> open_trial_file(const std::filesystem::path& canonical_root, std::string_view relpath);
 
 }  // namespace vigil::format

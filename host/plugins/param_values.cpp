@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <regex>
 
+#include "common/regex_limits.h"
+
 namespace vigil::plugins {
 
 namespace {
@@ -79,6 +81,7 @@ std::expected<ParsedParam, std::string> parse_param_value(const vigil_param_spec
       return p;
     }
     case VIGIL_PARAM_REGEX: {
+      if (auto why = regex_limit_violation(p.text)) return std::unexpected("not an accepted regular expression: " + *why);
       try {
         std::regex re(p.text, std::regex::ECMAScript);
       } catch (const std::regex_error& e) {
@@ -104,6 +107,12 @@ Result<BoundParams> BoundParams::bind(const vigil_rule_descriptor& rule, const s
                                       std::string_view configuration_name) {
   BoundParams out;
   for (const auto& [name, value] : given) {
+    // Names and values reach the rule as C strings: an embedded NUL would silently cut them short
+    // (JSON can carry one as "\u0000"), so such a parameter is refused instead.
+    if (name.find('\0') != std::string::npos || value.find('\0') != std::string::npos)
+      return fail(Error::invalid_argument(fmt::format("rule {} ({}): parameter '{}' contains a NUL character",
+                                                      configuration_name, rule.name,
+                                                      name.substr(0, name.find('\0')))));
     bool known = false;
     for (uint32_t i = 0; i < rule.param_count; ++i) known |= name == rule.params[i].name;
     if (!known && (rule.flags & VIGIL_RULEF_EXTRA_PARAMS)) {

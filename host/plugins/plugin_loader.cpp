@@ -167,7 +167,9 @@ Result<void> PluginRegistry::load_file(const fs::path& file) {
 
 void PluginRegistry::load_directory(const fs::path& dir) {
   if (!dir.is_absolute()) {
-    refused_.push_back({dir, "plugin directories must be absolute paths"});
+    // Never resolved against the working directory: that would load whatever it happens to hold.
+    refused_.push_back({dir, "plugin directories must be absolute paths (a relative one would depend on the working "
+                             "directory)"});
     return;
   }
   std::error_code ec;

@@ -20,6 +20,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/regex_limits.h"
 #include "format/event_proto.h"
 #include "format/index_json.h"
 #include "format/tfrecord.h"
@@ -84,13 +85,33 @@ struct TensorRecord {
 
 constexpr std::string_view kReductionPrefix = "smdebug/reductions/";
 
-Result<std::string> read_small_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return fail(Error::io(p.string(), std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return fail(Error::io(p.string(), "read failed"));
-  return ss.str();
+class FileHandle {
+ public:
+  explicit FileHandle(int fd) : fd_(fd) {}
+  ~FileHandle() { if (fd_ >= 0) ::close(fd_); }
+  FileHandle(const FileHandle&) = delete;
+  FileHandle& operator=(const FileHandle&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Reads a whole file of the trial. Every file is opened through format::open_trial_file, which
+// refuses paths (and symlinks) that lead outside the trial directory.
+Result<std::string> read_trial_file(const fs::path& canonical_root, std::string_view relpath) {
+  auto opened = format::open_trial_file(canonical_root, relpath);
+  if (!opened) return fail(opened.error());
+  FileHandle fd(*opened);
+  std::string bytes;
+  char chunk[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd.get(), chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(Error::io((canonical_root / relpath).string(), std::strerror(errno)));
+    if (n == 0) return bytes;
+    bytes.append(chunk, size_t(n));
+  }
 }
 
 bool ends_with(std::string_view s, std::string_view suffix) {
@@ -98,6 +119,11 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 
 Result<std::regex> compile_regex(const std::string& pattern) {
+  // Patterns come from collection files and rule queries: keep those std::regex cannot take safely out.
+  if (auto why = regex_limit_violation(pattern)) {
+    const std::string shown = pattern.size() > 100 ? pattern.substr(0, 100) + "..." : pattern;
+    return fail(Error::invalid_argument(fmt::format("invalid regex '{}': {}", shown, *why)));
+  }
   try {
     return std::regex(pattern, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
@@ -109,6 +135,7 @@ Result<std::regex> compile_regex(const std::string& pattern) {
 
 struct Trial::State {
   fs::path path;
+  fs::path real_path;  // fs::canonical(path): every file the trial reads must resolve inside it
   std::string name;
   TrialOptions options;
 
@@ -254,7 +281,7 @@ Result<void> Trial::State::load_new_index_files() {
         continue;
       }
       const std::string full = (path / rel).string();
-      auto text = read_small_file(path / rel);
+      auto text = read_trial_file(real_path, rel);
       if (!text) {
         // A file that vanished between listing and reading was a writer's rename race; retry later.
         if (!fs::exists(path / rel)) continue;
@@ -369,27 +396,12 @@ Result<WorkerStep> Trial::State::locate(std::string_view name, int64_t step, Mod
 // ---------------------------------------------------------------------------------------------
 // Reading values
 
-namespace {
-
-class FileHandle {
- public:
-  explicit FileHandle(int fd) : fd_(fd) {}
-  ~FileHandle() { if (fd_ >= 0) ::close(fd_); }
-  FileHandle(const FileHandle&) = delete;
-  FileHandle& operator=(const FileHandle&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-}  // namespace
-
 Result<TensorValue> Trial::State::read_value(const Location& where) const {
   const std::string rel = event_files.at(where.file);
   const std::string file = (path / rel).string();
-  FileHandle fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return fail(Error::io(file, std::strerror(errno)));
+  auto opened = format::open_trial_file(real_path, rel);
+  if (!opened) return fail(opened.error());
+  FileHandle fd(*opened);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return fail(Error::io(file, std::strerror(errno)));
   const uint64_t file_size = uint64_t(st.st_size);
@@ -431,6 +443,8 @@ Result<std::shared_ptr<Trial>> Trial::open(const fs::path& path, TrialOptions op
     return fail(Error::io(path.string(), "no such trial directory"));
   auto state = std::make_unique<State>();
   state->path = path;
+  state->real_path = fs::canonical(path, ec);
+  if (ec) return fail(Error::io(path.string(), ec.message()));
   state->name = path.filename().empty() ? path.parent_path().filename().string() : path.filename().string();
   state->options = options;
 
@@ -455,7 +469,8 @@ Result<std::shared_ptr<Trial>> Trial::open(const fs::path& path, TrialOptions op
   while (true) {
     files = list_collection_files();
     if (!files.empty() && !parsed_first) {
-      auto text = read_small_file(files.front());
+      auto text = read_trial_file(state->real_path,
+                                  (fs::path("collections") / files.front().lexically_relative(path / "collections")).string());
       if (!text) return fail(text.error());
       auto parsed = format::parse_collections_json(*text, files.front().string());
       if (!parsed) return fail(parsed.error());
@@ -776,7 +791,7 @@ Result<std::vector<int64_t>> Trial::shape(std::string_view name, int64_t step, M
 }
 
 Result<double> Trial::step_wall_time(int64_t step, Mode mode) {
-  std::vector<std::string> files;
+  std::vector<std::string> files;  // relative to the trial root
   {
     std::lock_guard lock(state_->mu);
     auto& s = *state_;
@@ -792,15 +807,16 @@ Result<double> Trial::step_wall_time(int64_t step, Mode mode) {
       }
     }
     if (auto it = s.event_files_of_step.find(*g); it != s.event_files_of_step.end())
-      for (uint32_t id : it->second) files.push_back((s.path / s.event_files.at(id)).string());
+      for (uint32_t id : it->second) files.push_back(s.event_files.at(id));
   }
   if (files.empty())
     return fail(Error::not_supported(fmt::format("step {} saved no tensor records, so it has no wall time", step)));
   double latest = 0;
-  for (const auto& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return fail(Error::io(file, std::strerror(errno)));
-    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  for (const auto& rel : files) {
+    const std::string file = (state_->path / rel).string();
+    auto read = read_trial_file(state_->real_path, rel);
+    if (!read) return fail(read.error());
+    const std::string& bytes = *read;
     auto records = format::split_records({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
     if (!records) return fail(Error::corrupt(file, records.error().offset, records.error().reason));
     for (const auto& r : *records) {

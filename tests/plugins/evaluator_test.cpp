@@ -309,6 +309,18 @@ TEST(BadJobs, AreRefusedNamingTheField) {
                  "'r' is used twice");
 }
 
+// Found by fuzz/job_config_fuzzer: a number too large for a double threw an exception the parser
+// did not catch, terminating `vigil evaluate` instead of naming the problem.
+TEST(BadJobs, NumbersBeyondDoubleAreRefusedCleanly) {
+  for (const std::string json : {"33033E3333334000000000001595688857119705899]32214]", "[1e400]",
+                                 R"({"DebugRuleConfigurations": [], "ResourceConfig": {"InstanceCount": -1E999}})"}) {
+    auto job = evaluate::parse_job_json(json, "/tmp");
+    ASSERT_FALSE(job.has_value()) << json;
+    EXPECT_EQ(job.error().code, ErrorCode::InvalidArgument);
+    EXPECT_NE(job.error().message.find("not valid JSON"), std::string::npos) << job.error().message;
+  }
+}
+
 TEST(BadJobs, UnsupportedTrainingSetups) {
   const std::string rules = R"("DebugRuleConfigurations": [{"RuleConfigurationName": "r", "RuleParameters": {"rule_to_invoke": "StepsRule"}}])";
   expect_bad_job("{" + rules + R"(, "ResourceConfig": {"InstanceCount": 2}, "CheckpointConfig": {"S3Uri": "s3://b/c"}})",

@@ -108,6 +108,27 @@ TEST(PluginLoader, SearchPathOrder) {
   EXPECT_EQ(dirs[2], "/opt/b");
 }
 
+// Plugins load only from absolute folders: a relative --plugins or VIGIL_PLUGIN_PATH entry (or an
+// empty one, which a shell PATH reads as ".") would load whatever the working directory holds.
+TEST(PluginLoader, RelativeSearchPathEntriesAreRefusedNotResolved) {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "plugins");
+  std::filesystem::copy_file(variant_dir("good") / "libvigil_test_plugin_good.so", dir.path() / "plugins" / "libgood.so");
+  std::filesystem::copy_file(variant_dir("good") / "libvigil_test_plugin_good.so", dir.path() / "libgood.so");
+  const auto previous_cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());  // the plugins are now reachable by relative paths
+  ::setenv("VIGIL_PLUGIN_PATH", "plugins::.", 1);
+  plugins::PluginRegistry registry;
+  for (const auto& d : plugins::plugin_directories({"plugins", "./plugins"})) registry.load_directory(d);
+  ::unsetenv("VIGIL_PLUGIN_PATH");
+  std::filesystem::current_path(previous_cwd);
+
+  EXPECT_TRUE(registry.rules().empty());
+  ASSERT_EQ(registry.refused().size(), 3u);  // "plugins" (given twice), "./plugins", "."
+  for (const auto& r : registry.refused())
+    EXPECT_NE(r.reason.find("plugin directories must be absolute paths"), std::string::npos) << r.reason;
+}
+
 // ---- parameters ----
 
 class Params : public ::testing::Test {
@@ -153,6 +174,34 @@ TEST_F(Params, Refusals) {
   expect_refused({{"needed", "x"}, {"flag", "maybe"}}, "expected True or False");
   expect_refused({{"needed", "x"}, {"mode", "PREDICT"}}, "expected one of TRAIN, EVAL");
   expect_refused({{"needed", "x"}, {"pattern", "(unclosed"}}, "not a valid regular expression");
+}
+
+// Found by fuzz/param_values_fuzzer: a NUL inside a name or value (JSON's "\u0000") used to cut it
+// short on its way to the rule as a C string, so "0.5\0junk" passed as 0.5.
+TEST_F(Params, NulCharactersAreRefused) {
+  using namespace std::string_literals;
+  expect_refused({{"needed", "x\0tail"s}}, "parameter 'needed' contains a NUL character");
+  expect_refused({{"needed", "x"}, {"ratio", "0.5\0junk"s}}, "parameter 'ratio' contains a NUL character");
+  expect_refused({{"needed", "x"}, {"patter\x19\0\0\0n"s, "^conv"}}, "contains a NUL character");
+}
+
+// Found by fuzz/param_values_fuzzer: libstdc++'s regex compiler overflowed a long (undefined
+// behaviour) reading this 49-digit back-reference; such numbers, and patterns long enough to
+// overflow its recursion, are refused before std::regex sees them.
+TEST(ParamRegex, OverlongNumbersAndPatternsAreRefused) {
+  vigil_param_spec spec{sizeof(spec), "pattern", VIGIL_PARAM_REGEX, 0, nullptr, NAN, NAN, nullptr, ""};
+  using namespace std::string_literals;
+  // The value of the crashing input, bytes as found.
+  const std::string fuzz_input =
+      "\0\0\t\\\\\xdc\\\\\\\\\\1111111111111111111111111111111111111111111111111\\\\\\\\\\\\\\\x11 "s;
+  for (const std::string& bad : {fuzz_input, "a{12345678901}"s, "a{1,12345678901}"s, "(x)\\12345678901"s,
+                                 std::string(5000, 'a')}) {
+    auto p = plugins::parse_param_value(spec, bad);
+    ASSERT_FALSE(p.has_value()) << bad;
+    EXPECT_NE(p.error().find("not an accepted regular expression"), std::string::npos) << p.error();
+  }
+  for (const std::string& good : {"a{2,3}"s, "(x)\\1"s, "layer_1234567890123"s, std::string(4096, 'a')})
+    EXPECT_TRUE(plugins::parse_param_value(spec, good).has_value()) << good;
 }
 
 TEST(ParamList, SplitsOnCommas) {

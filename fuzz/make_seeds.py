@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""Writes the seed corpora of the fuzz harnesses (fuzz/*.cpp) from the shared fixtures.
+
+    make_seeds.py FIXTURES_DIR EXAMPLE_JOBS_DIR CORPUS_DIR
+
+Seeds are made at run time and never committed. Each seed is named by the SHA-1 of its bytes (as
+libFuzzer names the inputs it adds), so running this again writes nothing new.
+"""
+import hashlib
+import json
+import pathlib
+import struct
+import sys
+
+_CRC32C_TABLE = []
+for _n in range(256):
+    _c = _n
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
+    _CRC32C_TABLE.append(_c)
+
+
+def masked_crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = _CRC32C_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    crc ^= 0xFFFFFFFF
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def frame(payload, real_footer=False, length=None):
+    """One TFRecord; `length` overrides the length field (for seeds with lying lengths)."""
+    header = struct.pack("<Q", len(payload) if length is None else length)
+    footer = masked_crc32c(payload) if real_footer else 0x062DC0B3  # smdebug's constant footer
+    return header + struct.pack("<I", masked_crc32c(header)) + payload + struct.pack("<I", footer)
+
+
+def split_records(data):
+    out, offset = [], 0
+    while offset + 12 <= len(data):
+        (length,) = struct.unpack_from("<Q", data, offset)
+        if offset + 16 + length > len(data):
+            break
+        out.append(data[offset + 12:offset + 12 + length])
+        offset += 16 + length
+    return out
+
+
+class Corpus:
+    def __init__(self, root, target):
+        self.dir = pathlib.Path(root) / target
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.count = 0
+
+    def add(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        path = self.dir / hashlib.sha1(data).hexdigest()
+        if not path.exists():
+            path.write_bytes(data)
+        self.count += 1
+
+
+def job_seeds(example_jobs):
+    for path in sorted(pathlib.Path(example_jobs).glob("*.json")):
+        yield path.read_bytes()
+    rule = {"RuleConfigurationName": "LossNotDecreasing",
+            "RuleParameters": {"rule_to_invoke": "LossNotDecreasing", "num_steps": "10"}}
+    yield json.dumps([rule])
+    yield json.dumps({"DebugRuleConfigurations": [{
+        "RuleConfigurationName": "Multi",
+        "RuleEvaluatorImage": "image",
+        "RuleParameters": {"rule_to_invoke": "SimilarAcrossRuns", "base_trial": "/a", "other_trial_0": "/b",
+                           "other_trial_1": "/c", "start_step": "5", "end_step": "50",
+                           "action_json": "{\"name\": \"StopTraining\"}", "source_s3_uri": "s3://bucket/rule.py"}}]})
+    yield json.dumps({"DebugRuleConfigurations": [
+        {"RuleConfigurationName": "A", "RuleParameters": {"rule_to_invoke": "VanishingGradient",
+                                                          "other_trials": "/x,/y", "threshold": "1e-7"}},
+        {"RuleConfigurationName": "B", "RuleParameters": {"rule_to_invoke": "ExplodingTensor"}}],
+        "ResourceConfig": {"InstanceCount": 2, "InstanceType": "ml.p3.2xlarge"},
+        "HyperParameters": {"sagemaker_mpi_enabled": "true"},
+        "CheckpointConfig": {"S3Uri": "s3://bucket/checkpoints"},
+        "Distribution": {"smdistributed": {"dataparallel": {"enabled": True}}}})
+    yield json.dumps({"DebugRuleConfigurations": [{"RuleConfigurationName": "Overfit",
+                                                   "RuleParameters": {"rule_to_invoke": "Overfit"}}],
+                      "Distribution": {"parameter_server": {"enabled": False}, "mpi": {"enabled": False}},
+                      "HyperParameters": {"mp_parameters": "{}"}})
+    yield "[]"
+    yield "{}"
+
+
+# The param_values harness: byte 0 even = one value for the spec picked by byte 1 (an index into
+# its 12 specs); odd = "name=value" lines for the whole rule (bit 1: extra parameters allowed).
+SPEC_VALUES = [
+    ["50", "0", "100", "101", "-1", " 7 "],
+    ["9223372036854775807", "-9223372036854775808", "12"],
+    ["1", "0"],
+    ["-10", "10", "3"],
+    ["0.5", "1e-3", "1.0000001", "nan", "inf"],
+    ["1e6", "-1e308", "0x1p3"],
+    ["1e-7", "-0.0", "1e400"],
+    ["True", "false", "1", "0", "yes"],
+    ["any text", ""],
+    ["a,b,,c", " x , y ", ","],
+    [".*relu.*", "(a|b)+", "[", "a{2,3}", "(?:x)*"],
+    ["mean", "MIN", "l2_norm", "median"],
+]
+
+
+def param_seeds():
+    for spec_index, values in enumerate(SPEC_VALUES):
+        for value in values:
+            yield bytes([0, spec_index]) + value.encode()
+    yield b"\x01required_small_int=3\npercent=20\nnames=a,b\nreduction=max"
+    yield b"\x01percent=20"
+    yield b"\x03required_small_int=-2\nsomething_else=1\npattern=^conv"
+    yield b"\x01required_small_int=1\nflag=true\nunit_interval=0.25\nany_int=-5\nlabel=x=y"
+
+
+def main():
+    fixtures, example_jobs, corpus_root = sys.argv[1:4]
+    fixtures = pathlib.Path(fixtures)
+    corpora = {name: Corpus(corpus_root, name) for name in (
+        "tfrecord_fuzzer", "event_proto_fuzzer", "index_json_fuzzer", "collections_json_fuzzer",
+        "job_config_fuzzer", "param_values_fuzzer")}
+
+    files_per_trial = {}
+    for path in sorted(fixtures.rglob("*.tfevents")):
+        data = path.read_bytes()
+        corpora["tfrecord_fuzzer"].add(data)
+        # Record payloads of the first few event files of each trial (trial/events/STEP/FILE): all of
+        # them would be some 15,000 near-duplicates that slow the start of a short run.
+        trial = path.parent.parent.parent
+        files_per_trial[trial] = files_per_trial.get(trial, 0) + 1
+        if files_per_trial[trial] <= 4:
+            for payload in split_records(data):
+                corpora["event_proto_fuzzer"].add(payload)
+    # Framing the fixtures never show: a real payload CRC, an empty file, a truncated record, and a
+    # length field of 2**60 (with a valid length CRC) that must be refused without allocating.
+    sample = b"\x09\x00\x00\x00\x00\x00\x00\xf0\x3f"
+    for data in (frame(sample, real_footer=True), b"", frame(sample)[:-3], frame(sample, length=1 << 60)):
+        corpora["tfrecord_fuzzer"].add(data)
+    for path in sorted(fixtures.rglob("index/*/*.json")):
+        corpora["index_json_fuzzer"].add(path.read_bytes())
+    for path in sorted(fixtures.rglob("collections/*/*.json")):
+        corpora["collections_json_fuzzer"].add(path.read_bytes())
+    for data in job_seeds(example_jobs):
+        corpora["job_config_fuzzer"].add(data)
+    for data in param_seeds():
+        corpora["param_values_fuzzer"].add(data)
+
+    for name, corpus in corpora.items():
+        if corpus.count == 0:
+            sys.exit(f"make_seeds: no seeds for {name}: is {fixtures} the shared fixtures folder?")
+
+
+if __name__ == "__main__":
+    main()

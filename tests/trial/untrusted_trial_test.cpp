@@ -1,0 +1,221 @@
+// Untrusted trials: index entries and files that lead outside the trial directory (".." components,
+// absolute paths, symlinks) are refused with a clear error, oversized index lengths are refused
+// before anything is allocated, and unsafe regexes never reach std::regex. Each test writes a small
+// trial with the writer, then damages it.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "format/index_json.h"
+#include "test_trials.h"
+#include "trial/trial.h"
+
+namespace vigil {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+fs::path only_file_under(const fs::path& dir, std::string_view extension) {
+  fs::path found;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == extension) {
+      EXPECT_TRUE(found.empty()) << "more than one " << extension << " file under " << dir;
+      found = e.path();
+    }
+  EXPECT_FALSE(found.empty()) << "no " << extension << " file under " << dir;
+  return found;
+}
+
+// A trial of one step holding tensor "w", next to a folder outside it (both in one temp dir).
+class UntrustedTrial : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(outside());
+    testing::write_worker(trial(), "worker_0", 1, {{0}}, /*end_marker=*/true);
+    index_file = only_file_under(trial() / "index", ".json");
+    event_file = only_file_under(trial() / "events", ".tfevents");
+  }
+  fs::path trial() const { return dir.path() / "trial"; }
+  fs::path outside() const { return dir.path() / "outside"; }
+
+  // Rewrites the step's index with `edit` applied to the parsed index.
+  template <typename Edit>
+  void edit_index(Edit edit) {
+    auto index = format::parse_index_json(read_text(index_file), index_file.string());
+    ASSERT_TRUE(index.has_value()) << index.error().message;
+    edit(*index);
+    write_text(index_file, format::serialize_index_json(*index));
+  }
+  // Replaces the step's index by raw JSON naming `event_file_name` (which the parser would refuse
+  // to produce through serialize_index_json's round trip).
+  void set_event_file_name_raw(const std::string& event_file_name) {
+    std::string text = read_text(index_file);
+    const std::string relative = fs::relative(event_file, trial()).string();
+    const auto at = text.find(relative);
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, relative.size(), event_file_name);
+    write_text(index_file, text);
+  }
+
+  testing::TempDir dir;
+  fs::path index_file;
+  fs::path event_file;
+};
+
+void expect_refused(const Error& e, const std::string& part) {
+  EXPECT_EQ(e.code, ErrorCode::IndexReader) << e.message;
+  EXPECT_NE(e.message.find(part), std::string::npos) << e.message;
+}
+
+TEST_F(UntrustedTrial, TheUndamagedTrialReads) {
+  auto t = Trial::open(trial());
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  auto v = (*t)->value("w", 0);
+  ASSERT_TRUE(v.has_value()) << v.error().message;
+  EXPECT_EQ(v->size(), 2u);
+}
+
+TEST_F(UntrustedTrial, DotDotInEventFileNameIsRefused) {
+  // The file it names exists, so only the path check stands between the reader and it.
+  fs::copy_file(event_file, outside() / "stolen.tfevents");
+  set_event_file_name_raw("events/../../outside/stolen.tfevents");
+  auto t = Trial::open(trial());
+  ASSERT_FALSE(t.has_value());
+  expect_refused(t.error(), "contains a '..' component");
+}
+
+TEST_F(UntrustedTrial, AbsoluteEventFileNameIsRefused) {
+  fs::copy_file(event_file, outside() / "stolen.tfevents");
+  set_event_file_name_raw((outside() / "stolen.tfevents").string());
+  auto t = Trial::open(trial());
+  ASSERT_FALSE(t.has_value());
+  expect_refused(t.error(), "is an absolute path");
+}
+
+TEST_F(UntrustedTrial, EventFileSymlinkedOutsideIsRefused) {
+  fs::copy_file(event_file, outside() / "stolen.tfevents");
+  fs::remove(event_file);
+  fs::create_symlink(outside() / "stolen.tfevents", event_file);
+  auto t = Trial::open(trial());
+  ASSERT_TRUE(t.has_value()) << t.error().message;  // the index itself is fine
+  auto v = (*t)->value("w", 0);
+  ASSERT_FALSE(v.has_value());
+  expect_refused(v.error(), "outside the trial directory");
+  auto wall_time = (*t)->step_wall_time(0);
+  ASSERT_FALSE(wall_time.has_value());
+  expect_refused(wall_time.error(), "outside the trial directory");
+}
+
+TEST_F(UntrustedTrial, RelativeSymlinkClimbingOutIsRefused) {
+  fs::copy_file(event_file, outside() / "stolen.tfevents");
+  fs::remove(event_file);
+  // events/<step>/file -> ../../../outside/stolen.tfevents
+  fs::create_symlink(fs::path("../../../outside/stolen.tfevents"), event_file);
+  auto t = Trial::open(trial());
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  auto v = (*t)->value("w", 0);
+  ASSERT_FALSE(v.has_value());
+  expect_refused(v.error(), "outside the trial directory");
+}
+
+TEST_F(UntrustedTrial, EventsFolderSymlinkedOutsideIsRefused) {
+  fs::rename(trial() / "events", outside() / "events");
+  fs::create_directory_symlink(outside() / "events", trial() / "events");
+  auto t = Trial::open(trial());
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  auto v = (*t)->value("w", 0);
+  ASSERT_FALSE(v.has_value());
+  expect_refused(v.error(), "outside the trial directory");
+}
+
+TEST_F(UntrustedTrial, IndexFolderSymlinkedOutsideIsRefused) {
+  fs::rename(trial() / "index", outside() / "index");
+  fs::create_directory_symlink(outside() / "index", trial() / "index");
+  auto t = Trial::open(trial());
+  ASSERT_FALSE(t.has_value());
+  expect_refused(t.error(), "outside the trial directory");
+}
+
+TEST_F(UntrustedTrial, CollectionsFileSymlinkedOutsideIsRefused) {
+  const fs::path collections = only_file_under(trial() / "collections", ".json");
+  fs::rename(collections, outside() / "collections.json");
+  fs::create_symlink(outside() / "collections.json", collections);
+  auto t = Trial::open(trial());
+  ASSERT_FALSE(t.has_value());
+  expect_refused(t.error(), "outside the trial directory");
+}
+
+TEST_F(UntrustedTrial, SymlinksThatStayInsideTheTrialAreFollowed) {
+  fs::create_directories(trial() / "store");
+  fs::rename(event_file, trial() / "store" / "kept.tfevents");
+  fs::create_symlink(trial() / "store" / "kept.tfevents", event_file);
+  auto t = Trial::open(trial());
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  auto v = (*t)->value("w", 0);
+  ASSERT_TRUE(v.has_value()) << v.error().message;
+}
+
+TEST_F(UntrustedTrial, ATrialOpenedThroughASymlinkReads) {
+  fs::create_directory_symlink(trial(), dir.path() / "link_to_trial");
+  auto t = Trial::open(dir.path() / "link_to_trial");
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  auto v = (*t)->value("w", 0);
+  ASSERT_TRUE(v.has_value()) << v.error().message;
+}
+
+TEST_F(UntrustedTrial, AFifoInPlaceOfTheEventFileIsRefusedWithoutBlocking) {
+  fs::remove(event_file);
+  ASSERT_EQ(::mkfifo(event_file.c_str(), 0600), 0);
+  auto t = Trial::open(trial());
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  auto v = (*t)->value("w", 0);  // would block forever on open() without O_NONBLOCK
+  ASSERT_FALSE(v.has_value());
+  expect_refused(v.error(), "not a regular file");
+}
+
+// Collection regexes come from the trial's files, query regexes from rules: either way std::regex
+// must not see a pattern it cannot compile safely (see common/regex_limits.h).
+TEST_F(UntrustedTrial, RegexesBeyondTheLimitsAreRefused) {
+  auto t = Trial::open(trial());
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  using namespace std::string_literals;
+  for (const std::string& pattern : {"w{99999999999999999999}"s, "(w)\\99999999999999999999"s, std::string(5000, 'w')}) {
+    auto names = (*t)->tensor_names(TensorNameQuery{.regex = {pattern}});
+    ASSERT_FALSE(names.has_value()) << pattern;
+    EXPECT_EQ(names.error().code, ErrorCode::InvalidArgument);
+    EXPECT_NE(names.error().message.find("invalid regex"), std::string::npos) << names.error().message;
+  }
+  auto names = (*t)->tensor_names(TensorNameQuery{.regex = {"^w{1}$"}});
+  ASSERT_TRUE(names.has_value()) << names.error().message;
+  EXPECT_EQ(*names, std::vector<std::string>{"w"});
+}
+
+TEST_F(UntrustedTrial, IndexLengthOf2To60IsRefusedBeforeAllocating) {
+  // The record buffer is sized by the index entry: it must be checked against the file first.
+  edit_index([](format::StepIndex& index) { index.tensor_payload.at(0).length = uint64_t{1} << 60; });
+  auto t = Trial::open(trial());
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  auto v = (*t)->value("w", 0);
+  ASSERT_FALSE(v.has_value());
+  EXPECT_EQ(v.error().code, ErrorCode::CorruptData);
+  EXPECT_NE(v.error().message.find("lies outside the file"), std::string::npos) << v.error().message;
+}
+
+}  // namespace
+}  // namespace vigil
