@@ -2,9 +2,15 @@
 // against a trial, live or after the fact, writing DebugRuleEvaluationStatuses as they change.
 // With --isolate each plugin's rules run in a child process: `vigil evaluate --isolated-child`.
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cmath>
 #include <iostream>
@@ -96,38 +102,46 @@ struct CommandLineRule {
   std::map<std::string, std::string> params;
 };
 
-// SIGINT/SIGTERM: a dedicated thread waits for them and asks the rules to stop.
+// SIGINT/SIGTERM: a dedicated thread waits for them and asks the rules to stop. It sleeps in
+// poll() on a signalfd and an eventfd that wakes it at the end, so that ending costs no wait.
 class StopOnSignals {
  public:
   explicit StopOnSignals(bool announce) {
-    sigemptyset(&signals_);
-    sigaddset(&signals_, SIGINT);
-    sigaddset(&signals_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
-    waiter_ = std::jthread([this, announce](std::stop_token self) {
-      timespec slice{0, 100'000'000};
-      while (!self.stop_requested()) {
-        siginfo_t info;
-        int sig = sigtimedwait(&signals_, &info, &slice);
-        if (sig == SIGINT || sig == SIGTERM) {
-          if (announce)
-            std::fprintf(stderr, "vigil: received %s: stopping the rules\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-          stop_.request_stop();
-          return;
-        }
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    // Blocked before any other thread starts, so that every thread inherits it.
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    signal_fd_ = ::signalfd(-1, &signals, SFD_CLOEXEC);
+    wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
+    waiter_ = std::thread([this, announce] {
+      pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+      while (::poll(fds, 2, -1) < 0 && errno == EINTR) {
+      }
+      signalfd_siginfo info{};
+      if ((fds[0].revents & POLLIN) && ::read(signal_fd_, &info, sizeof info) == ssize_t(sizeof info)) {
+        if (announce)
+          std::fprintf(stderr, "vigil: received %s: stopping the rules\n",
+                       info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+        stop_.request_stop();
       }
     });
   }
   ~StopOnSignals() {
-    waiter_.request_stop();
+    const uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof one);
     waiter_.join();
+    ::close(signal_fd_);
+    ::close(wake_fd_);
   }
   std::stop_token token() const { return stop_.get_token(); }
 
  private:
-  sigset_t signals_;
+  int signal_fd_ = -1;
+  int wake_fd_ = -1;
   std::stop_source stop_;
-  std::jthread waiter_;
+  std::thread waiter_;
 };
 
 void print_status(const evaluate::RuleStatus& s) {
