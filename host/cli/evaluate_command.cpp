@@ -73,8 +73,9 @@ fault isolation:
   --rule-timeout SECS   with --isolate: stop a rule whose call (its creation, one step, its
                         destruction) takes longer than this; the rule gets Error
   --rule-memory-limit MIB
-                        with --isolate: stop a plugin's process whose resident memory grows past
-                        MIB mebibytes; its unfinished rules get Error (default 4096; 0: no limit)
+                        with --isolate: stop a plugin's process whose own resident memory (not
+                        file-backed) grows past MIB mebibytes; its unfinished rules get Error
+                        (default 4096; 0: no limit)
   --isolated-child      internal: how --isolate starts its processes (the job's share on stdin,
                         events on fd 3, with --plugin-file FILE); not for direct use
 
