@@ -7,6 +7,8 @@
 #include <charconv>
 #include <set>
 
+#include "format/json_limits.h"
+
 namespace vigil::evaluate {
 
 namespace {
@@ -62,8 +64,15 @@ Result<void> check_supported(const nlohmann::json& job) {
                            hp_true("sagemaker_mpi_enabled") || dist_enabled({"smdistributed", "dataparallel"}) ||
                            dist_enabled({"mpi"}) || dist_enabled({"torch_distributed"}) || dist_enabled({"pytorchddp"});
   bool checkpointing = false;
-  if (auto cc = job.find("CheckpointConfig"); cc != job.end() && cc->is_object())
-    checkpointing = !cc->value("S3Uri", std::string()).empty() || !cc->value("LocalPath", std::string()).empty();
+  if (auto cc = job.find("CheckpointConfig"); cc != job.end() && cc->is_object()) {
+    for (const char* key : {"S3Uri", "LocalPath"}) {
+      auto it = cc->find(key);
+      if (it == cc->end()) continue;
+      // Checked here: reading a non-string as a string would throw out of the parser.
+      if (!it->is_string()) return fail(invalid(fmt::format("CheckpointConfig.{}", key), "must be a string"));
+      checkpointing |= !it->get_ref<const std::string&>().empty();
+    }
+  }
   if (distributed && checkpointing)
     return fail(Error::not_supported("SMDebug Does Not Currently Support Distributed Training Jobs With Checkpointing Enabled"));
   return {};
@@ -120,6 +129,8 @@ Result<RuleConfig> rule_from_parameters(std::string configuration_name, const st
 }
 
 Result<JobConfig> parse_job_json(std::string_view text, const std::string& default_trial) {
+  if (format::json_nesting_exceeds(text))
+    return fail(Error::invalid_argument(fmt::format("the job file nests deeper than {} levels", format::kMaxJsonDepth)));
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "format/json_limits.h"
 #include "format/python_json.h"
 
 namespace vigil::format {
@@ -252,6 +253,8 @@ std::string format_reduction_list(const std::vector<ReductionSpec>& reductions) 
 
 Result<CollectionsFile> parse_collections_json(std::string_view text, std::string_view file) {
   const Context ctx{std::string(file)};
+  if (json_nesting_exceeds(text))
+    return fail(ctx.error(fmt::format("collection file nests deeper than {} levels", kMaxJsonDepth)));
   const ojson doc = ojson::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return fail(ctx.error("collection file is not valid JSON"));
   if (!doc.is_object()) return fail(ctx.error("collection file must hold a JSON object"));

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "format/json_limits.h"
 #include "format/python_json.h"
 #include "format/tfrecord.h"
 #include "format/trial_layout.h"
@@ -26,6 +27,7 @@ Result<StepIndex> parse_index_json(std::string_view text, std::string_view file)
   const std::string file_name(file);
   auto bad = [&](std::string message) { return fail(Error::index_reader(std::move(message), file_name)); };
 
+  if (json_nesting_exceeds(text)) return bad(fmt::format("index file nests deeper than {} levels", kMaxJsonDepth));
   const json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return bad("Empty/Corrupt Index File");
   // smdebug's checks, in smdebug's order and wording.

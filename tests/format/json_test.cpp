@@ -9,6 +9,7 @@
 #include "fixture_files.h"
 #include "format/collections_json.h"
 #include "format/index_json.h"
+#include "format/json_limits.h"
 #include "format/python_json.h"
 
 namespace vigil::format {
@@ -608,6 +609,41 @@ TEST(SaveConfigMode, ShouldSaveStep) {
   EXPECT_FALSE(m.should_save_step(0));
   m.save_interval = -1;
   EXPECT_TRUE(m.should_save_step(std::numeric_limits<int64_t>::max()));
+}
+
+// ---- nesting limit ------------------------------------------------------------------------------
+
+std::string nested(int depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+// Found by feeding the fuzz harnesses deeply nested files: nlohmann::json copies values recursively,
+// so 200,000 levels of "[" in a collection file overflowed the stack. Files nesting deeper than
+// kMaxJsonDepth are refused before parsing.
+TEST(JsonNesting, DeepCollectionFilesAreRefused) {
+  const std::string text = R"({"collections": {"c": {"include_regex": )" + nested(200000) + R"(}}, "_meta": {}})";
+  auto parsed = parse_collections_json(text, "deep_collections.json");
+  ASSERT_FALSE(parsed.has_value());
+  EXPECT_EQ(parsed.error().code, ErrorCode::InvalidArgument);
+  EXPECT_NE(parsed.error().message.find("nests deeper than 128 levels"), std::string::npos) << parsed.error().message;
+  EXPECT_EQ(parsed.error().file, "deep_collections.json");
+}
+
+TEST(JsonNesting, DeepIndexFilesAreRefused) {
+  const std::string text = R"({"meta": {"mode": "TRAIN", "mode_step": 0}, "shape_payload": [], "x": )" + nested(200000) + "}";
+  auto parsed = parse_index_json(text, "deep.json");
+  ASSERT_FALSE(parsed.has_value());
+  EXPECT_EQ(parsed.error().code, ErrorCode::IndexReader);
+  EXPECT_NE(parsed.error().message.find("nests deeper than 128 levels"), std::string::npos) << parsed.error().message;
+}
+
+TEST(JsonNesting, TheLimitCountsOnlyStructureOutsideStrings) {
+  EXPECT_FALSE(json_nesting_exceeds(nested(128)));
+  EXPECT_TRUE(json_nesting_exceeds(nested(129)));
+  // Brackets in strings, also after an escaped quote, are text.
+  EXPECT_FALSE(json_nesting_exceeds(R"({"a": ")" + std::string(1000, '[') + R"(\")" + std::string(1000, '[') + R"("})"));
+  EXPECT_FALSE(json_nesting_exceeds(std::string(1000, '[') + "x", 1000));  // invalid JSON is the parser's to judge
+  // Deep but within the limit still parses.
+  const std::string text = R"({"meta": {"mode": "TRAIN", "mode_step": 0}, "shape_payload": [], "x": )" + nested(100) + "}";
+  EXPECT_TRUE(parse_index_json(text, "ok.json").has_value());
 }
 
 }  // namespace

@@ -321,6 +321,31 @@ TEST(BadJobs, NumbersBeyondDoubleAreRefusedCleanly) {
   }
 }
 
+// Found while writing fuzz/job_config_fuzzer (and confirmed with it): a CheckpointConfig path that
+// is not a string threw nlohmann's type_error out of the parser.
+TEST(BadJobs, NonStringCheckpointPathsAreRefusedCleanly) {
+  const std::string rules = R"("DebugRuleConfigurations": [{"RuleConfigurationName": "r", "RuleParameters": {"rule_to_invoke": "X"}}])";
+  for (const std::string member : {R"("S3Uri": 5)", R"("LocalPath": ["/opt/ml/checkpoints"])"}) {
+    auto job = evaluate::parse_job_json("{" + rules + R"(, "CheckpointConfig": {)" + member + "}}", "/tmp");
+    ASSERT_FALSE(job.has_value()) << member;
+    EXPECT_EQ(job.error().code, ErrorCode::InvalidArgument);
+    EXPECT_NE(job.error().message.find("must be a string"), std::string::npos) << job.error().message;
+  }
+}
+
+// Found by feeding fuzz/job_config_fuzzer deeply nested files: copying or printing a value nested
+// 200,000 levels deep overflowed the stack.
+TEST(BadJobs, DeeplyNestedJobFilesAreRefusedCleanly) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  for (const std::string json : {R"({"HyperParameters": )" + deep + R"(, "DebugRuleConfigurations": []})",
+                                 R"({"DebugRuleConfigurations": [{"RuleConfigurationName": "r", "RuleParameters": {"k": )" + deep + "}}]}"}) {
+    auto job = evaluate::parse_job_json(json, "/tmp");
+    ASSERT_FALSE(job.has_value());
+    EXPECT_EQ(job.error().code, ErrorCode::InvalidArgument);
+    EXPECT_NE(job.error().message.find("nests deeper than 128 levels"), std::string::npos) << job.error().message;
+  }
+}
+
 TEST(BadJobs, UnsupportedTrainingSetups) {
   const std::string rules = R"("DebugRuleConfigurations": [{"RuleConfigurationName": "r", "RuleParameters": {"rule_to_invoke": "StepsRule"}}])";
   expect_bad_job("{" + rules + R"(, "ResourceConfig": {"InstanceCount": 2}, "CheckpointConfig": {"S3Uri": "s3://b/c"}})",
