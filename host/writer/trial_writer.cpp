@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <regex>
 #include <set>
@@ -157,6 +159,13 @@ Result<void> write_file(const fs::path& path, std::string_view content) {
   if (!file) return fail(file.error());
   if (auto w = file->write(content); !w) return w;
   return file->publish();
+}
+
+Result<std::string> read_whole_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad() || !in.is_open()) return fail(Error::io(path.string(), "cannot read the file"));
+  return bytes;
 }
 
 // Element count of a shape; nullopt for negative dims or overflow.
@@ -505,6 +514,95 @@ struct TrialWriter::State {
     return {};
   }
 
+  // resume(): takes over what this worker left in out_dir (see trial_writer.h). Only files whose
+  // names are exactly the ones this writer would produce for options.worker are touched, so other
+  // workers' files (and their shared folders, which they may be creating files in) are left alone.
+  Result<void> adopt_published_files() {
+    const std::string& worker = options.worker;
+    auto list_dir = [](const fs::path& dir, std::vector<fs::path>& out) -> Result<void> {
+      std::error_code ec;
+      if (!fs::is_directory(dir, ec)) return {};
+      for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+        out.push_back(it->path());
+      if (ec) return fail(io_error(dir, ec));
+      return {};
+    };
+    auto remove_file = [](const fs::path& file) -> Result<void> {
+      std::error_code ec;
+      fs::remove(file, ec);
+      if (ec) return fail(io_error(file, ec));
+      return {};
+    };
+    // The step in `rel` if it names this worker's file exactly as `relpath_of(step)` would.
+    auto own_step = [&](const std::string& rel, auto relpath_of) -> std::optional<int64_t> {
+      auto parsed = format::parse_step_file_name(rel);
+      if (!parsed || relpath_of(parsed->global_step, worker) != rel) return std::nullopt;
+      return parsed->global_step;
+    };
+    auto relative = [&](const fs::path& file) { return file.lexically_relative(out_dir).generic_string(); };
+    const std::string tmp_suffix(format::kTmpSuffix);
+    auto without_tmp = [&](const std::string& rel) -> std::optional<std::string> {
+      if (!rel.ends_with(tmp_suffix)) return std::nullopt;
+      return rel.substr(0, rel.size() - tmp_suffix.size());
+    };
+
+    std::vector<fs::path> step_dirs, files;
+    if (auto r = list_dir(out_dir / "index", step_dirs); !r) return r;
+    for (const auto& d : step_dirs)
+      if (auto r = list_dir(d, files); !r) return r;
+    std::set<int64_t> published;
+    std::optional<format::StepIndex> last_index;
+    for (const auto& file : files) {
+      const std::string rel = relative(file);
+      if (auto unfinished = without_tmp(rel)) {
+        if (own_step(*unfinished, format::index_file_relpath))
+          if (auto r = remove_file(file); !r) return r;
+        continue;
+      }
+      auto step = own_step(rel, format::index_file_relpath);
+      if (!step) continue;
+      auto text = read_whole_file(file);
+      if (!text) return fail(text.error());
+      auto index = format::parse_index_json(*text, file.string());
+      if (!index) return fail(index.error());
+      published.insert(*step);
+      int64_t& mode_step_counter = mode_steps[mode_index(index->mode)];
+      mode_step_counter = std::max(mode_step_counter, index->mode_step);
+      if (*step > global_step) {
+        global_step = *step;
+        last_index = std::move(*index);
+      }
+    }
+
+    step_dirs.clear();
+    files.clear();
+    if (auto r = list_dir(out_dir / "events", step_dirs); !r) return r;
+    for (const auto& d : step_dirs)
+      if (auto r = list_dir(d, files); !r) return r;
+    for (const auto& file : files) {
+      const std::string rel = relative(file);
+      const auto unfinished = without_tmp(rel);
+      auto step = own_step(unfinished.value_or(rel), format::event_file_relpath);
+      // Readers reach event files only through an index, so one no index names was never visible.
+      if (step && (unfinished || !published.contains(*step)))
+        if (auto r = remove_file(file); !r) return r;
+    }
+
+    const fs::path collections_file = out_dir / format::collections_file_relpath(worker);
+    fs::path collections_tmp = collections_file;
+    collections_tmp += format::kTmpSuffix;
+    if (auto r = remove_file(collections_tmp); !r) return r;
+    std::error_code ec;
+    collections_written = fs::exists(collections_file, ec);
+    if (ec) return fail(io_error(collections_file, ec));
+
+    if (last_index) {
+      last_written_step = global_step;
+      mode = last_index->mode;
+    }
+    return {};
+  }
+
   Result<void> close(bool end_marker) {
     if (closed) return {};
     closed = true;
@@ -550,6 +648,16 @@ Result<std::unique_ptr<TrialWriter>> TrialWriter::create(const fs::path& out_dir
   state->out_dir = out_dir;
   state->options = std::move(options);
   return std::unique_ptr<TrialWriter>(new TrialWriter(std::move(state)));
+}
+
+Result<std::unique_ptr<TrialWriter>> TrialWriter::resume(const fs::path& out_dir, WriterOptions options) {
+  auto writer = create(out_dir, std::move(options));
+  if (!writer) return writer;
+  if (auto adopted = (*writer)->state_->adopt_published_files(); !adopted) {
+    (*writer)->state_->closed = true;  // nothing of this writer's may be published now
+    return fail(adopted.error());
+  }
+  return writer;
 }
 
 Result<void> TrialWriter::add_collection(format::CollectionConfig collection) {

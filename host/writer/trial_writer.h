@@ -54,6 +54,18 @@ class TrialWriter {
  public:
   // Refuses (Internal, smdebug's SMDebugRuntimeError) a directory that already holds the end marker.
   static Result<std::unique_ptr<TrialWriter>> create(const std::filesystem::path& out_dir, WriterOptions options = {});
+  // Continues the trial this worker (options.worker) was writing when its process died or stopped
+  // without close(); on a directory without files of this worker it is create(). What the worker
+  // published (event files that an index of it names, its index files, its collections file) is
+  // kept and never written again. Its unfinished files are removed: leftover "<name>.tmp" files and
+  // event files no index of it names (a step killed between its two renames). The step counters
+  // continue from its last published step: begin_step() gives the next global step, and each
+  // mode's step follows the largest published one of that mode (steps begun but never published,
+  // e.g. ones the save configuration skipped, are numbered again; begin_step_at() sets any later
+  // step). The collections file, if the worker had not published it yet, is written as create()'s
+  // would be, after the first step this writer saves. Refused like create() once the end marker
+  // exists; IndexReader/Io errors for a published index of this worker that cannot be read.
+  static Result<std::unique_ptr<TrialWriter>> resume(const std::filesystem::path& out_dir, WriterOptions options = {});
   ~TrialWriter();  // closes without the end marker if close() was not called
 
   // Collections decide what save_tensor() writes for a name (raw / reductions / shape, §6.2).
