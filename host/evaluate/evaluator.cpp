@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "evaluate/rule_instance.h"
+#include "evaluate/step_readahead.h"
 #include "plugins/param_values.h"
 #include "trial/trial.h"
 
@@ -266,6 +267,7 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
     return;
   }
   auto cache = std::make_shared<plugins::StepValueCache>();
+  StepReadahead readahead(*base, cache);
   for (auto* r : group) {
     std::vector<std::shared_ptr<Trial>> trial_list{*base};
     bool ok = true;
@@ -347,7 +349,12 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
       if (options.on_progress) options.on_progress(base_path, step);
     }
     trial.hold_refresh();  // smdebug's no_refresh: one consistent view per step
-    cache->clear();
+    {
+      // The next complete step, if there is one already: read ahead while the rules run on this one.
+      auto known = trial.steps(Mode::Global).value_or(std::vector<int64_t>{});
+      auto next = std::upper_bound(known.begin(), known.end(), step);
+      readahead.begin_step(step, next == known.end() ? std::nullopt : std::optional<int64_t>(*next));
+    }
     auto due = [&](ConfiguredRule* r) { return r->config.start_step <= step && !r->finished; };
     for (auto* r : rules_now)
       if (due(r)) {
@@ -360,7 +367,6 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
         board->progress(r->index, step);
         if (options.watcher.step_done) options.watcher.step_done(r->index, step);
       }
-    cache->clear();
     trial.release_refresh();
     ++step;
   }

@@ -94,9 +94,8 @@ Result<std::shared_ptr<const TensorValue>> read_value(vigil_trial* t, const vigi
     if (auto hit = cache->find(cache_key)) return hit;
   auto v = t->trial->value(key->name, key->step, mode, worker);
   if (!v) return fail(v.error());
-  auto shared = std::make_shared<const TensorValue>(std::move(*v));
-  if (cache) cache->put(cache_key, *shared);
-  return shared;
+  if (cache) return cache->put(cache_key, std::move(*v));
+  return std::make_shared<const TensorValue>(std::move(*v));
 }
 
 bool valid_key(const vigil_tensor_key* key) {
@@ -344,8 +343,18 @@ vigil_status VIGIL_CALL reduction_value(vigil_trial* t, const vigil_tensor_key* 
     std::optional<std::string_view> worker;
     if (key->worker) worker = key->worker;
     const auto op = kAllReductionOps[reduction - VIGIL_RED_MIN];
+    // Through the step's cache: rules asking for the same reduction share one computation.
+    auto* cache = t->session ? t->session->cache.get() : nullptr;
+    const StepValueCache::Key cache_key{t->trial.get(), key->name, key->step, to_mode(key->mode),
+                                        key->worker ? key->worker : ""};
+    if (cache)
+      if (auto hit = cache->find_reduction(cache_key, reduction, abs)) {
+        *out = *hit;
+        return VIGIL_OK;
+      }
     auto r = t->trial->reduction_value(key->name, key->step, reduction_name(op), abs, to_mode(key->mode), worker);
     if (!r) return fail_with(r.error(), err);
+    if (cache) cache->put_reduction(cache_key, reduction, abs, r->value);
     *out = r->value;
     return VIGIL_OK;
   });
@@ -490,22 +499,69 @@ Error error_from_abi(vigil_status status, const vigil_error& err) {
 std::shared_ptr<const TensorValue> StepValueCache::find(const Key& key) {
   std::lock_guard lock(mu_);
   auto it = values_.find(key);
-  return it == values_.end() ? nullptr : it->second;
+  return it == values_.end() ? nullptr : it->second.value;
 }
 
-void StepValueCache::put(const Key& key, TensorValue value) {
+std::shared_ptr<const TensorValue> StepValueCache::put(const Key& key, TensorValue value,
+                                                       std::optional<int64_t> generation) {
+  auto shared = std::make_shared<const TensorValue>(std::move(value));
+  const size_t size = shared->bytes().size();
   std::lock_guard lock(mu_);
-  values_.try_emplace(key, std::make_shared<const TensorValue>(std::move(value)));
+  if (bytes_ + size > budget_bytes_) return shared;
+  auto [it, added] = values_.try_emplace(key, Entry<std::shared_ptr<const TensorValue>>{shared, generation.value_or(generation_)});
+  if (added) bytes_ += size;
+  return it->second.value;
+}
+
+std::optional<double> StepValueCache::find_reduction(const Key& key, int reduction, bool abs) {
+  std::lock_guard lock(mu_);
+  auto it = reductions_.find({key, reduction, abs});
+  if (it == reductions_.end()) return std::nullopt;
+  return it->second.value;
+}
+
+void StepValueCache::put_reduction(const Key& key, int reduction, bool abs, double value,
+                                   std::optional<int64_t> generation) {
+  std::lock_guard lock(mu_);
+  reductions_.try_emplace({key, reduction, abs}, Entry<double>{value, generation.value_or(generation_)});
+}
+
+std::vector<StepValueCache::Access> StepValueCache::advance(int64_t generation) {
+  std::lock_guard lock(mu_);
+  std::vector<Access> read;
+  for (auto it = values_.begin(); it != values_.end();) {
+    if (it->second.generation == generation_) read.push_back({.key = it->first});
+    if (it->second.generation < generation) {
+      bytes_ -= it->second.value->bytes().size();
+      it = values_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = reductions_.begin(); it != reductions_.end();) {
+    const auto& [key, reduction, abs] = it->first;
+    if (it->second.generation == generation_) read.push_back({.key = key, .reduction = reduction, .abs = abs});
+    it = it->second.generation < generation ? reductions_.erase(it) : std::next(it);
+  }
+  generation_ = generation;
+  return read;
 }
 
 void StepValueCache::clear() {
   std::lock_guard lock(mu_);
   values_.clear();
+  reductions_.clear();
+  bytes_ = 0;
 }
 
 size_t StepValueCache::size() {
   std::lock_guard lock(mu_);
   return values_.size();
+}
+
+size_t StepValueCache::bytes() {
+  std::lock_guard lock(mu_);
+  return bytes_;
 }
 
 }  // namespace vigil::plugins

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <tuple>
@@ -35,18 +36,51 @@ void fill_abi_error(const Error& e, vigil_error* err);
 // The reverse, for errors a plugin reports.
 Error error_from_abi(vigil_status status, const vigil_error& err);
 
-// Values read for one step, shared by every rule at that step (one read per tensor per step).
+// Values and computed reductions read at a step, shared by every rule at that step: N rules read
+// and reduce each tensor once. Entries carry the generation (the evaluator's global step) they were
+// read for, so a readahead can fill the next step while the rules run on this one. Values are kept
+// up to a memory budget (a value that would pass it is handed out but not kept); reductions are a
+// few bytes each and always kept.
 class StepValueCache {
  public:
   using Key = std::tuple<const vigil::Trial*, std::string, int64_t, Mode, std::string>;  // worker "" = default
+  static constexpr size_t kDefaultBudgetBytes = size_t(256) << 20;
+  static constexpr int kValue = -1;  // the reduction slot of a value in Access
+
+  // What was read: a value (reduction == kValue) or a reduction (vigil_reduction, abs).
+  struct Access {
+    Key key;
+    int reduction = kValue;
+    bool abs = false;
+  };
+
+  explicit StepValueCache(size_t budget_bytes = kDefaultBudgetBytes) : budget_bytes_(budget_bytes) {}
+
   std::shared_ptr<const TensorValue> find(const Key& key);
-  void put(const Key& key, TensorValue value);
-  void clear();
+  // Keeps `value` when it fits in the budget; returns it either way. Untagged: the current generation.
+  std::shared_ptr<const TensorValue> put(const Key& key, TensorValue value, std::optional<int64_t> generation = {});
+  std::optional<double> find_reduction(const Key& key, int reduction, bool abs);
+  void put_reduction(const Key& key, int reduction, bool abs, double value, std::optional<int64_t> generation = {});
+
+  // Starts `generation`: drops what earlier generations read, and returns what the previous
+  // current generation read (the pattern a readahead repeats for the next step).
+  std::vector<Access> advance(int64_t generation);
+  void clear();  // everything, whatever its generation
   size_t size();
+  size_t bytes();
 
  private:
+  template <typename T>
+  struct Entry {
+    T value;
+    int64_t generation;
+  };
   std::mutex mu_;
-  std::map<Key, std::shared_ptr<const TensorValue>> values_;
+  size_t budget_bytes_;
+  size_t bytes_ = 0;
+  int64_t generation_ = 0;
+  std::map<Key, Entry<std::shared_ptr<const TensorValue>>> values_;
+  std::map<std::tuple<Key, int, bool>, Entry<double>> reductions_;
 };
 
 }  // namespace vigil::plugins

@@ -156,7 +156,8 @@ TEST(TrainingRulesPlugin, LoadsEveryRuleWithSageMakersNamesAndDefaults) {
   const std::map<std::string, std::map<std::string, std::string>> expected = {
       {"LossNotDecreasing",
        {{"collection_names", ""}, {"tensor_regex", ""}, {"use_losses_collection", "True"}, {"num_steps", "10"},
-        {"diff_percent", "0.1"}, {"increase_threshold_percent", "5"}, {"mode", ""}}},
+        {"diff_percent", "0.1"}, {"increase_threshold_percent", "5"}, {"mode", ""},
+        {"comparison", "documented"}}},  // comparison: Vigil's extension (ci2019, window_mean)
       {"Overfit", {{"tensor_regex", ""}, {"patience", "1"}, {"ratio_threshold", "0.1"}}},
       {"Overtraining", {{"patience_train", "5"}, {"patience_validation", "10"}, {"delta", "0.01"}}},
       {"DeadRelu", {{"tensor_regex", ".*relu_output"}, {"threshold_inactivity", "1.0"}, {"threshold_layer", "50.0"}}},

@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""Vigil's benchmark: times every workload of issue 6 on the same files, in one run, and checks the
+ratios against the targets. Run it through scripts/bench.sh (which builds first); not part of CI.
+
+Each workload is its own process, run --runs times after one warm-up read of the trial (page cache
+warm); the table gives the median wall time and the largest peak RSS (wait4's ru_maxrss). The same
+figures go to --json.
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MIB = 1024 * 1024
+
+
+def run(cmd, env=None):
+    """(wall seconds, peak RSS bytes, stdout) of one process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit("benchmark command failed (%d): %s\n%s" % (proc.returncode, " ".join(cmd), err.decode()[-3000:]))
+    return wall, usage.ru_maxrss * 1024, out.decode()
+
+
+def last_json(text):
+    lines = [l for l in text.splitlines() if l.startswith("{")]
+    return json.loads(lines[-1]) if lines else {}
+
+
+def machine():
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    with open("/proc/meminfo") as f:
+        mem_kb = int(f.readline().split()[1])
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem_kb / MIB, 1),
+            "kernel": platform.release(), "python": platform.python_version()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", required=True, help="the build folder (bin/vigil, bin/vigil_bench, python/)")
+    ap.add_argument("--cache", required=True, help="folder for the generated trials (kept between runs)")
+    ap.add_argument("--size-mb", type=float, default=500, help="size of the trial's tensor data (default 500)")
+    ap.add_argument("--runs", type=int, default=5, help="runs per workload; the median is reported (default 5)")
+    ap.add_argument("--workers", default="1,2", help="trial variants by worker count (default 1,2)")
+    ap.add_argument("--live-steps", type=int, default=100, help="steps of the live-latency run (0 skips it)")
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args()
+
+    build = os.path.abspath(args.build)
+    vigil = os.path.join(build, "bin", "vigil")
+    bench = os.path.join(build, "bin", "vigil_bench")
+    plugins = os.path.join(build, "lib", "vigil", "bench-plugins")
+    env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
+    python = "/usr/bin/python3"
+    results = {"machine": machine(), "size_mb": args.size_mb, "runs": args.runs, "variants": {}}
+
+    for workers in [int(w) for w in args.workers.split(",")]:
+        trial = os.path.join(args.cache, "trial-%gMB-%dw" % (args.size_mb, workers))
+        meta_file = trial + ".json"
+        if not os.path.exists(meta_file):
+            shutil.rmtree(trial, ignore_errors=True)
+            print("generating %s ..." % trial, flush=True)
+            _, _, out = run([bench, "generate", trial, "--size-mb", str(args.size_mb), "--workers", str(workers)])
+            with open(meta_file, "w") as f:
+                f.write(json.dumps(last_json(out)))
+        with open(meta_file) as f:
+            meta = json.load(f)
+        scratch = os.path.join(args.cache, "scratch")
+
+        def evaluate(n):
+            cmd = [vigil, "evaluate", "--trial", trial, "--plugins", plugins, "--no-follow", "--quiet"]
+            for i in range(n):
+                cmd += ["--rule", "FullScan", "--name", "FullScan%d" % i]
+            return cmd
+
+        def write_trial():
+            shutil.rmtree(scratch, ignore_errors=True)
+            return [bench, "generate", scratch, "--size-mb", str(args.size_mb), "--workers", str(workers)]
+
+        workloads = [
+            ("raw_read", lambda: [bench, "raw-read", trial]),
+            ("inspect", lambda: [vigil, "inspect", trial]),
+            ("scan_cpp", lambda: [bench, "scan", trial]),
+            ("evaluate_1_rule", lambda: evaluate(1)),
+            ("evaluate_10_rules", lambda: evaluate(10)),
+            ("scan_python", lambda: [python, os.path.join(HERE, "scan_trial.py"), trial]),
+            ("raw_write", lambda: [bench, "raw-write", trial, scratch]),
+            ("writer", write_trial),
+        ]
+        run([bench, "raw-read", trial])  # warm the page cache
+        variant = {"trial": trial, "generated": meta, "workloads": {}}
+        print("\n== %d worker(s): %s (%d steps, %.0f MB of tensors, largest tensor %.1f MiB)" % (
+            workers, trial, meta["steps"], meta["tensor_bytes"] / 1e6, meta["largest_tensor_bytes"] / MIB), flush=True)
+        for name, make_cmd in workloads:
+            walls, inner, rss, reported = [], [], 0, {}
+            for _ in range(args.runs):
+                wall, peak, out = run(make_cmd(), env=env)
+                walls.append(wall)
+                rss = max(rss, peak)
+                reported = last_json(out)
+                if "seconds" in reported:
+                    inner.append(reported["seconds"])
+            variant["workloads"][name] = {"median_s": statistics.median(walls), "min_s": min(walls),
+                                          "max_s": max(walls), "peak_rss_mib": rss / MIB, "reported": reported}
+            if inner:  # the time the process measured itself, without start-up and untimed preparation
+                variant["workloads"][name]["inner_median_s"] = statistics.median(inner)
+            print("  %-18s %8.3f s  (min %.3f, max %.3f)  peak RSS %7.1f MiB" % (
+                name, statistics.median(walls), min(walls), max(walls), rss / MIB), flush=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+        w = variant["workloads"]
+        raw_bytes = w["raw_read"]["reported"]["bytes"]
+        med = {k: v["median_s"] for k, v in w.items()}
+        largest = meta["largest_tensor_bytes"]
+        targets = [
+            ("full scan (C++) throughput / raw read", (raw_bytes / med["scan_cpp"]) / (raw_bytes / med["raw_read"]),
+             ">=", 0.5),
+            ("evaluate 10 rules / 1 rule (time)", med["evaluate_10_rules"] / med["evaluate_1_rule"], "<=", 1.3),
+            ("inspect (open + list) / full scan (time)", med["inspect"] / med["scan_cpp"], "<=", 0.05),
+            ("peak RSS of the full scan / (64 MiB + 4 x largest tensor)",
+             w["scan_cpp"]["peak_rss_mib"] * MIB / (64 * MIB + 4 * largest), "<=", 1.0),
+            # Both write the same bytes; timed inside the process, without generating or reading the data.
+            ("writer throughput / plain sequential writes",
+             w["raw_write"]["inner_median_s"] / w["writer"]["inner_median_s"], ">=", 0.5),
+            ("Python full scan / C++ full scan (time)", med["scan_python"] / med["scan_cpp"], "<=", 1.5),
+        ]
+        variant["targets"] = []
+        print("  raw read: %.0f MB/s; C++ full scan: %.0f MB/s; writer: %.0f MB/s; plain writes: %.0f MB/s" % (
+            raw_bytes / med["raw_read"] / 1e6, raw_bytes / med["scan_cpp"] / 1e6,
+            raw_bytes / w["writer"]["inner_median_s"] / 1e6, raw_bytes / w["raw_write"]["inner_median_s"] / 1e6))
+        for label, value, op, bound in targets:
+            ok = value >= bound if op == ">=" else value <= bound
+            variant["targets"].append({"target": label, "value": value, "bound": "%s %g" % (op, bound), "met": ok})
+            print("  %-60s %6.3f  (target %s %g)  %s" % (label, value, op, bound, "met" if ok else "MISSED"))
+        results["variants"]["%d_workers" % workers] = variant
+
+    if args.live_steps > 0:
+        _, _, out = run([bench, "live", os.path.join(args.cache, "live"), "--vigil", vigil, "--plugins", plugins,
+                         "--steps", str(args.live_steps)])
+        live = last_json(out)
+        live["met"] = live["latency_ms_max"] <= 50
+        results["live"] = live
+        print("\n== live: index file -> new status written, %d steps: median %.1f ms, p90 %.1f ms, max %.1f ms "
+              "(target max <= 50 ms) %s" % (live["steps"], live["latency_ms_median"], live["latency_ms_p90"],
+                                              live["latency_ms_max"], "met" if live["met"] else "MISSED"))
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+        print("\nwrote " + args.json)
+
+
+if __name__ == "__main__":
+    main()

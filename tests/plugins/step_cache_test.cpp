@@ -1,0 +1,96 @@
+// The evaluator's shared step cache (memory budget, generations) and its readahead of the next step.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "evaluate/step_readahead.h"
+#include "plugins/host_services.h"
+#include "test_trials.h"
+
+namespace vigil {
+namespace {
+
+using plugins::StepValueCache;
+using testing::TempDir;
+
+TensorValue floats(size_t n) {
+  std::vector<float> v(n, 1.5f);
+  return TensorValue::copy_of(ElementType::Float32, {int64_t(n)}, std::as_bytes(std::span<const float>(v)));
+}
+
+StepValueCache::Key key(std::string name, int64_t step, Mode mode = Mode::Global) {
+  return {nullptr, std::move(name), step, mode, ""};
+}
+
+TEST(StepValueCache, KeepsValuesUpToItsBudgetAndHandsOutTheRest) {
+  StepValueCache cache(1000);
+  auto a = cache.put(key("a", 0), floats(200));  // 800 bytes: kept
+  auto b = cache.put(key("b", 0), floats(100));  // 400 more would pass 1000: handed out, not kept
+  EXPECT_EQ(a->size(), 200u);
+  EXPECT_EQ(b->size(), 100u);
+  EXPECT_EQ(cache.find(key("a", 0)), a);
+  EXPECT_EQ(cache.find(key("b", 0)), nullptr);
+  EXPECT_EQ(cache.bytes(), 800u);
+  EXPECT_NE(cache.put(key("c", 0), floats(50)), nullptr);  // 200 bytes still fit
+  EXPECT_EQ(cache.bytes(), 1000u);
+  cache.clear();
+  EXPECT_EQ(cache.bytes(), 0u);
+  EXPECT_EQ(cache.find(key("a", 0)), nullptr);
+}
+
+TEST(StepValueCache, AdvanceDropsEarlierGenerationsAndReportsWhatThePreviousOneRead) {
+  StepValueCache cache;
+  cache.advance(0);
+  cache.put(key("w", 0), floats(4));
+  cache.put_reduction(key("w", 0), VIGIL_RED_MEAN, true, 1.5);
+  cache.put(key("w", 2), floats(4), 2);  // read ahead for step 2
+  EXPECT_EQ(cache.find_reduction(key("w", 0), VIGIL_RED_MEAN, true), 1.5);
+  EXPECT_EQ(cache.find_reduction(key("w", 0), VIGIL_RED_MEAN, false), std::nullopt);
+
+  auto read = cache.advance(1);
+  ASSERT_EQ(read.size(), 2u);  // the value and the reduction of generation 0, not the readahead
+  EXPECT_EQ(read[0].reduction, StepValueCache::kValue);
+  EXPECT_EQ(std::get<1>(read[0].key), "w");
+  EXPECT_EQ(read[1].reduction, VIGIL_RED_MEAN);
+  EXPECT_TRUE(read[1].abs);
+  EXPECT_EQ(cache.find(key("w", 0)), nullptr);  // generation 0 dropped
+  EXPECT_NE(cache.find(key("w", 2)), nullptr);  // generation 2 kept
+  EXPECT_EQ(cache.bytes(), 16u);
+  EXPECT_TRUE(cache.advance(3).empty());  // generation 1 read nothing
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(StepReadahead, RepeatsThePreviousStepsReadsForTheNextStep) {
+  TempDir dir;
+  testing::write_worker(dir.path(), "worker_0", 1, testing::range_steps(0, 5), true);
+  auto trial = Trial::open(dir.path());
+  ASSERT_TRUE(trial.has_value()) << trial.error().message;
+  auto cache = std::make_shared<StepValueCache>();
+  const Trial* t = trial->get();
+  evaluate::StepReadahead readahead(*trial, cache);
+
+  readahead.begin_step(0, 1);  // nothing read before: nothing to repeat
+  EXPECT_EQ(readahead.steps_read_ahead(), 0u);
+  // A rule reads w's value and its mean(|w|) at step 0, and the TRAIN mode step 0.
+  cache->put({t, "w", 0, Mode::Global, ""}, *(*trial)->value("w", 0));
+  cache->put_reduction({t, "w", 0, Mode::Global, ""}, VIGIL_RED_MEAN, true, 0.25);
+  cache->put({t, "w", 0, Mode::Train, ""}, *(*trial)->value("w", 0, Mode::Train));
+  cache->put({t, "w", 5, Mode::Global, ""}, *(*trial)->value("w", 5));  // a look at another step: not repeated
+
+  readahead.begin_step(1, 2);  // step 0's reads are repeated for step 2 in the background
+  readahead.begin_step(2, 3);  // waits for it
+  EXPECT_EQ(readahead.steps_read_ahead(), 1u);
+  auto v = cache->find({t, "w", 2, Mode::Global, ""});
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->as<float>()[0], 2.0f);
+  EXPECT_EQ(v->as<float>()[1], 2.5f);
+  ASSERT_NE(cache->find({t, "w", 2, Mode::Train, ""}), nullptr);
+  EXPECT_EQ(cache->find_reduction({t, "w", 2, Mode::Global, ""}, VIGIL_RED_MEAN, true), 2.25);  // mean(|[2, 2.5]|)
+  EXPECT_EQ(cache->find({t, "w", 7, Mode::Global, ""}), nullptr);
+  // No next step (the last one, or a live trial's step not complete yet): nothing is started.
+  readahead.begin_step(5, std::nullopt);
+  EXPECT_EQ(readahead.steps_read_ahead(), 1u);
+}
+
+}  // namespace
+}  // namespace vigil
