@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <list>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -19,6 +20,7 @@
 #include <sstream>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "common/regex_limits.h"
 #include "format/event_proto.h"
@@ -88,6 +90,7 @@ constexpr std::string_view kReductionPrefix = "smdebug/reductions/";
 class FileHandle {
  public:
   explicit FileHandle(int fd) : fd_(fd) {}
+  FileHandle(FileHandle&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
   ~FileHandle() { if (fd_ >= 0) ::close(fd_); }
   FileHandle(const FileHandle&) = delete;
   FileHandle& operator=(const FileHandle&) = delete;
@@ -188,6 +191,20 @@ struct Trial::State {
   Result<WorkerStep> locate(std::string_view name, int64_t step, Mode mode, std::optional<std::string_view> worker);
 
   Result<TensorValue> read_value(const Location& where) const;
+
+  // Event files stay open between reads (each checked once by open_trial_file): a full scan reads
+  // thousands of records from the same files. Published event files are complete and never change.
+  struct OpenEventFile {
+    FileHandle fd;
+    uint64_t size;
+  };
+  static constexpr size_t kMaxOpenEventFiles = 64;
+  mutable std::mutex files_mu;  // guards open_files and content_shift
+  mutable std::list<std::pair<uint32_t, std::shared_ptr<const OpenEventFile>>> open_files;  // most recent first
+  // Record length -> where to place the record in its buffer so that the tensor's content is
+  // aligned and can be used in place: records of one tensor have the same length and layout.
+  mutable std::unordered_map<uint64_t, uint8_t> content_shift;
+  Result<std::shared_ptr<const OpenEventFile>> event_file(uint32_t id) const;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -396,28 +413,62 @@ Result<WorkerStep> Trial::State::locate(std::string_view name, int64_t step, Mod
 // ---------------------------------------------------------------------------------------------
 // Reading values
 
-Result<TensorValue> Trial::State::read_value(const Location& where) const {
-  const std::string rel = event_files.at(where.file);
-  const std::string file = (path / rel).string();
+Result<std::shared_ptr<const Trial::State::OpenEventFile>> Trial::State::event_file(uint32_t id) const {
+  {
+    std::lock_guard lock(files_mu);
+    for (auto it = open_files.begin(); it != open_files.end(); ++it)
+      if (it->first == id) {
+        open_files.splice(open_files.begin(), open_files, it);
+        return it->second;
+      }
+  }
+  const std::string rel = event_files.at(id);
   auto opened = format::open_trial_file(real_path, rel);
   if (!opened) return fail(opened.error());
   FileHandle fd(*opened);
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return fail(Error::io(file, std::strerror(errno)));
-  const uint64_t file_size = uint64_t(st.st_size);
-  if (where.length < format::kRecordOverhead || where.start > file_size || where.length > file_size - where.start)
+  if (::fstat(fd.get(), &st) != 0) return fail(Error::io((path / rel).string(), std::strerror(errno)));
+  auto file = std::make_shared<const OpenEventFile>(OpenEventFile{std::move(fd), uint64_t(st.st_size)});
+  std::lock_guard lock(files_mu);
+  open_files.emplace_front(id, file);
+  if (open_files.size() > kMaxOpenEventFiles) open_files.pop_back();  // readers keep their own reference
+  return file;
+}
+
+Result<TensorValue> Trial::State::read_value(const Location& where) const {
+  const std::string file = (path / event_files.at(where.file)).string();
+  auto opened = event_file(where.file);
+  if (!opened) return fail(opened.error());
+  const OpenEventFile& ef = **opened;
+  uint64_t file_size = ef.size;
+  auto outside = [&] {
+    return where.length < format::kRecordOverhead || where.start > file_size || where.length > file_size - where.start;
+  };
+  if (outside()) {
+    // A writer that appends to its event files instead of publishing them whole: look again.
+    struct stat st {};
+    if (::fstat(ef.fd.get(), &st) == 0) file_size = uint64_t(st.st_size);
+  }
+  if (outside())
     return fail(Error::corrupt(file, where.start,
                                fmt::format("index entry (start {}, length {}) lies outside the file ({} bytes)",
                                            where.start, where.length, file_size)));
-  auto buffer = std::make_shared<AlignedBuffer>(where.length);
+  constexpr size_t kMaxShift = 16;  // the largest element (complex128)
+  size_t shift = 0;
+  {
+    std::lock_guard lock(files_mu);
+    if (auto it = content_shift.find(where.length); it != content_shift.end()) shift = it->second;
+  }
+  auto buffer = std::make_shared<AlignedBuffer>(where.length + kMaxShift);
+  std::byte* const record_start = buffer->data() + shift;
   size_t done = 0;
   while (done < where.length) {
-    ssize_t n = ::pread(fd.get(), buffer->data() + done, where.length - done, off_t(where.start + done));
+    ssize_t n = ::pread(ef.fd.get(), record_start + done, where.length - done, off_t(where.start + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return fail(Error::io(file, n < 0 ? std::strerror(errno) : "unexpected end of file"));
     done += size_t(n);
   }
-  std::span<const uint8_t> bytes{reinterpret_cast<const uint8_t*>(buffer->data()), where.length};
+  std::span<const uint8_t> bytes{reinterpret_cast<const uint8_t*>(record_start), where.length};
   auto record = format::parse_record(bytes);
   if (!record) return fail(Error::corrupt(file, where.start, record.error()));
   if (record->record_size() != where.length)
@@ -428,6 +479,16 @@ Result<TensorValue> Trial::State::read_value(const Location& where) const {
   if (!event) return fail(Error::corrupt(file, where.start, event.error()));
   if (event->values.empty() || event->values.front().kind != format::SummaryValueView::Kind::Tensor)
     return fail(Error::corrupt(file, where.start, "value is not tensor"));
+  const auto& content = event->values.front().tensor.tensor_content;
+  if (!content.empty()) {
+    // The shift that puts the content on a kMaxShift boundary, for the next record of this length.
+    const size_t offset = size_t(content.data() - reinterpret_cast<const uint8_t*>(record_start));
+    const auto aligned = uint8_t((kMaxShift - offset % kMaxShift) % kMaxShift);
+    if (aligned != shift) {
+      std::lock_guard lock(files_mu);
+      content_shift[where.length] = aligned;
+    }
+  }
   return decode_tensor_value(event->values.front().tensor, buffer, file, where.start);
 }
 
