@@ -78,8 +78,11 @@ Result<TensorValue> decode_tensor_value(const format::TensorProtoView& proto, st
   auto count = element_count(proto.shape);
   if (!count) return fail(Error::corrupt(std::string(file), offset, "tensor shape has a negative or huge dimension"));
 
-  if (proto.dtype == 0 || proto.dtype == int32_t(format::DataType::String)) {
-    if (!proto.string_val.empty() || proto.dtype == int32_t(format::DataType::String) || *count == 0) {
+  // DT_STRING and its reference variant DT_STRING_REF (107) hold strings, and so may DT_INVALID (0).
+  // Strings have no item size: the numeric path below must never see them (it divides by it).
+  const bool string_dtype = format::element_type_of(proto.dtype) == ElementType::String;
+  if (proto.dtype == 0 || string_dtype) {
+    if (!proto.string_val.empty() || string_dtype || *count == 0) {
       std::vector<int64_t> shape = proto.shape;
       if (*count != proto.string_val.size()) shape = {int64_t(proto.string_val.size())};
       std::vector<std::string> values(proto.string_val.begin(), proto.string_val.end());

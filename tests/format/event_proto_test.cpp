@@ -12,6 +12,7 @@
 #include "fixture_files.h"
 #include "format/crc32c.h"
 #include "format/tfrecord.h"
+#include "trial/tensor_value.h"
 
 namespace vigil::format {
 namespace {
@@ -495,6 +496,34 @@ std::string first_real_payload() {
   if (!split || split->empty()) return kSpecPayload;
   const auto& p = split->front().record.payload;
   return {reinterpret_cast<const char*>(p.data()), p.size()};
+}
+
+// Found by fuzz/event_proto_fuzzer: dtype 107 (DT_STRING_REF) maps to the string element type,
+// which has no item size, yet took the numeric path, which divides by it (SIGFPE on x86). Reference
+// string tensors now decode like DT_STRING ones.
+TEST(EventProtoFuzzFindings, StringRefTensorWithContentDecodesWithoutDividingByZero) {
+  const std::string crash(
+      "\x10\xe1\xae\x01\x2a\x38\x0a\x36\x0a\x0e\x64\x74\x5f\x73\x63\x61\x6c\x6c\x72\x61\x5f\x62\x6f\x6f"
+      "\x42\x07\x08\x6b\x12\x00\x22\x01\x00\x4a\x1b\x0a\x0e\x0a\x09\x6d\x6f\x64\x65\x5f\x73\x74\x65\x70"
+      "\x12\x01\x31\x0a\x09\x0a\x04\x6d\x6f\x64\x65\x12\x01\x31",
+      62);
+  auto event = decode_event(bytes_of(crash));
+  ASSERT_TRUE(event.has_value()) << event.error();
+  ASSERT_EQ(event->values.size(), 1u);
+  const TensorProtoView& tensor = event->values[0].tensor;
+  EXPECT_EQ(tensor.dtype, 107);
+  EXPECT_EQ(tensor.tensor_content.size(), 1u);
+  auto value = decode_tensor_value(tensor, nullptr, "crash.tfevents", 0);
+  ASSERT_TRUE(value.has_value()) << value.error().message;
+  EXPECT_TRUE(value->is_string());
+  EXPECT_EQ(value->size(), value->string_values().size());
+
+  // The same tensor declared as DT_STRING decodes the same way.
+  TensorProtoView as_string = tensor;
+  as_string.dtype = 7;
+  auto reference = decode_tensor_value(as_string, nullptr, "crash.tfevents", 0);
+  ASSERT_TRUE(reference.has_value());
+  EXPECT_EQ(reference->shape(), value->shape());
 }
 
 TEST(EventProtoRobustness, EveryTruncationDecodesOrFailsCleanly) {
