@@ -168,7 +168,9 @@ struct Trial::State {
   bool marker_exists() const { return fs::exists(path / format::kEndOfTrainingMarker); }
 
   // ---- index loading (caller holds mu) ----
-  Result<void> load_new_index_files();
+  Result<std::vector<std::string>> list_index_files() const;  // "index/<step9>/<name>", sorted
+  // `writers_done`: the end marker was there before the listing began, so one listing is exact.
+  Result<void> load_new_index_files(bool writers_done);
   Result<void> register_index(const format::StepIndex& index, int64_t global_step, const std::string& worker,
                               const std::string& file);
   Result<void> refresh_locked();
@@ -268,16 +270,16 @@ Result<void> Trial::State::register_index(const format::StepIndex& index, int64_
   return {};
 }
 
-Result<void> Trial::State::load_new_index_files() {
+Result<std::vector<std::string>> Trial::State::list_index_files() const {
+  std::vector<std::string> out;
   const fs::path index_root = path / "index";
   std::error_code ec;
-  if (!fs::is_directory(index_root, ec)) return {};
+  if (!fs::is_directory(index_root, ec)) return out;
   std::vector<std::string> dirs;
   for (const auto& d : fs::directory_iterator(index_root, ec))
     if (d.is_directory(ec)) dirs.push_back(d.path().filename().string());
   if (ec) return fail(Error::io(index_root.string(), ec.message()));
   std::sort(dirs.begin(), dirs.end());
-
   for (const auto& dir : dirs) {
     std::vector<std::string> names;
     const fs::path dir_path = index_root / dir;
@@ -287,28 +289,56 @@ Result<void> Trial::State::load_new_index_files() {
     }
     if (ec) return fail(Error::io(dir_path.string(), ec.message()));
     std::sort(names.begin(), names.end());
-    for (const auto& n : names) {
-      std::string rel = "index/" + dir + "/" + n;
-      if (read_index_files.contains(rel)) continue;
-      auto parsed = format::parse_step_file_name(rel);
-      if (!parsed) return fail(Error::index_reader("Invalid File Found: " + (path / rel).string(), (path / rel).string()));
-      if ((options.range_begin && parsed->global_step < *options.range_begin) ||
-          (options.range_end && parsed->global_step >= *options.range_end)) {
-        read_index_files.insert(rel);
-        continue;
-      }
-      const std::string full = (path / rel).string();
-      auto text = read_trial_file(real_path, rel);
-      if (!text) {
-        // A file that vanished between listing and reading was a writer's rename race; retry later.
-        if (!fs::exists(path / rel)) continue;
-        return fail(text.error());
-      }
-      auto index = format::parse_index_json(*text, full);
-      if (!index) return fail(index.error());
-      if (auto r = register_index(*index, parsed->global_step, parsed->worker, full); !r) return r;
-      read_index_files.insert(rel);
+    for (const auto& n : names) out.push_back("index/" + dir + "/" + n);
+  }
+  return out;
+}
+
+Result<void> Trial::State::load_new_index_files(bool writers_done) {
+  // A listing is no snapshot: a file published while the folders are read may be missed while one
+  // published after it is seen (ext4 returns a large folder in hash order over several getdents
+  // calls; index/<step9>/ folders are read one after the other), and a step seen without the
+  // one before it would make that one look skipped. A file present for the whole of a listing is
+  // always in it, and each worker publishes its steps in order, so a second listing, begun after
+  // a first one that found something new, holds every step of a worker up to the newest step the
+  // first found for it. Only those are taken now; later ones come with the next refresh. Once the
+  // end marker is there, nothing is being published and the first listing is taken whole.
+  auto first = list_index_files();
+  if (!first) return fail(first.error());
+  std::map<std::string, int64_t> newest_in_first;  // worker -> step
+  bool found_new = false;
+  for (const auto& rel : *first) {
+    found_new = found_new || !read_index_files.contains(rel);
+    if (writers_done) continue;
+    if (auto parsed = format::parse_step_file_name(rel)) {
+      auto [it, inserted] = newest_in_first.try_emplace(parsed->worker, parsed->global_step);
+      if (!inserted) it->second = std::max(it->second, parsed->global_step);
     }
+  }
+  auto second = found_new && !writers_done ? list_index_files() : std::move(first);
+  if (!second) return fail(second.error());
+  for (const auto& rel : *second) {
+    if (read_index_files.contains(rel)) continue;
+    auto parsed = format::parse_step_file_name(rel);
+    if (!parsed) return fail(Error::index_reader("Invalid File Found: " + (path / rel).string(), (path / rel).string()));
+    auto newest = newest_in_first.find(parsed->worker);
+    if (!writers_done && (newest == newest_in_first.end() || parsed->global_step > newest->second)) continue;
+    if ((options.range_begin && parsed->global_step < *options.range_begin) ||
+        (options.range_end && parsed->global_step >= *options.range_end)) {
+      read_index_files.insert(rel);
+      continue;
+    }
+    const std::string full = (path / rel).string();
+    auto text = read_trial_file(real_path, rel);
+    if (!text) {
+      // A file that vanished between listing and reading was a writer's rename race; retry later.
+      if (!fs::exists(path / rel)) continue;
+      return fail(text.error());
+    }
+    auto index = format::parse_index_json(*text, full);
+    if (!index) return fail(index.error());
+    if (auto r = register_index(*index, parsed->global_step, parsed->worker, full); !r) return r;
+    read_index_files.insert(rel);
   }
   // smdebug §5.3 (b): far-behind incomplete steps are declared complete.
   const int64_t window = options.incomplete_step_wait_window;
@@ -319,11 +349,12 @@ Result<void> Trial::State::load_new_index_files() {
 
 Result<void> Trial::State::refresh_locked() {
   if (loaded_all_steps || refresh_holds > 0) return {};
-  const bool ended = assume_ended || marker_exists();
-  if (auto r = load_new_index_files(); !r) return r;
+  const bool marker = marker_exists();
+  const bool ended = assume_ended || marker;
+  if (auto r = load_new_index_files(marker); !r) return r;
   if (ended) {
     if (options.end_refresh_delay.count() > 0) std::this_thread::sleep_for(options.end_refresh_delay);
-    if (auto r = load_new_index_files(); !r) return r;
+    if (auto r = load_new_index_files(marker); !r) return r;
     loaded_all_steps = true;
     end_marker_seen = true;
     if (!workers_for_global_step.empty())
@@ -556,7 +587,7 @@ Result<std::shared_ptr<Trial>> Trial::open(const fs::path& path, TrialOptions op
   // The constructor's one refresh_data() (without the end-of-training logic).
   {
     std::lock_guard lock(state->mu);
-    if (auto r = state->load_new_index_files(); !r) return fail(r.error());
+    if (auto r = state->load_new_index_files(state->marker_exists()); !r) return fail(r.error());
   }
   return std::shared_ptr<Trial>(new Trial(std::move(state)));
 }

@@ -120,5 +120,59 @@ TEST(LiveRead, ManyThreadsReadOneTrial) {
   EXPECT_EQ(errors.load(), 0);
 }
 
+// Regression: a directory listing is no snapshot. With more index files in a folder than one
+// getdents() call returns (ext4 lists them in hash order), or across two index/<step9>/ folders, a
+// listing made while the writer publishes could hold a step but miss the one before it; the reader
+// then took the later step as complete and declared the missed one Unavailable for good (the
+// evaluator skipped it). Every refresh must leave the known steps a gap-free prefix.
+TEST(LiveRead, ARefreshNeverSeesAStepWithoutTheOnesBeforeIt) {
+  TempDir dir;
+  constexpr int64_t kRaceSteps = 1300;  // over 700 files in index/000000000/, and a second folder
+  std::atomic<bool> writer_ok{true};
+  std::thread writer([&] {
+    writer::WriterOptions options;
+    for (auto& m : options.save_config) m.save_interval = 1;
+    auto w = writer::TrialWriter::create(dir.path(), options);
+    if (!w) {
+      writer_ok = false;
+      return;
+    }
+    const std::vector<float> value{1.0f};
+    for (int64_t s = 0; s < kRaceSteps; ++s) {
+      if (!(*w)->begin_step(Mode::Train) || !(*w)->write_tensor("w", testing::float_data(value, {1})) ||
+          !(*w)->end_step()) {
+        writer_ok = false;
+        return;
+      }
+    }
+    writer_ok = (*w)->close().has_value();
+  });
+  struct JoinOnExit {  // also when an assertion returns early
+    std::thread& t;
+    ~JoinOnExit() {
+      if (t.joinable()) t.join();
+    }
+  } join{writer};
+
+  TrialOptions options;
+  options.collections_timeout = std::chrono::seconds(30);
+  auto trial = Trial::open(dir.path(), options);
+  ASSERT_TRUE(trial) << trial.error().message;
+  Trial& t = **trial;
+  // Refresh as fast as possible while the writer publishes as fast as possible.
+  for (int64_t refreshes = 1; !t.loaded_all_steps(); ++refreshes) {
+    ASSERT_TRUE(t.refresh());
+    auto known = t.steps(Mode::Global, true);
+    ASSERT_TRUE(known);
+    ASSERT_FALSE(known->empty());
+    ASSERT_EQ(known->back(), int64_t(known->size()) - 1)
+        << "refresh " << refreshes << " found step " << known->back() << " among only " << known->size() << " steps";
+    ASSERT_EQ(t.last_complete_step(), known->back());
+  }
+  EXPECT_EQ(t.steps().value().size(), size_t(kRaceSteps));
+  writer.join();
+  EXPECT_TRUE(writer_ok);
+}
+
 }  // namespace
 }  // namespace vigil
