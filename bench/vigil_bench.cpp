@@ -35,7 +35,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "trial/element_access.h"
+#include "trial/reductions.h"
 #include "trial/trial.h"
 #include "writer/trial_writer.h"
 
@@ -207,17 +207,6 @@ int cmd_raw_write(const fs::path& from, const fs::path& out) {
 
 // ---- the full scan through the C++ API ----
 
-double mean_abs(const vigil::TensorValue& v) {
-  double sum = 0;
-  const size_t n = v.size();
-  if (n == 0 || v.is_string()) return 0;
-  if (v.dtype() == vigil::ElementType::Float32)
-    for (float x : v.as<float>()) sum += std::abs(double(x));
-  else if (vigil::detail::numeric_kind(v.dtype()) != vigil::detail::NumericKind::Complex)
-    vigil::detail::for_each_as_double(v, [&](double x) { sum += std::abs(x); });
-  return sum / double(n);
-}
-
 int cmd_scan(const fs::path& path) {
   const auto t0 = Clock::now();
   auto trial = check(vigil::Trial::open(path), "open");
@@ -230,8 +219,9 @@ int cmd_scan(const fs::path& path) {
       auto workers = trial->tensor_workers(name, step);
       if (!workers) continue;  // not saved at this step
       for (const auto& worker : *workers) {
+        // The value, then mean(|x|) with the host's reductions (numpy's semantics, vectorised).
         auto v = check(trial->value(name, step, vigil::Mode::Global, worker), "value");
-        checksum += mean_abs(v);
+        checksum += check(vigil::compute_reduction(v, vigil::ReductionOp::Mean, true), "mean").value;
         bytes += v.bytes().size();
         ++values;
       }

@@ -491,7 +491,7 @@ std::expected<EventView, std::string> decode_event(std::span<const uint8_t> payl
   return ev;
 }
 
-std::string encode_tensor_event(const TensorEventSpec& spec) {
+EncodedTensorEvent encode_tensor_event_pieces(const TensorEventSpec& spec) {
   // Field numbers (spec §3): Event{1 wall_time, 2 step, 5 summary}, Summary{1 value},
   // Value{1 tag, 8 tensor, 9 metadata}, TensorProto{1 dtype, 2 tensor_shape, 4 tensor_content,
   // 8 string_val}, TensorShapeProto{2 dim}, Dim{1 size, 2 name}, SummaryMetadata{1 plugin_data},
@@ -527,8 +527,10 @@ std::string encode_tensor_event(const TensorEventSpec& spec) {
                            (spec.step != 0 ? 1 + varint_size(static_cast<uint64_t>(spec.step)) : 0) +
                            field_size(summary_len);
 
-  std::string out;
-  out.reserve(event_len);
+  EncodedTensorEvent pieces;
+  pieces.content = spec.tensor_content;
+  std::string& out = pieces.before;
+  out.reserve(event_len - spec.tensor_content.size());
   if (wall_bits != 0) {
     put_header(out, 1, kFixed64);
     for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((wall_bits >> (8 * i)) & 0xFF));
@@ -560,20 +562,33 @@ std::string encode_tensor_event(const TensorEventSpec& spec) {
     }
     put_bytes(out, 2, dim_names[i]);
   }
-  if (!spec.tensor_content.empty())
-    put_bytes(out, 4, {reinterpret_cast<const char*>(spec.tensor_content.data()), spec.tensor_content.size()});
-  for (const auto& s : spec.strings) put_bytes(out, 8, s);
+  if (!spec.tensor_content.empty()) {
+    put_header(out, 4, kLengthDelimited);
+    put_varint(out, spec.tensor_content.size());
+  }
+  std::string& rest = pieces.after;  // what follows the content
+  for (const auto& s : spec.strings) put_bytes(rest, 8, s);
 
-  put_header(out, 9, kLengthDelimited);
-  put_varint(out, metadata_len);
-  put_header(out, 1, kLengthDelimited);
-  put_varint(out, plugin1_len);
-  put_bytes(out, 1, "mode_step");
-  put_bytes(out, 2, mode_step);
-  put_header(out, 1, kLengthDelimited);
-  put_varint(out, plugin2_len);
-  put_bytes(out, 1, "mode");
-  put_bytes(out, 2, mode);
+  put_header(rest, 9, kLengthDelimited);
+  put_varint(rest, metadata_len);
+  put_header(rest, 1, kLengthDelimited);
+  put_varint(rest, plugin1_len);
+  put_bytes(rest, 1, "mode_step");
+  put_bytes(rest, 2, mode_step);
+  put_header(rest, 1, kLengthDelimited);
+  put_varint(rest, plugin2_len);
+  put_bytes(rest, 1, "mode");
+  put_bytes(rest, 2, mode);
+  return pieces;
+}
+
+std::string encode_tensor_event(const TensorEventSpec& spec) {
+  const EncodedTensorEvent pieces = encode_tensor_event_pieces(spec);
+  std::string out;
+  out.reserve(pieces.size());
+  out += pieces.before;
+  out.append(reinterpret_cast<const char*>(pieces.content.data()), pieces.content.size());
+  out += pieces.after;
   return out;
 }
 

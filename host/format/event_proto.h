@@ -66,4 +66,14 @@ struct TensorEventSpec {
 };
 std::string encode_tensor_event(const TensorEventSpec& spec);
 
+// The same bytes in pieces, so that a writer can send a large tensor_content from the caller's
+// buffer without copying it: before + content + after == encode_tensor_event(spec).
+struct EncodedTensorEvent {
+  std::string before;
+  std::span<const uint8_t> content;  // spec.tensor_content
+  std::string after;
+  size_t size() const { return before.size() + content.size() + after.size(); }
+};
+EncodedTensorEvent encode_tensor_event_pieces(const TensorEventSpec& spec);
+
 }  // namespace vigil::format

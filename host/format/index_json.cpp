@@ -72,16 +72,18 @@ Result<StepIndex> parse_index_json(std::string_view text, std::string_view file)
     index.tensor_payload.reserve(payload.size());
     for (size_t i = 0; i < payload.size(); ++i) {
       const json& e = payload[i];
-      const std::string where = fmt::format("tensor_payload[{}]", i);
-      if (!e.is_object()) return bad(where + " must be a JSON object");
-      if (!e.contains("tensorname") || !e["tensorname"].is_string()) return bad(where + ".tensorname must be a string");
+      // Built only for a message: this loop runs for every tensor of every step a trial indexes.
+      auto where = [i] { return fmt::format("tensor_payload[{}]", i); };
+      if (!e.is_object()) return bad(where() + " must be a JSON object");
+      const auto name = e.find("tensorname"), start_it = e.find("start_idx"), length_it = e.find("length");
+      if (name == e.end() || !name->is_string()) return bad(where() + ".tensorname must be a string");
       IndexTensorEntry entry;
-      entry.tensorname = e["tensorname"].get<std::string>();
-      auto start = e.contains("start_idx") ? as_int64(e["start_idx"]) : std::nullopt;
-      if (!start || *start < 0) return bad(where + ".start_idx must be a non-negative integer");
-      auto length = e.contains("length") ? as_int64(e["length"]) : std::nullopt;
+      entry.tensorname = name->get_ref<const std::string&>();
+      auto start = start_it != e.end() ? as_int64(*start_it) : std::nullopt;
+      if (!start || *start < 0) return bad(where() + ".start_idx must be a non-negative integer");
+      auto length = length_it != e.end() ? as_int64(*length_it) : std::nullopt;
       if (!length || *length < static_cast<int64_t>(kRecordOverhead))
-        return bad(fmt::format("{}.length must be an integer >= {}", where, kRecordOverhead));
+        return bad(fmt::format("{}.length must be an integer >= {}", where(), kRecordOverhead));
       entry.start_idx = static_cast<uint64_t>(*start);
       entry.length = static_cast<uint64_t>(*length);
       index.tensor_payload.push_back(std::move(entry));

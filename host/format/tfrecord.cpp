@@ -46,11 +46,22 @@ std::expected<RecordView, std::string> parse_record(std::span<const uint8_t> byt
   return view;
 }
 
+std::array<uint8_t, 12> record_header(uint64_t payload_size) {
+  std::array<uint8_t, 12> header{};
+  for (int i = 0; i < 8; ++i) header[size_t(i)] = uint8_t(payload_size >> (8 * i));
+  const uint32_t crc = mask_crc(crc32c(header.data(), 8));
+  for (int i = 0; i < 4; ++i) header[size_t(8 + i)] = uint8_t(crc >> (8 * i));
+  return header;
+}
+
+std::array<uint8_t, 4> magic_footer() {
+  return {uint8_t(kMagicFooter), uint8_t(kMagicFooter >> 8), uint8_t(kMagicFooter >> 16), uint8_t(kMagicFooter >> 24)};
+}
+
 void append_record(std::string& out, std::span<const uint8_t> payload, Footer footer) {
   out.reserve(out.size() + payload.size() + kRecordOverhead);
-  const size_t header_at = out.size();
-  append_le(out, payload.size(), 8);
-  append_le(out, mask_crc(crc32c(out.data() + header_at, 8)), 4);
+  const auto header = record_header(payload.size());
+  out.append(reinterpret_cast<const char*>(header.data()), header.size());
   out.append(reinterpret_cast<const char*>(payload.data()), payload.size());
   const uint32_t f = footer == Footer::Magic ? kMagicFooter : mask_crc(crc32c(payload.data(), payload.size()));
   append_le(out, f, 4);

@@ -3,6 +3,7 @@
 // accept both, always verify the length CRC, and verify a real payload CRC when present.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <expected>
 #include <span>
@@ -27,6 +28,11 @@ std::expected<RecordView, std::string> parse_record(std::span<const uint8_t> byt
 
 // Appends one framed record to `out`.
 void append_record(std::string& out, std::span<const uint8_t> payload, Footer footer = Footer::Magic);
+
+// The 12 bytes before a payload of `payload_size` bytes (length and its masked CRC), and smdebug's
+// constant footer after it: for writers that send the payload from where it already is.
+std::array<uint8_t, 12> record_header(uint64_t payload_size);
+std::array<uint8_t, 4> magic_footer();
 
 struct RecordAt {
   uint64_t offset;  // of the record's first byte in the file

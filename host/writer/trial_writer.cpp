@@ -2,6 +2,8 @@
 #include "writer/trial_writer.h"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -115,13 +117,28 @@ class TmpFile {
   ~TmpFile() { discard(); }
 
   Result<void> write(std::string_view bytes) {
-    while (!bytes.empty()) {
-      ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+    iovec part{const_cast<char*>(bytes.data()), bytes.size()};
+    return write_parts({&part, 1});
+  }
+
+  // Writes the parts in order with as few system calls as the kernel allows (writev), resuming
+  // after a partial write. `parts` is consumed.
+  Result<void> write_parts(std::span<iovec> parts) {
+    while (!parts.empty()) {
+      const ssize_t n = ::writev(fd_, parts.data(), int(std::min<size_t>(parts.size(), IOV_MAX)));
       if (n < 0) {
         if (errno == EINTR) continue;
         return fail(io_error(tmp_, errno));
       }
-      bytes.remove_prefix(static_cast<size_t>(n));
+      size_t done = size_t(n);
+      while (!parts.empty() && done >= parts.front().iov_len) {
+        done -= parts.front().iov_len;
+        parts = parts.subspan(1);
+      }
+      if (done > 0) {
+        parts.front().iov_base = static_cast<char*>(parts.front().iov_base) + done;
+        parts.front().iov_len -= done;
+      }
     }
     return {};
   }
@@ -425,10 +442,9 @@ struct TrialWriter::State {
     return {};
   }
 
-  Result<void> append_event(const std::string& tag, const std::string& event) {
-    std::string record;
-    format::append_record(record, {reinterpret_cast<const uint8_t*>(event.data()), event.size()},
-                          format::Footer::Magic);
+  // Appends one tensor event as a record: framing and encoded fields around the tensor's content,
+  // which is written from the caller's buffer (no copy of large tensors).
+  Result<void> append_event(const std::string& tag, const format::EncodedTensorEvent& event) {
     auto& s = *step;
     const std::string rel = format::event_file_relpath(s.global_step, options.worker);
     if (!s.events) {
@@ -436,12 +452,19 @@ struct TrialWriter::State {
       if (!f) return fail(f.error());
       s.events.emplace(std::move(*f));
     }
-    if (auto w = s.events->write(record); !w) {
+    auto header = format::record_header(event.size());
+    auto footer = format::magic_footer();
+    auto part = [](const void* p, size_t n) { return iovec{const_cast<void*>(p), n}; };
+    iovec parts[] = {part(header.data(), header.size()), part(event.before.data(), event.before.size()),
+                     part(event.content.data(), event.content.size()), part(event.after.data(), event.after.size()),
+                     part(footer.data(), footer.size())};
+    if (auto w = s.events->write_parts(parts); !w) {
       s.failed = w.error();
       return w;
     }
-    s.index.tensor_payload.push_back({tag, s.events_size, record.size()});
-    s.events_size += record.size();
+    const uint64_t record_size = event.size() + format::kRecordOverhead;
+    s.index.tensor_payload.push_back({tag, s.events_size, record_size});
+    s.events_size += record_size;
     s.index.event_file_name = rel;
     return {};
   }
@@ -465,7 +488,7 @@ struct TrialWriter::State {
     }
     spec.mode = mode;
     spec.mode_step = mode_step();
-    return append_event(name, format::encode_tensor_event(spec));
+    return append_event(name, format::encode_tensor_event_pieces(spec));
   }
 
   Result<void> end_step() {
