@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -62,6 +63,8 @@ std::string kill_phase(const fs::path& root, int w, int64_t in_progress, int64_t
   const std::string worker = worker_name(w);
   if (fs::exists(with_tmp(root / format::kEndOfTrainingMarker))) return "writing the end marker";
   if (fs::exists(with_tmp(root / format::collections_file_relpath(worker)))) return "writing the collections file";
+  if (in_progress > 0 && !fs::exists(root / format::collections_file_relpath(worker)))
+    return "steps published, its collections file not yet";
   if (in_progress >= steps) return "closing, after its last step";
   if (fs::exists(with_tmp(root / format::index_file_relpath(in_progress, worker))))
     return "index .tmp written, not yet renamed";
@@ -70,6 +73,58 @@ std::string kill_phase(const fs::path& root, int w, int64_t in_progress, int64_t
     return "event file .tmp being written";
   return "no file of its step yet";
 }
+
+// 0, 1, ..., count - 1.
+std::vector<int64_t> first_steps(int64_t count) {
+  std::vector<int64_t> out(size_t(std::max<int64_t>(count, 0)));
+  std::iota(out.begin(), out.end(), 0);
+  return out;
+}
+
+// Picks when to kill a writer process and waits until then.
+class KillAim {
+ public:
+  explicit KillAim(std::mt19937_64& rng) : rng_(rng) {}
+
+  // Returns at a random point of `leader`'s work, at most `max_ahead` steps after the one it
+  // reports first (of a trial of `steps` steps); the caller then kills.
+  void wait_for_kill_point(WriterProcess& leader, int64_t steps, int64_t max_ahead) {
+    const uint64_t plan = rng_() % 10;
+    if (plan < 2) {
+      // Blind: anywhere from the exec itself to a few steps in, log-uniformly.
+      const double us = std::exp(std::uniform_real_distribution<double>(std::log(20.0), std::log(20000.0))(rng_));
+      std::this_thread::sleep_for(std::chrono::microseconds(int64_t(us)));
+      return;
+    }
+    // Aimed: follow the leader to a step a little ahead, then return somewhere inside that step,
+    // or just as the step is published (its renames and index, then the collections file after
+    // the first step, the end marker after the last): short windows a blind kill rarely hits.
+    auto first = leader.next_progress(kNoProgressTimeout);
+    if (!first) return;  // it ended (done, or failed: the caller finds out)
+    const bool at_publication = plan >= 6;
+    const int64_t target = std::min(first->step + int64_t(rng_() % uint64_t(max_ahead + 1)), steps - 1);
+    WriterProcess::Progress at = *first;
+    auto began = Clock::now();
+    while (at.step != target || at.publishing != at_publication) {
+      auto next = leader.next_progress(kNoProgressTimeout);
+      if (!next) return;
+      if (!next->publishing) {
+        const auto now = Clock::now();
+        const double us = double(std::chrono::duration_cast<std::chrono::microseconds>(now - began).count());
+        step_estimate_us_ = 0.7 * step_estimate_us_ + 0.3 * us;
+        began = now;
+      }
+      at = *next;
+    }
+    const double window_us = at_publication ? kPublicationWindowUs : 1.5 * step_estimate_us_;
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(int64_t(std::uniform_real_distribution<double>(0, window_us)(rng_))));
+  }
+
+ private:
+  std::mt19937_64& rng_;
+  double step_estimate_us_ = 5000;  // how long a step takes, measured as the leader reports them
+};
 
 class CrashTorture {
  public:
@@ -133,44 +188,9 @@ class CrashTorture {
       live.push_back(w);
     }
     WriterProcess& leader = *procs[size_t(live[rng_() % live.size()])];
-    const uint64_t plan = rng_() % 10;
-    if (plan < 2) {
-      // Blind: anywhere from the exec itself to a few steps in, log-uniformly.
-      const double us = std::exp(std::uniform_real_distribution<double>(std::log(20.0), std::log(20000.0))(rng_));
-      std::this_thread::sleep_for(std::chrono::microseconds(int64_t(us)));
-    } else if (auto first = leader.next_progress(kNoProgressTimeout)) {
-      // Aimed: follow the leader to a step a little ahead, then kill it somewhere inside that step,
-      // or just as the step is published (its renames and index, then the collections file after
-      // the first step, the end marker after the last): short windows a blind kill rarely hits.
-      const bool at_publication = plan >= 6;
-      const int64_t target = std::min(first->step + int64_t(rng_() % 3), run_.steps - 1);
-      WriterProcess::Progress at = *first;
-      auto began = Clock::now();
-      bool reached = false;
-      while (true) {
-        if (at.step == target && at.publishing == at_publication) {
-          reached = true;
-          break;
-        }
-        auto next = leader.next_progress(kNoProgressTimeout);
-        if (!next) break;
-        if (!next->publishing) {
-          const auto now = Clock::now();
-          const double us = double(std::chrono::duration_cast<std::chrono::microseconds>(now - began).count());
-          step_estimate_us_ = 0.7 * step_estimate_us_ + 0.3 * us;
-          began = now;
-        }
-        at = *next;
-      }
-      const double window_us = at_publication ? kPublicationWindowUs : 1.5 * step_estimate_us_;
-      if (reached)
-        std::this_thread::sleep_for(
-            std::chrono::microseconds(int64_t(std::uniform_real_distribution<double>(0, window_us)(rng_))));
-    }
+    aim_.wait_for_kill_point(leader, run_.steps, 2);
     for (int w : live) procs[size_t(w)]->kill();
 
-    // Before looking at the files, know what each worker had published (the scan in check_after_kill
-    // repeats it with every check); the phase needs the step each was in.
     bool any_killed = false;
     std::vector<int> killed;
     for (int w : live) {
@@ -202,12 +222,6 @@ class CrashTorture {
     options.collections_timeout = 0ms;
     options.poll_interval = 1ms;
     return options;
-  }
-
-  static std::vector<int64_t> first_steps(int64_t count) {
-    std::vector<int64_t> out(size_t(std::max<int64_t>(count, 0)));
-    std::iota(out.begin(), out.end(), 0);
-    return out;
   }
 
   void verify_step(Trial& trial, int64_t step, int w) {
@@ -337,7 +351,7 @@ class CrashTorture {
 
   CrashRun run_;
   std::mt19937_64 rng_;
-  double step_estimate_us_ = 5000;
+  KillAim aim_{rng_};
   Tally tally_;
 };
 
@@ -361,6 +375,79 @@ TEST(CrashSafeWriter, OneWorkerKilledAtRandomPointsAndResumed) {
 TEST(CrashSafeWriter, TwoWorkersKilledAtRandomPointsAndResumed) {
   CrashTorture torture(crash_run(2));
   torture.run();
+}
+
+// A reader follows the trial as the evaluator does while its writer is killed and resumed under it,
+// again and again: it sees every step once, in order, with exact values, and then the end.
+TEST(CrashSafeWriter, LiveReaderFollowsAcrossKillsAndResumes) {
+  const uint64_t seed = seed_from_env();
+  const int64_t steps = count_from_env("VIGIL_TORTURE_FOLLOW_STEPS", 300);
+  const int64_t big_elements = kSanitized ? (16 << 10) : (64 << 10);
+  ScratchTrial dir;
+  fs::create_directories(dir.path());
+  const auto started = Clock::now();
+
+  std::vector<int64_t> seen;
+  std::string reader_failure;
+  std::thread reader([&] {
+    TrialOptions options;
+    options.collections_timeout = 60s;
+    auto opened = Trial::open(dir.path(), options);
+    if (!opened) {
+      reader_failure = "open: " + opened.error().message;
+      return;
+    }
+    Trial& trial = **opened;
+    for (int64_t step = 0;; ++step) {
+      auto waited = trial.wait_for_steps({step}, Mode::Global, {}, 60s);
+      if (!waited) {
+        if (waited.error().code != ErrorCode::NoMoreData || waited.error().last_step != steps - 1)
+          reader_failure = fmt::format("step {}: {}", step, waited.error().message);
+        return;
+      }
+      trial.hold_refresh();
+      auto problem = check_step(trial, step, 0, big_elements);
+      trial.release_refresh();
+      if (problem) {
+        reader_failure = *problem;
+        return;
+      }
+      seen.push_back(step);
+    }
+  });
+  // However the loop below ends, the reader is released (by the end marker) and joined.
+  struct JoinReader {
+    std::thread& thread;
+    fs::path marker;
+    ~JoinReader() {
+      if (!thread.joinable()) return;
+      if (!fs::exists(marker)) std::ofstream{marker};
+      thread.join();
+    }
+  } join_reader{reader, dir.path() / format::kEndOfTrainingMarker};
+
+  std::mt19937_64 rng(seed);
+  KillAim aim(rng);
+  int64_t kills = 0;
+  while (!fs::exists(dir.path() / format::kEndOfTrainingMarker)) {
+    WriterProcess writer({"--dir", dir.path().string(), "--steps", std::to_string(steps), "--big-elements",
+                          std::to_string(big_elements)});
+    ASSERT_TRUE(writer.started());
+    aim.wait_for_kill_point(writer, steps, 4);
+    writer.kill();
+    if (writer.killed_by_us()) {
+      ++kills;
+      continue;
+    }
+    ASSERT_TRUE(writer.exited_cleanly()) << writer.describe_end();
+  }
+  reader.join();
+  ASSERT_TRUE(reader_failure.empty()) << reader_failure;
+  ASSERT_EQ(seen, first_steps(steps));
+  std::printf("[ torture  ] live reader across kills, seed %llu: %lld steps followed through %lld kills and resumes "
+              "in %.1f s\n",
+              (unsigned long long)seed, (long long)steps, (long long)kills,
+              std::chrono::duration<double>(Clock::now() - started).count());
 }
 
 }  // namespace
