@@ -4,9 +4,10 @@
 #
 #   scripts/fuzz.sh [--seconds N] [TARGET...]
 #
-# N seconds per target (default 60); TARGETs default to all six. Prints executions, corpus size and
-# crashes per target, and exits non-zero when any target crashed (crash, leak, sanitizer report,
-# timeout, out-of-memory). Reproduce a crash with: build-fuzz/fuzz/TARGET build-fuzz/crashes/TARGET/FILE
+# N seconds per target (default 60); TARGETs default to all six. Prints executions, corpus size (the
+# inputs libFuzzer keeps for coverage, and all inputs on disk) and crashes per target, and exits
+# non-zero when any target crashed (crash, leak, sanitizer report, timeout, out-of-memory).
+# Reproduce a crash with: build-fuzz/fuzz/TARGET build-fuzz/crashes/TARGET/FILE
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build-fuzz"
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="${2:?--seconds needs a number}"; shift 2 ;;
     --seconds=*) seconds="${1#--seconds=}"; shift ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -81,6 +82,8 @@ for t in "${targets[@]}"; do
     -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 -artifact_prefix="$artifacts/" \
     >"$log" 2>&1 || rc=$?
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
+  # libFuzzer's working corpus (inputs that add coverage) and all inputs kept on disk (seeds included).
+  active="$(grep -o 'corp: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)"
   corpus_files="$(find "$corpus" -type f | wc -l)"
   crashes="$(find "$artifacts" -type f -newer "$stamp" ! -name 'slow-unit-*' | wc -l)"
   rm -f "$stamp"
@@ -90,10 +93,10 @@ for t in "${targets[@]}"; do
     echo "fuzz.sh: $t failed (exit $rc); log: $log"
     grep -E "^==[0-9]+==ERROR|runtime error|invariant violated|^SUMMARY|Test unit written to" "$log" | head -20 || true
   fi
-  report+=("$(printf '%-26s %14s %10s %8s' "$t" "${execs:-?}" "$corpus_files" "$crashes")")
+  report+=("$(printf '%-26s %12s %8s %10s %8s' "$t" "${execs:-?}" "${active:-?}" "$corpus_files" "$crashes")")
 done
 
 echo
-printf '%-26s %14s %10s %8s\n' target executions corpus crashes
+printf '%-26s %12s %8s %10s %8s\n' target executions corpus on-disk crashes
 printf '%s\n' "${report[@]}"
 exit $status
