@@ -303,6 +303,10 @@ Result<void> Trial::State::load_new_index_files(bool writers_done) {
   // a first one that found something new, holds every step of a worker up to the newest step the
   // first found for it. Only those are taken now; later ones come with the next refresh. Once the
   // end marker is there, nothing is being published and the first listing is taken whole.
+  // Not even "present for the whole listing" holds while ext4 turns a growing folder from a linear
+  // list into a hashed tree (at about 700 index files): a listing that spans the change can miss
+  // old files. The change happens once per folder, so at most one of the two listings spans it,
+  // and the union of both is taken.
   auto first = list_index_files();
   if (!first) return fail(first.error());
   std::map<std::string, int64_t> newest_in_first;  // worker -> step
@@ -315,9 +319,15 @@ Result<void> Trial::State::load_new_index_files(bool writers_done) {
       if (!inserted) it->second = std::max(it->second, parsed->global_step);
     }
   }
-  auto second = found_new && !writers_done ? list_index_files() : std::move(first);
-  if (!second) return fail(second.error());
-  for (const auto& rel : *second) {
+  std::vector<std::string> listed = *first;
+  if (found_new && !writers_done) {
+    auto second = list_index_files();
+    if (!second) return fail(second.error());
+    listed.insert(listed.end(), second->begin(), second->end());
+    std::sort(listed.begin(), listed.end());
+    listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
+  }
+  for (const auto& rel : listed) {
     if (read_index_files.contains(rel)) continue;
     auto parsed = format::parse_step_file_name(rel);
     if (!parsed) return fail(Error::index_reader("Invalid File Found: " + (path / rel).string(), (path / rel).string()));
