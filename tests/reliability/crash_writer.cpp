@@ -8,7 +8,7 @@
 // --progress-fd it writes "<step>\n" to FD as each step begins and "p<step>\n" when its records are
 // written and the step is about to be published, so a test can aim its SIGKILL.
 // With --max-step-delay-us it sleeps 0..U microseconds after each step (no sleep for a third of
-// the steps), and one step in 64 is slow (10-40 ms), so that a reader that fell behind catches up
+// the steps), and one step in 32 is slow (10-40 ms), so that a reader that fell behind catches up
 // and waits at the step being written again. Exit status 0 when done, 1 on any writer error, 2 on bad arguments, 3 when the
 // resumed step numbering is not the trial's.
 #include <unistd.h>
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
     report_progress(args.progress_fd, "p", step);
     if (auto r = w.end_step(); !r) return fail_with(r.error());
     if (args.max_step_delay_us > 0) {
-      if (rng() % 64 == 0)
+      if (rng() % 32 == 0)
         std::this_thread::sleep_for(std::chrono::milliseconds(10 + rng() % 31));
       else if (rng() % 3 != 0)
         std::this_thread::sleep_for(std::chrono::microseconds(rng() % uint64_t(args.max_step_delay_us + 1)));

@@ -1,6 +1,6 @@
 // Live reading: a reader follows a trial that writer processes (crash_writer) are extending, one
 // worker or two, with random pauses of 0-2 ms between steps (none for a third of them, and 10-40 ms
-// after one step in 64, where a reader that fell behind catches up). The reader works as the evaluator's
+// after one step in 32, where a reader that fell behind catches up). The reader works as the evaluator's
 // run loop does (wait_for_steps for the next step, then the step's queries under hold_refresh) and
 // probes around it (has_passed_step, steps(), values of the step still being written). It must see
 // every step exactly once and in order, only once every worker has written it, with exact values,
