@@ -103,6 +103,7 @@ int cmd_generate(const fs::path& dir, double size_mb, int workers) {
     vigil::writer::WriterOptions options;
     options.worker = fmt::format("worker_{}", w);
     options.num_workers = workers;
+    options.write_end_marker = w == workers - 1;  // the job ends once every worker has written
     for (auto& m : options.save_config) m.save_interval = 1;
     auto writer = check(vigil::writer::TrialWriter::create(dir, options), "create");
     for (int64_t step = 0; step < steps; ++step) {

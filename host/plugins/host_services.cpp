@@ -496,6 +496,22 @@ Error error_from_abi(vigil_status status, const vigil_error& err) {
   return e;
 }
 
+size_t StepValueCache::KeyHash::operator()(const Key& k) const noexcept {
+  const auto& [trial, name, step, mode, worker] = k;
+  size_t h = std::hash<std::string>{}(name);
+  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+  mix(std::hash<const void*>{}(trial));
+  mix(std::hash<int64_t>{}(step));
+  mix(size_t(mode));
+  if (!worker.empty()) mix(std::hash<std::string>{}(worker));
+  return h;
+}
+
+size_t StepValueCache::KeyHash::operator()(const std::tuple<Key, int, bool>& k) const noexcept {
+  const auto& [key, reduction, abs] = k;
+  return (*this)(key) * 31 + size_t(reduction) * 2 + size_t(abs);
+}
+
 std::shared_ptr<const TensorValue> StepValueCache::find(const Key& key) {
   std::lock_guard lock(mu_);
   auto it = values_.find(key);

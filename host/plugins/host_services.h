@@ -13,6 +13,7 @@
 #include <stop_token>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "common/error.h"
@@ -79,8 +80,13 @@ class StepValueCache {
   size_t budget_bytes_;
   size_t bytes_ = 0;
   int64_t generation_ = 0;
-  std::map<Key, Entry<std::shared_ptr<const TensorValue>>> values_;
-  std::map<std::tuple<Key, int, bool>, Entry<double>> reductions_;
+  // Hashed: every rule looks up every tensor it reads, at every step.
+  struct KeyHash {
+    size_t operator()(const Key& k) const noexcept;
+    size_t operator()(const std::tuple<Key, int, bool>& k) const noexcept;
+  };
+  std::unordered_map<Key, Entry<std::shared_ptr<const TensorValue>>, KeyHash> values_;
+  std::unordered_map<std::tuple<Key, int, bool>, Entry<double>, KeyHash> reductions_;
 };
 
 }  // namespace vigil::plugins
