@@ -1,4 +1,5 @@
 #include "format/event_proto.h"
+#include "proto_bytes.h"
 
 #include <gtest/gtest.h>
 
@@ -63,43 +64,8 @@ std::string spec_example(int64_t step = 0) {
   return encode_tensor_event(spec);
 }
 
-// ---- a tiny protobuf writer for hand-made inputs --------------------------------------------------
-void varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-void key(std::string& out, uint32_t field, uint32_t wire) { varint(out, (uint64_t{field} << 3) | wire); }
-std::string ld(uint32_t field, const std::string& body) {
-  std::string out;
-  key(out, field, 2);
-  varint(out, body.size());
-  return out + body;
-}
-std::string vi(uint32_t field, uint64_t v) {
-  std::string out;
-  key(out, field, 0);
-  varint(out, v);
-  return out;
-}
-std::string f32(uint32_t field, float f) {
-  std::string out;
-  key(out, field, 5);
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(bits >> (8 * i)));
-  return out;
-}
-std::string f64(uint32_t field, double d) {
-  std::string out;
-  key(out, field, 1);
-  uint64_t bits;
-  std::memcpy(&bits, &d, 8);
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(bits >> (8 * i)));
-  return out;
-}
+using namespace testing;  // the protobuf writer of proto_bytes.h
+
 // Event{summary{value{tag, tensor{<tensor>}}}}
 std::string event_with_tensor(const std::string& tensor, const std::string& extra_event = {}) {
   return extra_event + ld(5, ld(1, ld(1, "t") + ld(8, tensor)));

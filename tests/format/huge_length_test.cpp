@@ -13,6 +13,7 @@
 #include "format/event_proto.h"
 #include "format/tfrecord.h"
 #include "trial/tensor_value.h"
+#include "proto_bytes.h"
 
 namespace {
 
@@ -53,20 +54,8 @@ class LargestAllocation {
 
 std::span<const uint8_t> bytes_of(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
-void varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-void key(std::string& out, uint32_t field, uint32_t wire) { varint(out, (uint64_t{field} << 3) | wire); }
-std::string ld(uint32_t field, const std::string& body) {
-  std::string out;
-  key(out, field, 2);
-  varint(out, body.size());
-  return out + body;
-}
+using namespace testing;  // the protobuf writer of proto_bytes.h
+
 // A length-delimited field that announces `length` bytes but holds only "abc".
 std::string lying_ld(uint32_t field, uint64_t length) {
   std::string out;

@@ -16,7 +16,6 @@
 #include "test_trials.h"
 #include "trial/trial.h"
 
-extern char** environ;
 
 namespace vigil {
 namespace {
@@ -337,7 +336,7 @@ TEST(BadJobs, NonStringCheckpointPathsAreRefusedCleanly) {
 // 200,000 levels deep overflowed the stack.
 TEST(BadJobs, DeeplyNestedJobFilesAreRefusedCleanly) {
   const std::string deep = std::string(200000, '[') + std::string(200000, ']');
-  for (const std::string json : {R"({"HyperParameters": )" + deep + R"(, "DebugRuleConfigurations": []})",
+  for (const std::string& json : {R"({"HyperParameters": )" + deep + R"(, "DebugRuleConfigurations": []})",
                                  R"({"DebugRuleConfigurations": [{"RuleConfigurationName": "r", "RuleParameters": {"k": )" + deep + "}}]}"}) {
     auto job = evaluate::parse_job_json(json, "/tmp");
     ASSERT_FALSE(job.has_value());
@@ -416,22 +415,7 @@ TEST(Command, SigtermStopsTheEvaluation) {
   std::vector<std::string> args = {VIGIL_BINARY, "evaluate", "--plugins", testing::variant_dir("good").string(),
                                    "--trial", (dir.path() / "trial").string(), "--rule", "StepsRule",
                                    "--status-file", status_file.string(), "--quiet"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
-  // Wait until it runs (the status file exists), then stop it.
-  for (int i = 0; i < 200 && !std::filesystem::exists(status_file); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  ASSERT_EQ(::kill(pid, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
-  std::ifstream in(status_file);
-  auto file = nlohmann::json::parse(in);
+  auto file = testing::evaluate_then_sigterm(std::move(args), status_file);
   EXPECT_EQ(file["DebugRuleEvaluationStatuses"][0]["RuleEvaluationStatus"], "Stopped");
 }
 

@@ -18,7 +18,6 @@
 #include "plugin_test_support.h"
 #include "test_trials.h"
 
-extern char** environ;
 
 namespace vigil {
 namespace {
@@ -181,23 +180,8 @@ TEST(Isolation, SigtermStopsEveryProcess) {
                                    variant_dir("misbehaves").string(), "--trial", (dir.path() / "trial").string(),
                                    "--rule", "StepsRule", "--rule", "SiblingStepsRule",
                                    "--status-file", status_file.string()};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
-  // Wait until it runs (the status file exists), then stop it. A stop that reaches a child before
-  // its rules run stops them just the same.
-  for (int i = 0; i < 200 && !std::filesystem::exists(status_file); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  ASSERT_EQ(::kill(pid, SIGTERM), 0);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
-  std::ifstream in(status_file);
-  auto file = nlohmann::json::parse(in);
+  auto file = testing::evaluate_then_sigterm(std::move(args), status_file);
+  ASSERT_FALSE(file["DebugRuleEvaluationStatuses"].empty());
   for (const auto& s : file["DebugRuleEvaluationStatuses"]) EXPECT_EQ(s["RuleEvaluationStatus"], "Stopped") << s;
 }
 
