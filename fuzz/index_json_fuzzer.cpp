@@ -28,6 +28,12 @@ bool same(const StepIndex& a, const StepIndex& b) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
+  // The one-pass reader of smdebug's layout accepts nothing the full parser refuses or reads otherwise.
+  if (auto canonical = parse_canonical_index_json(text)) {
+    auto generic = parse_index_json_generic(text, "fuzz.json");
+    FUZZ_CHECK(generic.has_value());
+    FUZZ_CHECK(same(*canonical, *generic));
+  }
   auto index = parse_index_json(text, "fuzz.json");
   if (!index) {
     FUZZ_CHECK(!index.error().message.empty());

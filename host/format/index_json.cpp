@@ -21,9 +21,91 @@ std::optional<int64_t> as_int64(const json& v) {
   return std::nullopt;  // floats, bools, strings, and integers beyond int64
 }
 
+// smdebug, and Vigil's writer, write every index file in one layout (Python's json.dumps of a dict
+// in this key order):
+//   {"meta": {"mode": "TRAIN", "mode_step": 3, "event_file_name": "events/..."},
+//    "tensor_payload": [{"tensorname": "x", "start_idx": 0, "length": 120}, ...], "shape_payload": []}
+// Loading a trial parses one such file per step and worker, so this reads exactly that layout in
+// one pass. Anything else (another order or spacing, escapes, non-ASCII, shape entries, a value the
+// full parser would refuse) gives nullopt, and the full parser decides, with its messages.
+class CanonicalIndexReader {
+ public:
+  explicit CanonicalIndexReader(std::string_view text) : text_(text) {}
+
+  std::optional<StepIndex> read() {
+    StepIndex index;
+    std::string_view mode, file;
+    int64_t mode_step = 0;
+    if (!literal(R"({"meta": {"mode": )") || !string(mode) || !literal(R"(, "mode_step": )") || !number(mode_step) ||
+        !literal(R"(, "event_file_name": )") || !string(file) || !literal(R"(}, "tensor_payload": [)"))
+      return std::nullopt;
+    auto parsed_mode = parse_mode_name(mode);
+    if (!parsed_mode || unsafe_relative_path(file)) return std::nullopt;
+    index.mode = *parsed_mode;
+    index.mode_step = mode_step;
+    index.event_file_name = std::string(file);
+    for (bool first = true; !literal("]"); first = false) {
+      if (!first && !literal(", ")) return std::nullopt;
+      std::string_view name;
+      int64_t start = 0, length = 0;
+      if (!literal(R"({"tensorname": )") || !string(name) || !literal(R"(, "start_idx": )") || !number(start) ||
+          !literal(R"(, "length": )") || !number(length) || !literal("}"))
+        return std::nullopt;
+      if (length < int64_t(kRecordOverhead)) return std::nullopt;
+      index.tensor_payload.push_back({std::string(name), uint64_t(start), uint64_t(length)});
+    }
+    if (!literal(R"(, "shape_payload": []})")) return std::nullopt;
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\r' || text_[pos_] == '\t'))
+      ++pos_;
+    if (pos_ != text_.size()) return std::nullopt;
+    return index;
+  }
+
+ private:
+  bool literal(std::string_view expected) {
+    if (text_.substr(pos_, expected.size()) != expected) return false;
+    pos_ += expected.size();
+    return true;
+  }
+  // A string of printable ASCII without escapes.
+  bool string(std::string_view& out) {
+    if (pos_ >= text_.size() || text_[pos_] != '"') return false;
+    const size_t begin = ++pos_;
+    while (pos_ < text_.size() && text_[pos_] != '"') {
+      const auto c = static_cast<unsigned char>(text_[pos_]);
+      if (c < 0x20 || c >= 0x80 || c == '\\') return false;
+      ++pos_;
+    }
+    if (pos_ >= text_.size()) return false;
+    out = text_.substr(begin, pos_ - begin);
+    ++pos_;
+    return true;
+  }
+  // A non-negative integer of at most 18 digits without a leading zero (so it fits in int64).
+  bool number(int64_t& out) {
+    const size_t begin = pos_;
+    out = 0;
+    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9' && pos_ - begin < 18)
+      out = out * 10 + (text_[pos_++] - '0');
+    const size_t digits = pos_ - begin;
+    if (digits == 0 || (digits > 1 && text_[begin] == '0')) return false;
+    return pos_ >= text_.size() || text_[pos_] < '0' || text_[pos_] > '9';
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+};
+
 }  // namespace
 
+std::optional<StepIndex> parse_canonical_index_json(std::string_view text) { return CanonicalIndexReader(text).read(); }
+
 Result<StepIndex> parse_index_json(std::string_view text, std::string_view file) {
+  if (auto index = parse_canonical_index_json(text)) return std::move(*index);
+  return parse_index_json_generic(text, file);
+}
+
+Result<StepIndex> parse_index_json_generic(std::string_view text, std::string_view file) {
   const std::string file_name(file);
   auto bad = [&](std::string message) { return fail(Error::index_reader(std::move(message), file_name)); };
 

@@ -184,6 +184,73 @@ TEST(IndexJson, EveryFixtureIndexFileRoundTripsByteForByte) {
   std::cout << "round-tripped " << count << " index files\n";
 }
 
+bool same_index(const StepIndex& a, const StepIndex& b) {
+  if (a.mode != b.mode || a.mode_step != b.mode_step || a.event_file_name != b.event_file_name ||
+      a.tensor_payload.size() != b.tensor_payload.size() || a.shape_payload.size() != b.shape_payload.size())
+    return false;
+  for (size_t i = 0; i < a.tensor_payload.size(); ++i)
+    if (a.tensor_payload[i].tensorname != b.tensor_payload[i].tensorname ||
+        a.tensor_payload[i].start_idx != b.tensor_payload[i].start_idx ||
+        a.tensor_payload[i].length != b.tensor_payload[i].length)
+      return false;
+  return true;
+}
+
+TEST(IndexJson, OnePassReaderOfSmdebugsLayoutAgreesWithTheFullParser) {
+  size_t count = 0, one_pass = 0;
+  for (const auto& root : {test::real_fixtures(), test::pathology_fixtures()})
+    for (const auto& path : test::files_under(root, [](const std::string& rel) {
+           return test::has_component(rel, "index") && rel.ends_with(".json");
+         })) {
+      ++count;
+      const std::string text = test::read_file(path);
+      auto generic = parse_index_json_generic(text, path.string());
+      ASSERT_TRUE(generic) << path;
+      if (auto canonical = parse_canonical_index_json(text)) {
+        ++one_pass;
+        EXPECT_TRUE(same_index(*canonical, *generic)) << path;
+      }
+    }
+  // Every index smdebug wrote with tensors takes the one-pass reader (shape-only ones do not).
+  EXPECT_GT(one_pass, count / 2);
+  std::cout << one_pass << " of " << count << " fixture index files read in one pass\n";
+
+  // Anything off the layout goes to the full parser, which accepts or refuses it with its message.
+  const std::string head = R"({"meta": {"mode": "TRAIN", "mode_step": 4, "event_file_name": "events/e.tfevents"}, )";
+  const std::string good = head + R"("tensor_payload": [{"tensorname": "a/b:0", "start_idx": 0, "length": 90}, )"
+                                  R"({"tensorname": "c", "start_idx": 90, "length": 16}], "shape_payload": []})";
+  auto read = parse_canonical_index_json(good);
+  ASSERT_TRUE(read);
+  ASSERT_EQ(read->tensor_payload.size(), 2u);
+  EXPECT_EQ(read->tensor_payload[1].start_idx, 90u);
+  EXPECT_EQ(read->mode_step, 4);
+  EXPECT_TRUE(parse_canonical_index_json(good + "\n"));
+  EXPECT_TRUE(parse_canonical_index_json(head + R"("tensor_payload": [], "shape_payload": []})"));
+  const std::vector<std::string> off_layout = {
+      head + R"("tensor_payload": [{"tensorname": "a\"b", "start_idx": 0, "length": 90}], "shape_payload": []})",
+      head + R"("tensor_payload": [{"tensorname": "\u00e9", "start_idx": 0, "length": 90}], "shape_payload": []})",
+      head + R"("tensor_payload": [{"tensorname": "é", "start_idx": 0, "length": 90}], "shape_payload": []})",
+      head + R"("tensor_payload": [{"start_idx": 0, "tensorname": "a", "length": 90}], "shape_payload": []})",
+      head + R"("tensor_payload": [{"tensorname": "a", "start_idx": 01, "length": 90}], "shape_payload": []})",
+      head + R"("tensor_payload": [{"tensorname": "a", "start_idx": -1, "length": 90}], "shape_payload": []})",
+      head + R"("tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 15}], "shape_payload": []})",
+      head + R"("tensor_payload": [{"tensorname": "a", "start_idx": 99999999999999999999, "length": 90}], "shape_payload": []})",
+      head + R"("tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 90}], "shape_payload": [{"tensorname": "a", "originalname": "a", "shape": []}]})",
+      head + R"("tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 90}], "shape_payload": []} x)",
+      head + R"("tensor_payload": [{"tensorname": "a", "start_idx": 0, "length": 90}],"shape_payload": []})",
+      R"({"meta": {"mode": "TRAIN", "mode_step": 4, "event_file_name": "../e.tfevents"}, "tensor_payload": [], "shape_payload": []})",
+      R"({"meta": {"mode": "TRAINING", "mode_step": 4, "event_file_name": "e.tfevents"}, "tensor_payload": [], "shape_payload": []})",
+  };
+  for (const auto& text : off_layout) {
+    EXPECT_FALSE(parse_canonical_index_json(text)) << text;
+    auto full = parse_index_json(text, "f.json");
+    auto generic = parse_index_json_generic(text, "f.json");
+    ASSERT_EQ(full.has_value(), generic.has_value()) << text;
+    if (full) EXPECT_TRUE(same_index(*full, *generic)) << text;
+    else EXPECT_EQ(full.error().message, generic.error().message) << text;
+  }
+}
+
 struct BadIndex {
   std::string name;
   std::string text;
