@@ -160,3 +160,29 @@ def test_rule_with_other_trials(vigil_exe, tmp_path):
                         "other_trial_0": trial_dir("mixed_dtypes")})]
     statuses, proc = evaluate(vigil_exe, trial_dir("vanishing_gradient"), rules, tmp_path)
     assert [t["step"] for t in statuses["Multi"].get("Triggers", [])] == [38], (statuses, proc.stderr)
+
+
+def test_python_rules_under_isolate_give_the_same_statuses(vigil_exe, tmp_path):
+    """--isolate runs the embedded-Python plugin's rules in their own process: the same verdicts,
+    triggers and error messages as in-process, next to a built-in rule in another process."""
+    good = tmp_path / "rules.py"
+    good.write_text(FAILING_RULES)
+    vg = write_rule_file("vanishing_gradient", tmp_path)
+    rules = [
+        ("Boom", {"source_s3_uri": str(good), "rule_to_invoke": "Boom"}),
+        ("Skips", {"source_s3_uri": str(good), "rule_to_invoke": "SkipsThenFires"}),
+        ("VG", {"source_s3_uri": vg, "rule_to_invoke": "VanishingGradientLike", "threshold": "1e-7"}),
+        ("BuiltinVG", {"rule_to_invoke": "VanishingGradient", "threshold": "1e-7"}),
+    ]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    plain, _ = evaluate(vigil_exe, trial_dir("vanishing_gradient"), rules, tmp_path / "a")
+    isolated, _ = evaluate(vigil_exe, trial_dir("vanishing_gradient"), rules, tmp_path / "b", ["--isolate"])
+
+    def comparable(s):
+        return {k: v for k, v in s.items() if k != "LastModifiedTime"}
+
+    assert {n: comparable(s) for n, s in isolated.items()} == {n: comparable(s) for n, s in plain.items()}
+    assert isolated["Boom"]["StatusDetails"] == "ZeroDivisionError: division by zero"
+    assert [t["step"] for t in isolated["Skips"]["Triggers"]] == [10, 12]
+    assert isolated["VG"]["RuleEvaluationStatus"] == isolated["BuiltinVG"]["RuleEvaluationStatus"] == "IssuesFound"
