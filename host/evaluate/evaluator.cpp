@@ -321,9 +321,8 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
       switch (waited.error().code) {
         case ErrorCode::StepUnavailable: {
           // Jump to the next saved step: every step in between is unavailable too.
-          auto known = trial.steps(Mode::Global, true).value_or(std::vector<int64_t>{});
-          auto next = std::upper_bound(known.begin(), known.end(), step);
-          step = next == known.end() ? step + 1 : *next;
+          const auto next = trial.next_step(step, Mode::Global, true).value_or(std::nullopt);
+          step = next.value_or(step + 1);
           continue;
         }
         case ErrorCode::NoMoreData:
@@ -349,12 +348,8 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
       if (options.on_progress) options.on_progress(base_path, step);
     }
     trial.hold_refresh();  // smdebug's no_refresh: one consistent view per step
-    {
-      // The next complete step, if there is one already: read ahead while the rules run on this one.
-      auto known = trial.steps(Mode::Global).value_or(std::vector<int64_t>{});
-      auto next = std::upper_bound(known.begin(), known.end(), step);
-      readahead.begin_step(step, next == known.end() ? std::nullopt : std::optional<int64_t>(*next));
-    }
+    // The next complete step, if there is one already: read ahead while the rules run on this one.
+    readahead.begin_step(step, trial.next_step(step).value_or(std::nullopt));
     auto due = [&](ConfiguredRule* r) { return r->config.start_step <= step && !r->finished; };
     for (auto* r : rules_now)
       if (due(r)) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <list>
 #include <map>
 #include <mutex>
@@ -180,6 +181,8 @@ struct Trial::State {
            (it != workers_for_global_step.end() && int64_t(it->second.size()) >= num_workers);
   }
   std::vector<int64_t> steps_locked(Mode mode, bool show_incomplete) const;
+  // The first step >= `step` of steps_locked(mode, show_incomplete), found in the step maps.
+  std::optional<int64_t> step_at_or_after_locked(int64_t step, Mode mode, bool show_incomplete) const;
   std::optional<int64_t> to_global(Mode mode, int64_t step) const {
     if (mode == Mode::Global) return step;
     auto m = mode_to_global.find(mode);
@@ -390,12 +393,24 @@ std::vector<int64_t> Trial::State::steps_locked(Mode mode, bool show_incomplete)
   return out;
 }
 
+std::optional<int64_t> Trial::State::step_at_or_after_locked(int64_t step, Mode mode, bool show_incomplete) const {
+  if (mode == Mode::Global) {
+    for (auto it = workers_for_global_step.lower_bound(step); it != workers_for_global_step.end(); ++it)
+      if (show_incomplete || step_complete(it->first)) return it->first;
+    return std::nullopt;
+  }
+  auto m = mode_to_global.find(mode);
+  if (m == mode_to_global.end()) return std::nullopt;
+  for (auto it = m->second.lower_bound(step); it != m->second.end(); ++it)
+    if (show_incomplete || step_complete(it->second)) return it->first;
+  return std::nullopt;
+}
+
 StepState Trial::State::has_passed_step_locked(int64_t step, Mode mode) const {
-  const std::vector<int64_t> all = steps_locked(mode, true);
-  auto it = std::lower_bound(all.begin(), all.end(), step);
-  if (it != all.end()) {
-    const int64_t g = to_global(mode, *it).value_or(*it);
-    if (*it > step) return last_complete_step >= g ? StepState::Unavailable : StepState::NotYetAvailable;
+  // Called for every step a reader waits for: a lookup, not a list of every step.
+  if (const auto at = step_at_or_after_locked(step, mode, true)) {
+    const int64_t g = to_global(mode, *at).value_or(*at);
+    if (*at > step) return last_complete_step >= g ? StepState::Unavailable : StepState::NotYetAvailable;
     auto ws = workers_for_global_step.find(g);
     if (ws != workers_for_global_step.end() && int64_t(ws->second.size()) >= num_workers) return StepState::Available;
     if (loaded_all_steps || g <= last_complete_step) return StepState::Available;
@@ -696,6 +711,13 @@ Result<std::vector<int64_t>> Trial::steps(Mode mode, bool show_incomplete_steps)
   std::lock_guard lock(state_->mu);
   if (auto r = state_->refresh_locked(); !r) return fail(r.error());
   return state_->steps_locked(mode, show_incomplete_steps);
+}
+
+Result<std::optional<int64_t>> Trial::next_step(int64_t after, Mode mode, bool show_incomplete_steps) {
+  std::lock_guard lock(state_->mu);
+  if (auto r = state_->refresh_locked(); !r) return fail(r.error());
+  if (after == std::numeric_limits<int64_t>::max()) return std::optional<int64_t>{};
+  return state_->step_at_or_after_locked(after + 1, mode, show_incomplete_steps);
 }
 
 std::vector<Mode> Trial::modes() {

@@ -75,6 +75,8 @@ class Trial : public std::enable_shared_from_this<Trial> {
   bool has_tensor(std::string_view name);
   Result<Tensor> tensor(std::string_view name);
   Result<std::vector<int64_t>> steps(Mode mode = Mode::Global, bool show_incomplete_steps = false);
+  // The first step after `after` that steps() would list, without building the list.
+  Result<std::optional<int64_t>> next_step(int64_t after, Mode mode = Mode::Global, bool show_incomplete_steps = false);
   std::vector<Mode> modes();
   // (mode, mode step) of a global step; nullopt when the step is unknown (after one refresh).
   std::optional<std::pair<Mode, int64_t>> mode_modestep(int64_t global_step);
