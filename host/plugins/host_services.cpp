@@ -83,16 +83,24 @@ void release_view(vigil_tensor* self) {
 }
 
 
+std::optional<std::string_view> worker_of(const vigil_tensor_key* key) {
+  if (key->worker) return key->worker;
+  return std::nullopt;  // the default worker
+}
+
+// The session's step cache (null when it has none) and a tensor key's place in it.
+StepValueCache* step_cache(vigil_trial* t) { return t->session ? t->session->cache.get() : nullptr; }
+StepValueCache::Key cache_key_of(vigil_trial* t, const vigil_tensor_key* key) {
+  return {t->trial.get(), key->name, key->step, to_mode(key->mode), key->worker ? key->worker : ""};
+}
+
 // The value at a key, through the session's per-step cache when there is one.
 Result<std::shared_ptr<const TensorValue>> read_value(vigil_trial* t, const vigil_tensor_key* key) {
-  std::optional<std::string_view> worker;
-  if (key->worker) worker = key->worker;
-  const Mode mode = to_mode(key->mode);
-  StepValueCache::Key cache_key{t->trial.get(), key->name, key->step, mode, key->worker ? key->worker : ""};
-  auto* cache = t->session ? t->session->cache.get() : nullptr;
+  const StepValueCache::Key cache_key = cache_key_of(t, key);
+  auto* cache = step_cache(t);
   if (cache)
     if (auto hit = cache->find(cache_key)) return hit;
-  auto v = t->trial->value(key->name, key->step, mode, worker);
+  auto v = t->trial->value(key->name, key->step, to_mode(key->mode), worker_of(key));
   if (!v) return fail(v.error());
   if (cache) return cache->put(cache_key, std::move(*v));
   return std::make_shared<const TensorValue>(std::move(*v));
@@ -277,9 +285,7 @@ vigil_status VIGIL_CALL tensor_shape(vigil_trial* t, const vigil_tensor_key* key
                                      vigil_error* err) {
   if (!t || !valid_key(key)) return bad_argument("tensor_shape: NULL or undersized argument", err);
   return guarded(err, [&]() -> vigil_status {
-    std::optional<std::string_view> worker;
-    if (key->worker) worker = key->worker;
-    auto s = t->trial->shape(key->name, key->step, to_mode(key->mode), worker);
+    auto s = t->trial->shape(key->name, key->step, to_mode(key->mode), worker_of(key));
     if (!s) return fail_with(s.error(), err);
     if (s->empty() || !dims.push) return VIGIL_OK;  // 0-d: no dims to push
     return dims.push(dims.ctx, s->data(), s->size());
@@ -340,19 +346,16 @@ vigil_status VIGIL_CALL reduction_value(vigil_trial* t, const vigil_tensor_key* 
   if (reduction < VIGIL_RED_MIN || reduction > VIGIL_RED_L2)
     return fail_with(Error::invalid_argument(fmt::format("Invalid reduction type {}", reduction)), err);
   return guarded(err, [&]() -> vigil_status {
-    std::optional<std::string_view> worker;
-    if (key->worker) worker = key->worker;
     const auto op = kAllReductionOps[reduction - VIGIL_RED_MIN];
     // Through the step's cache: rules asking for the same reduction share one computation.
-    auto* cache = t->session ? t->session->cache.get() : nullptr;
-    const StepValueCache::Key cache_key{t->trial.get(), key->name, key->step, to_mode(key->mode),
-                                        key->worker ? key->worker : ""};
+    auto* cache = step_cache(t);
+    const StepValueCache::Key cache_key = cache_key_of(t, key);
     if (cache)
       if (auto hit = cache->find_reduction(cache_key, reduction, abs)) {
         *out = *hit;
         return VIGIL_OK;
       }
-    auto r = t->trial->reduction_value(key->name, key->step, reduction_name(op), abs, to_mode(key->mode), worker);
+    auto r = t->trial->reduction_value(key->name, key->step, reduction_name(op), abs, to_mode(key->mode), worker_of(key));
     if (!r) return fail_with(r.error(), err);
     if (cache) cache->put_reduction(cache_key, reduction, abs, r->value);
     *out = r->value;
@@ -383,9 +386,7 @@ vigil_status VIGIL_CALL saved_reductions(vigil_trial* t, const vigil_tensor_key*
                                          vigil_error* err) {
   if (!t || !valid_key(key)) return bad_argument("saved_reductions: NULL or undersized argument", err);
   return guarded(err, [&]() -> vigil_status {
-    std::optional<std::string_view> worker;
-    if (key->worker) worker = key->worker;
-    auto saved = t->trial->reduction_values(key->name, key->step, to_mode(key->mode), worker);
+    auto saved = t->trial->reduction_values(key->name, key->step, to_mode(key->mode), worker_of(key));
     if (!saved) return fail_with(saved.error(), err);
     if (!out.push) return VIGIL_OK;
     for (const auto& r : *saved) {
