@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "trial/compensated_sum.h"
 #include "trial/element_access.h"
 
 namespace vigil {
@@ -35,17 +36,7 @@ std::optional<ReductionOp> parse_reduction_name(std::string_view name) {
 
 namespace {
 
-// Neumaier-compensated sum: close to numpy's pairwise float64 sums, and order independent enough.
-struct CompensatedSum {
-  double sum = 0, comp = 0;
-  void add(double x) {
-    double t = sum + x;
-    if (std::abs(sum) >= std::abs(x)) comp += (sum - t) + x;
-    else comp += (x - t) + sum;
-    sum = t;
-  }
-  double value() const { return sum + comp; }
-};
+using detail::CompensatedSum;
 
 // The sum of f(x) over every element, in eight independent lanes that the compiler vectorises,
 // then combined. float64 data gets a compensated sum in each lane. float32 data is summed in plain
@@ -69,8 +60,7 @@ CompensatedSum lane_sum(const T* p, size_t n, F f) {
       }
     }
   CompensatedSum s;
-  for (size_t l = 0; l < kLanes; ++l) s.add(sum[l]);
-  for (size_t l = 0; l < kLanes; ++l) s.add(comp[l]);
+  for (size_t l = 0; l < kLanes; ++l) s.merge(sum[l], comp[l]);
   for (; i < n; ++i) s.add(f(double(p[i])));
   return s;
 }

@@ -479,6 +479,10 @@ Result<std::shared_ptr<const Trial::State::OpenEventFile>> Trial::State::event_f
       }
   }
   const std::string rel = event_files.at(id);
+  if (rel.empty())
+    return fail(Error::index_reader(
+        fmt::format("{}: the index of this step has an empty meta.event_file_name, so its values cannot be read",
+                    path.string())));
   auto opened = format::open_trial_file(real_path, rel);
   if (!opened) return fail(opened.error());
   FileHandle fd(*opened);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/sha256.h"
+#include "trial/compensated_sum.h"
 #include "trial/element_access.h"
 
 namespace vigil {
@@ -26,27 +27,20 @@ size_t utf8_code_points(const std::string& s) {
 
 void add_float_fields(nlohmann::ordered_json& out, const TensorValue& v) {
   // numpy semantics in float64: NaN propagates into sum/min/max/mean.
-  double sum = 0, comp = 0, sum_abs = 0, comp_abs = 0;
+  detail::CompensatedSum sum, sum_abs;
   double mn = std::numeric_limits<double>::infinity(), mx = -mn;
   int64_t n_nan = 0, n_posinf = 0, n_neginf = 0;
-  auto kahan = [](double& s, double& c, double x) {
-    double t = s + x;
-    c += (std::abs(s) >= std::abs(x)) ? (s - t) + x : (x - t) + s;
-    s = t;
-  };
   detail::for_each_as_double(v, [&](double x) {
     if (std::isnan(x)) { ++n_nan; return; }
     if (std::isinf(x)) (x > 0 ? n_posinf : n_neginf)++;
-    kahan(sum, comp, x);
-    kahan(sum_abs, comp_abs, std::abs(x));
+    sum.add(x);
+    sum_abs.add(std::abs(x));
     mn = std::min(mn, x);
     mx = std::max(mx, x);
   });
   const double n = double(v.size());
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  // An inf makes the compensation term NaN; use the plain sum then.
-  double total = std::isfinite(sum) ? sum + comp : sum;
-  double total_abs = std::isfinite(sum_abs) ? sum_abs + comp_abs : sum_abs;
+  double total = sum.value(), total_abs = sum_abs.value();
   if (n_nan > 0) total = total_abs = mn = mx = nan;
   out["sum"] = json_number(total);
   if (v.size() > 0) {

@@ -305,8 +305,6 @@ TEST(IndexJson, IndexReaderExceptionCases) {
       {"event_file_name trailing dotdot",
        with_meta("\"mode\": \"TRAIN\", \"mode_step\": 0, \"event_file_name\": \"events/..\""),
        "contains a '..' component"},
-      {"event_file_name empty", with_meta("\"mode\": \"TRAIN\", \"mode_step\": 0, \"event_file_name\": \"\""),
-       "is empty"},
       {"event_file_name NUL",
        with_meta("\"mode\": \"TRAIN\", \"mode_step\": 0, \"event_file_name\": \"events/a\\u0000b\""),
        "contains a NUL byte"},
@@ -374,6 +372,15 @@ TEST(IndexJson, AcceptedVariations) {
   auto c = parse_index_json("{\"meta\": {\"mode\": \"GLOBAL\", \"mode_step\": 0}, \"tensor_payload\": []}", "f");
   ASSERT_TRUE(c);
   EXPECT_FALSE(c->event_file_name);
+  // An empty event file name (smdebug's tests index such dummy steps) is kept; a value read fails later.
+  auto e = parse_index_json(
+      "{\"meta\": {\"mode\": \"TRAIN\", \"mode_step\": 2, \"event_file_name\": \"\"}, "
+      "\"tensor_payload\": [{\"tensorname\": \"x\", \"start_idx\": 0, \"length\": 16}]}",
+      "f");
+  ASSERT_TRUE(e) << e.error().message;
+  ASSERT_TRUE(e->event_file_name);
+  EXPECT_EQ(*e->event_file_name, "");
+  EXPECT_EQ(e->tensor_payload.size(), 1u);
   // Large offsets survive.
   auto d = parse_index_json(
       "{\"meta\": {\"mode\": \"TRAIN\", \"mode_step\": 0, \"event_file_name\": \"events/a.tfevents\"}, "

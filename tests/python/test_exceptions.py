@@ -13,7 +13,7 @@ SMDEBUG_CLASSES = [
     "TensorUnavailableForStep", "TensorUnavailable", "StepUnavailable", "StepNotYetAvailable", "NoMoreData",
     "IndexReaderException", "InvalidWorker", "ShapeUnavailableForStep", "MissingCollectionFiles",
     "RuleEvaluationConditionMet", "InsufficientInformationForRuleInvocation", "NoMoreProfilerData",
-    "InvalidCollectionConfiguration",
+    "InvalidCollectionConfiguration", "SMDebugCustomerError",
 ]
 
 
@@ -25,8 +25,18 @@ def test_every_class_exists_with_smdebugs_hierarchy():
                           ("SMDebugValueError", ValueError), ("SMDebugNotImplementedError", NotImplementedError)]:
         assert issubclass(getattr(ex, name), ex.SMDebugError)
         assert issubclass(getattr(ex, name), builtin)
-    for name in SMDEBUG_CLASSES[5:]:
-        assert not issubclass(getattr(ex, name), ex.SMDebugError), name  # smdebug derives them from Exception
+    for name in SMDEBUG_CLASSES[1:]:
+        assert issubclass(getattr(ex, name), ex.SMDebugError), name  # smdebug 1.0.34: every class
+
+
+def test_except_smdebug_error_catches_what_a_trial_raises():
+    trial = vigil.create_trial(trial_dir("mlp_healthy"))
+    with pytest.raises(ex.SMDebugError) as info:
+        trial.tensor("no such tensor")
+    assert type(info.value) is ex.TensorUnavailable
+    with pytest.raises(ex.SMDebugError) as info:
+        trial.wait_for_steps([10 ** 6])
+    assert type(info.value) is ex.NoMoreData
 
 
 def test_constructors_attributes_and_messages():

@@ -14,7 +14,7 @@ import vigil
 from vigil import _vigil
 from vigil.exceptions import RuleEvaluationConditionMet, SMDebugValueError
 from vigil.rules import invoke_rule, list_plugin_rules, load
-from vigil.trials import Trial
+from vigil.trials import HostTrial, Trial
 
 C_PLUGIN = os.path.join(BUILD, "examples", "plugins", "libexample_c_minimal_rule.so")
 
@@ -63,7 +63,7 @@ def test_condition_met_and_errors(c_plugin):
     with pytest.raises(SMDebugValueError, match="unknown parameter|not a parameter|does not take"):
         load(c_plugin, "LossAboveThreshold", trial, threshold="1", colour="red")
     with pytest.raises(TypeError):
-        load(c_plugin, "LossAboveThreshold", Trial(_vigil.open_api_trial(trial_dir("mlp_healthy"))))
+        load(c_plugin, "LossAboveThreshold", HostTrial("mlp_healthy", _vigil.open_api_trial(trial_dir("mlp_healthy"))))
 
 
 def test_python_plugin_in_process(plugin_dir, tmp_path):

@@ -14,7 +14,7 @@ from vigil import _vigil
 from vigil.exceptions import (NoMoreData, RuleEvaluationConditionMet, StepUnavailable, TensorUnavailable,
                               TensorUnavailableForStep)
 from vigil.rules import Rule, invoke_rule
-from vigil.trials import Trial
+from vigil.trials import HostTrial, Trial
 
 KINDS = ["direct", "api"]
 
@@ -22,7 +22,7 @@ KINDS = ["direct", "api"]
 def open_trial(fixture, kind):
     if kind == "direct":
         return vigil.create_trial(trial_dir(fixture))
-    return Trial(_vigil.open_api_trial(trial_dir(fixture), copy_values=True), name=fixture)
+    return HostTrial(fixture, _vigil.open_api_trial(trial_dir(fixture), copy_values=True))
 
 
 def cases():

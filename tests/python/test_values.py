@@ -11,7 +11,7 @@ from conftest import trial_dir
 
 import vigil
 from vigil import _vigil
-from vigil.trials import Trial
+from vigil.trials import HostTrial, Trial
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ def test_api_trial_zero_copy_views_are_released():
     """Over the plugin ABI without copying, the array holds the host's view and releases it when it
     goes; with copy_values (the evaluator's mode) nothing is held after the call."""
     core = _vigil.open_api_trial(trial_dir("mixed_dtypes"), copy_values=False)
-    t = Trial(core, name="api")
+    t = HostTrial("api", core)
     arr = t.tensor("Linear_weight").value(0)
     assert arr.flags.writeable is False and isinstance(arr.base, _vigil.HostBuffer)
     assert core.outstanding_views() == 1
@@ -109,7 +109,7 @@ def test_api_trial_zero_copy_views_are_released():
     assert core.outstanding_views() == 0
 
     core = _vigil.open_api_trial(trial_dir("mixed_dtypes"), copy_values=True)
-    t = Trial(core, name="api-copy")
+    t = HostTrial("api-copy", core)
     arr = t.tensor("Linear_weight").value(0)
     assert core.outstanding_views() == 0
     assert np.array_equal(arr, vigil.create_trial(trial_dir("mixed_dtypes")).tensor("Linear_weight").value(0))

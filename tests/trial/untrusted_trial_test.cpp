@@ -100,6 +100,19 @@ TEST_F(UntrustedTrial, DotDotInEventFileNameIsRefused) {
   expect_refused(t.error(), "contains a '..' component");
 }
 
+TEST_F(UntrustedTrial, AnEmptyEventFileNameOpensAndFailsOnlyWhenAValueIsRead) {
+  set_event_file_name_raw("");
+  auto t = Trial::open(trial());
+  ASSERT_TRUE(t.has_value()) << t.error().message;  // smdebug's "dummy" steps: the bookkeeping works
+  auto steps = (*t)->steps(Mode::Global);
+  ASSERT_TRUE(steps.has_value());
+  EXPECT_EQ(*steps, std::vector<int64_t>{0});
+  EXPECT_TRUE((*t)->has_tensor("w"));
+  auto v = (*t)->value("w", 0);
+  ASSERT_FALSE(v.has_value());
+  expect_refused(v.error(), "empty meta.event_file_name");
+}
+
 TEST_F(UntrustedTrial, AbsoluteEventFileNameIsRefused) {
   fs::copy_file(event_file, outside() / "stolen.tfevents");
   set_event_file_name_raw((outside() / "stolen.tfevents").string());

@@ -10,7 +10,7 @@ Modules: ``vigil.trials`` (create_trial, Trial, Tensor), ``vigil.modes`` (ModeKe
 ``vigil.writer`` (TrialWriter), ``vigil.compat`` (smdebug import names). See docs/python.md.
 """
 from . import _vigil
-from . import modes, exceptions, trials, rules, writer, compat
+from . import modes, exceptions, collection, reduction_config, save_config, locations, trials, rules, writer, compat
 from .modes import ModeKeys
 from .trials import create_trial, StepState
 

@@ -14,7 +14,7 @@ import sys
 
 from . import _vigil, compat
 from .exceptions import RuleEvaluationConditionMet, error_record
-from .trials import Trial
+from .trials import HostTrial
 
 compat.install()
 
@@ -110,7 +110,7 @@ class RuleRunner:
 
 
 def host_trial(host_capsule, trial_capsule, name=""):
-    return Trial(_vigil.ApiTrialCore(host_capsule, trial_capsule, True), name=name)
+    return HostTrial(name, _vigil.ApiTrialCore(host_capsule, trial_capsule, True))
 
 
 def create_rule(source, class_name, trials, params, instance_name, log_sink=None, evidence_sink=None):

@@ -1,70 +1,131 @@
-"""smdebug's import names for existing rule files: after ``install()``, ``import smdebug...`` in this
-process resolves to Vigil. Covered modules (see docs/python.md):
-
-    smdebug                      ModeKeys, create_trial, exceptions, rules, trials, core, analysis
-    smdebug.exceptions           every smdebug exception class
-    smdebug.core, smdebug.core.modes           ModeKeys, ALLOWED_MODES, ALLOWED_MODE_NAMES
-    smdebug.trials, smdebug.trials.trial       create_trial, Trial, Tensor, StepState
-    smdebug.rules                Rule, invoke_rule, RequiredTensors
-    smdebug.rules.rule           Rule
-    smdebug.rules.rule_invoker   invoke_rule
-    smdebug.rules.req_tensors    RequiredTensors
-    smdebug.analysis, smdebug.analysis.utils   no_refresh, refresh
-
-Any other smdebug module (hooks, profiler, built-in rules as Python classes) is not provided and its
-import fails with ModuleNotFoundError.
+"""smdebug's import names for existing rule files and scripts: after ``install()``, ``import smdebug...``
+in this process resolves to Vigil. ``MODULES`` below is the one table of what each smdebug module
+offers; docs/python.md lists it and tests/python/test_api_surface.py checks it against smdebug
+1.0.34's public API (`../shared/spec/smdebug-api-surface.txt`), with the omissions it documents.
+Any other smdebug module is not provided and its import fails with ModuleNotFoundError.
 """
 import sys
 import types
 
+from . import collection as _collection
+from . import config_constants as _constants
 from . import exceptions as _exceptions
+from . import locations as _locations
 from . import modes as _modes
+from . import reduction_config as _reduction_config
 from . import rules as _rules
+from . import save_config as _save_config
 from . import trials as _trials
 
 _MARK = "__vigil_compat__"
 
 
-def _module(name, doc, package=False, **attrs):
-    m = types.ModuleType(name, doc)
-    if package:
-        m.__path__ = []
-    m.__dict__.update(attrs)
-    setattr(m, _MARK, True)
-    return m
+def _exception_names(*names):
+    return {n: getattr(_exceptions, n) for n in names}
 
 
-def _public(module):
-    names = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
-    return {n: getattr(module, n) for n in names if hasattr(module, n)}
+def _modules():
+    """{module name: {attribute: object}}; submodules are added as attributes of their parents."""
+    M, T, C, L = _modes, _trials, _collection, _locations
+    configs = dict(ReductionConfig=_reduction_config.ReductionConfig, SaveConfig=_save_config.SaveConfig,
+                   SaveConfigMode=_save_config.SaveConfigMode)
+    return {
+        "smdebug": dict(modes=M.ModeKeys, ModeKeys=M.ModeKeys, CollectionKeys=C.CollectionKeys,
+                        create_trial=T.create_trial, **configs, __version__="1.0.34+vigil"),
+        "smdebug.exceptions": dict(modes=M.ModeKeys,
+                                   **{n: getattr(_exceptions, n) for n in _exceptions.__all__
+                                      if isinstance(getattr(_exceptions, n), type)}),
+        "smdebug.core": {},
+        "smdebug.core.modes": dict(ModeKeys=M.ModeKeys, ALLOWED_MODES=M.ALLOWED_MODES,
+                                   ALLOWED_MODE_NAMES=M.ALLOWED_MODE_NAMES,
+                                   MODE_STEP_PLUGIN_NAME=M.MODE_STEP_PLUGIN_NAME, MODE_PLUGIN_NAME=M.MODE_PLUGIN_NAME,
+                                   str_to_mode_keys=L.str_to_mode_keys),
+        "smdebug.core.collection": dict(Collection=C.Collection, CollectionKeys=C.CollectionKeys, ModeKeys=M.ModeKeys,
+                                        **configs, **_exception_names("SMDebugTypeError", "SMDebugValueError")),
+        "smdebug.core.reduction_config": dict(ReductionConfig=_reduction_config.ReductionConfig,
+                                              ALLOWED_REDUCTIONS=_reduction_config.ALLOWED_REDUCTIONS,
+                                              ALLOWED_NORMS=_reduction_config.ALLOWED_NORMS,
+                                              get_logger=L.get_logger, split=_reduction_config.split,
+                                              **_exception_names("SMDebugValueError")),
+        "smdebug.core.save_config": dict(SaveConfig=_save_config.SaveConfig, SaveConfigMode=_save_config.SaveConfigMode,
+                                         ModeKeys=M.ModeKeys, step_in_range=_save_config.step_in_range,
+                                         **_exception_names("SMDebugTypeError", "SMDebugValueError")),
+        "smdebug.core.tensor": dict(Tensor=T.Tensor, StepState=T.StepState, ModeKeys=M.ModeKeys,
+                                    TensorLocation=L.TensorLocation, get_numpy_reduction=T.get_numpy_reduction,
+                                    **_exception_names("InvalidWorker", "NoMoreData", "SMDebugNotImplementedError",
+                                                       "SMDebugRuntimeError", "SMDebugValueError",
+                                                       "ShapeUnavailableForStep", "StepNotYetAvailable",
+                                                       "StepUnavailable", "TensorUnavailableForStep")),
+        "smdebug.core.config_constants": {n: v for n, v in vars(_constants).items() if n.isupper()},
+        "smdebug.trials": dict(create_trial=T.create_trial, Trial=T.Trial, LocalTrial=T.LocalTrial, Tensor=T.Tensor,
+                               StepState=T.StepState),
+        "smdebug.trials.trial": dict(
+            Trial=T.Trial, Tensor=T.Tensor, StepState=T.StepState, Collection=C.Collection,
+            CollectionKeys=C.CollectionKeys, ModeKeys=M.ModeKeys, IndexFileLocationUtils=L.IndexFileLocationUtils,
+            TensorLocation=L.TensorLocation, TensorShape=L.TensorShape, flatten=L.flatten, get_logger=L.get_logger,
+            get_worker_name_from_collection_file=L.get_worker_name_from_collection_file,
+            has_training_ended=L.has_training_ended, match_inc=C.match_inc, refresh=T.refresh,
+            reverse_reduction_tensor_name=L.reverse_reduction_tensor_name, serialize_tf_device=L.serialize_tf_device,
+            **_exception_names("MissingCollectionFiles", "NoMoreData", "StepUnavailable", "TensorUnavailable")),
+        "smdebug.trials.local_trial": dict(LocalTrial=T.LocalTrial, Trial=T.Trial, CollectionManager=C.CollectionManager,
+                                           get_path_to_collections=L.get_path_to_collections,
+                                           list_collection_files_in_directory=L.list_collection_files_in_directory),
+        "smdebug.trials.utils": dict(LocalTrial=T.LocalTrial, create_trial=T.create_trial, is_s3=L.is_s3),
+        "smdebug.rules": dict(Rule=_rules.Rule, invoke_rule=_rules.invoke_rule, RequiredTensors=_rules.RequiredTensors,
+                              RequiredTensorsForTrial=_rules.RequiredTensorsForTrial),
+        "smdebug.rules.rule": dict(Rule=_rules.Rule, RequiredTensors=_rules.RequiredTensors, Actions=_rules.Actions,
+                                   ModeKeys=M.ModeKeys, get_logger=L.get_logger, no_refresh=T.no_refresh,
+                                   **_exception_names("RuleEvaluationConditionMet")),
+        "smdebug.rules.rule_invoker": dict(invoke_rule=_rules.invoke_rule, get_logger=L.get_logger,
+                                           **_exception_names("NoMoreProfilerData", "RuleEvaluationConditionMet",
+                                                              "StepUnavailable", "TensorUnavailable",
+                                                              "TensorUnavailableForStep")),
+        "smdebug.rules.req_tensors": dict(RequiredTensors=_rules.RequiredTensors,
+                                          RequiredTensorsForTrial=_rules.RequiredTensorsForTrial,
+                                          **_exception_names("TensorUnavailable")),
+        "smdebug.analysis": {},
+        "smdebug.analysis.utils": dict(no_refresh=T.no_refresh, refresh=T.refresh, parse_bool=_parse_bool,
+                                       parse_list_from_str=_parse_list_from_str),
+    }
+
+
+def _parse_bool(arg, default):
+    """smdebug's rule-parameter boolean: a bool, or "true"/"false" in any case; None gives ``default``."""
+    if arg is None:
+        return default
+    if isinstance(arg, bool):
+        return arg
+    text = str(arg).strip().lower()
+    if text in ("true", "1"):
+        return True
+    if text in ("false", "0"):
+        return False
+    raise ValueError("Invalid boolean value: {!r}".format(arg))
+
+
+def _parse_list_from_str(arg, delimiter=","):
+    """"a, b" -> ["a", "b"]; a list is returned as it is; None or "" give []."""
+    if arg is None or arg == "":
+        return []
+    if isinstance(arg, (list, tuple)):
+        return list(arg)
+    return [x.strip() for x in str(arg).split(delimiter) if x.strip()]
 
 
 def _build():
-    exceptions = _module("smdebug.exceptions", "Vigil's smdebug exceptions", **_public(_exceptions))
-    core_modes = _module("smdebug.core.modes", "Vigil's ModeKeys", ModeKeys=_modes.ModeKeys,
-                         ALLOWED_MODES=_modes.ALLOWED_MODES, ALLOWED_MODE_NAMES=_modes.ALLOWED_MODE_NAMES,
-                         MODE_STEP_PLUGIN_NAME=_modes.MODE_STEP_PLUGIN_NAME, MODE_PLUGIN_NAME=_modes.MODE_PLUGIN_NAME)
-    core = _module("smdebug.core", "Vigil's smdebug.core (modes only)", package=True, modes=core_modes)
-    trial_mod = _module("smdebug.trials.trial", "Vigil's Trial", Trial=_trials.Trial, Tensor=_trials.Tensor,
-                        StepState=_trials.StepState)
-    trials = _module("smdebug.trials", "Vigil's trials", package=True, trial=trial_mod, **_public(_trials))
-    rule = _module("smdebug.rules.rule", "Vigil's Rule", Rule=_rules.Rule, RequiredTensors=_rules.RequiredTensors,
-                   RuleEvaluationConditionMet=_exceptions.RuleEvaluationConditionMet, ModeKeys=_modes.ModeKeys)
-    rule_invoker = _module("smdebug.rules.rule_invoker", "Vigil's invoke_rule", invoke_rule=_rules.invoke_rule)
-    req_tensors = _module("smdebug.rules.req_tensors", "Vigil's RequiredTensors",
-                          RequiredTensors=_rules.RequiredTensors)
-    rules = _module("smdebug.rules", "Vigil's rules", package=True, Rule=_rules.Rule, invoke_rule=_rules.invoke_rule,
-                    RequiredTensors=_rules.RequiredTensors, rule=rule, rule_invoker=rule_invoker,
-                    req_tensors=req_tensors)
-    analysis_utils = _module("smdebug.analysis.utils", "Vigil's no_refresh / refresh",
-                             no_refresh=_trials.no_refresh, refresh=_trials.refresh)
-    analysis = _module("smdebug.analysis", "Vigil's smdebug.analysis (utils only)", package=True,
-                       utils=analysis_utils)
-    top = _module("smdebug", "Vigil's implementation of smdebug's read and rule API", package=True,
-                  ModeKeys=_modes.ModeKeys, create_trial=_trials.create_trial, exceptions=exceptions, core=core,
-                  trials=trials, rules=rules, analysis=analysis, __version__="vigil")
-    return {m.__name__: m for m in (top, exceptions, core, core_modes, trials, trial_mod, rules, rule, rule_invoker,
-                                    req_tensors, analysis, analysis_utils)}
+    modules = {}
+    for name, attrs in _modules().items():
+        m = types.ModuleType(name, "Vigil's {}".format(name))
+        m.__dict__.update(attrs)
+        setattr(m, _MARK, True)
+        modules[name] = m
+    for name, m in modules.items():  # packages and their submodules
+        parent, _, leaf = name.rpartition(".")
+        if parent:
+            modules[parent].__path__ = []
+            setattr(modules[parent], leaf, m)
+    modules["smdebug"].__path__ = []
+    return modules
 
 
 def install():

@@ -1,9 +1,9 @@
 """smdebug's exception classes (``smdebug.exceptions``), with its names, hierarchy, constructor
 signatures, attributes and messages.
 
-As in smdebug, the generic ``SMDebug*Error`` classes derive from ``SMDebugError`` and from the
-matching builtin (``ValueError``, ...), while the trial and rule exceptions derive from
-``Exception`` directly.
+As in smdebug 1.0.34, every class derives from ``SMDebugError`` (an ``Exception``), so
+``except SMDebugError:`` catches them all; the generic ``SMDebug*Error`` classes also derive from the
+matching builtin (``ValueError``, ...).
 
 Vigil's host reports every failure as a status code (``abi/include/vigil/status.h``); each code
 stands for one of these classes. ``from_status`` and ``status_of`` convert in both directions through
@@ -32,7 +32,7 @@ class _Message:
 # ---- generic errors -------------------------------------------------------------------------------
 
 class SMDebugError(_Message, Exception):
-    """Base of smdebug's generic errors."""
+    """The base of every smdebug exception."""
 
 
 class SMDebugRuntimeError(SMDebugError, RuntimeError):
@@ -51,9 +51,13 @@ class SMDebugNotImplementedError(SMDebugError, NotImplementedError):
     pass
 
 
-# ---- trial and rule exceptions (smdebug derives these from Exception) ----------------------------
+class SMDebugCustomerError(SMDebugError):
+    """smdebug's error for a mistake in the user's own configuration or code."""
 
-class StepNotYetAvailable(_Message, Exception):
+
+# ---- trial and rule exceptions -------------------------------------------------------------------
+
+class StepNotYetAvailable(SMDebugError):
     def __init__(self, step, mode):
         super().__init__(step, mode)
         self.step = step
@@ -63,7 +67,7 @@ class StepNotYetAvailable(_Message, Exception):
         return "Step {} of mode {} not yet available".format(self.step, mode_name(self.mode))
 
 
-class MissingCollectionFiles(_Message, Exception):
+class MissingCollectionFiles(SMDebugError):
     def __init__(self):
         super().__init__()
 
@@ -71,7 +75,7 @@ class MissingCollectionFiles(_Message, Exception):
         return "Training job has ended. All the collection files could not be loaded"
 
 
-class IndexReaderException(_Message, Exception):
+class IndexReaderException(SMDebugError):
     def __init__(self, message):
         super().__init__(message)
         self.message = message
@@ -80,7 +84,7 @@ class IndexReaderException(_Message, Exception):
         return str(self.message)
 
 
-class StepUnavailable(_Message, Exception):
+class StepUnavailable(SMDebugError):
     def __init__(self, step, mode):
         super().__init__(step, mode)
         self.step = step
@@ -90,7 +94,7 @@ class StepUnavailable(_Message, Exception):
         return "Step {} of mode {} is not available as it was not saved".format(self.step, mode_name(self.mode))
 
 
-class TensorUnavailableForStep(_Message, Exception):
+class TensorUnavailableForStep(SMDebugError):
     def __init__(self, tname, step, mode=ModeKeys.GLOBAL, has_reductions=False):
         super().__init__(tname, step, mode, has_reductions)
         self.step = step
@@ -107,7 +111,7 @@ class TensorUnavailableForStep(_Message, Exception):
         return msg
 
 
-class ShapeUnavailableForStep(_Message, Exception):
+class ShapeUnavailableForStep(SMDebugError):
     def __init__(self, tname, step, mode=ModeKeys.GLOBAL):
         super().__init__(tname, step, mode)
         self.step = step
@@ -119,7 +123,7 @@ class ShapeUnavailableForStep(_Message, Exception):
             self.tname, self.step, mode_name(self.mode))
 
 
-class TensorUnavailable(_Message, Exception):
+class TensorUnavailable(SMDebugError):
     def __init__(self, tname):
         super().__init__(tname)
         self.tname = tname
@@ -128,7 +132,7 @@ class TensorUnavailable(_Message, Exception):
         return "Tensor {} was not saved.".format(self.tname)
 
 
-class InvalidWorker(_Message, Exception):
+class InvalidWorker(SMDebugError):
     def __init__(self, worker):
         super().__init__(worker)
         self.worker = worker
@@ -137,7 +141,7 @@ class InvalidWorker(_Message, Exception):
         return "Invalid Worker: {}".format(self.worker)
 
 
-class NoMoreProfilerData(_Message, Exception):
+class NoMoreProfilerData(SMDebugError):
     def __init__(self, timestamp):
         super().__init__(timestamp)
         self.timestamp = timestamp
@@ -146,7 +150,7 @@ class NoMoreProfilerData(_Message, Exception):
         return "Looking for timestamp {} and reached end of training.".format(self.timestamp)
 
 
-class NoMoreData(_Message, Exception):
+class NoMoreData(SMDebugError):
     def __init__(self, step, mode, last_step):
         super().__init__(step, mode, last_step)
         self.step = step
@@ -158,7 +162,7 @@ class NoMoreData(_Message, Exception):
                 .format(self.step, mode_name(self.mode), self.last_step))
 
 
-class RuleEvaluationConditionMet(_Message, Exception):
+class RuleEvaluationConditionMet(SMDebugError):
     def __init__(self, rule_name, step, end_of_rule=False):
         super().__init__(rule_name, step, end_of_rule)
         self.rule_name = rule_name
@@ -170,7 +174,7 @@ class RuleEvaluationConditionMet(_Message, Exception):
             self.rule_name, self.step)
 
 
-class InsufficientInformationForRuleInvocation(_Message, Exception):
+class InsufficientInformationForRuleInvocation(SMDebugError):
     def __init__(self, rule_name, message):
         super().__init__(rule_name, message)
         self.rule_name = rule_name
@@ -180,7 +184,7 @@ class InsufficientInformationForRuleInvocation(_Message, Exception):
         return "Insufficient information to invoke rule {}: {}".format(self.rule_name, self.message)
 
 
-class InvalidCollectionConfiguration(_Message, Exception):
+class InvalidCollectionConfiguration(SMDebugError):
     def __init__(self, c_name):
         super().__init__(c_name)
         self.c_name = c_name
@@ -331,6 +335,7 @@ def error_record(exc):
 
 __all__ = [
     "SMDebugError", "SMDebugRuntimeError", "SMDebugTypeError", "SMDebugValueError", "SMDebugNotImplementedError",
+    "SMDebugCustomerError",
     "StepNotYetAvailable", "MissingCollectionFiles", "IndexReaderException", "StepUnavailable",
     "TensorUnavailableForStep", "ShapeUnavailableForStep", "TensorUnavailable", "InvalidWorker",
     "NoMoreProfilerData", "NoMoreData", "RuleEvaluationConditionMet", "InsufficientInformationForRuleInvocation",

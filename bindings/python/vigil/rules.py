@@ -3,108 +3,167 @@
 which gives an object ``invoke_rule`` runs like a Python rule.
 """
 import json
-import logging
+from abc import ABC, abstractmethod
 
 from . import _vigil
 from .exceptions import (NoMoreProfilerData, RuleEvaluationConditionMet, StepUnavailable, TensorUnavailable,
                          TensorUnavailableForStep)
+from .locations import get_logger
 from .modes import ModeKeys
 from .trials import Trial, no_refresh
 
-logger = logging.getLogger("vigil.rules")
+logger = get_logger("vigil.rules")
+
+
+class RequiredTensorsForTrial:
+    """What a rule reads from one trial at a step: tensor names and, per name, the steps."""
+
+    def __init__(self, trial):
+        self.trial = trial
+        self._tensor_steps = {}  # name -> [steps], in the order added
+        self._tensors = {}  # name -> Tensor
+
+    def add(self, name, steps, should_match_regex=False):
+        steps = [int(s) for s in steps]
+        if should_match_regex:
+            names = self.trial.tensor_names(regex=[name])
+        else:
+            if not self.trial.has_tensor(name):
+                raise TensorUnavailable(name)
+            names = [name]
+        for n in names:
+            self._tensor_steps.setdefault(n, []).extend(steps)
+            if n not in self._tensors:
+                self._tensors[n] = self.trial.tensor(n)
+
+    def get_names(self):
+        return list(self._tensor_steps)
+
+    def get_tensor_steps(self, name):
+        return self._tensor_steps[name]
+
+    def get(self):
+        """The required Tensor objects."""
+        return list(self._tensors.values())
+
+    def clear(self):
+        self._tensor_steps.clear()
+        self._tensors.clear()
+
+    def fetch(self):
+        """Waits for the union of the requested steps, then reads every requested value (so a rule
+        sees the exceptions those reads raise before invoke_at_step runs)."""
+        steps = sorted({s for ss in self._tensor_steps.values() for s in ss})
+        if steps:
+            self.trial.wait_for_steps(steps)
+        for name, ss in self._tensor_steps.items():
+            t = self._tensors[name]
+            for s in ss:
+                t.value(s)
 
 
 class RequiredTensors:
-    """smdebug's RequiredTensors: what a rule reads at a step, fetched before invoke_at_step."""
+    """smdebug's RequiredTensors: what a rule reads at a step from its base and other trials, fetched
+    before invoke_at_step. ``trial=None`` means the base trial."""
 
     def __init__(self, base_trial, other_trials=None):
         self.base_trial = base_trial
         self.other_trials = list(other_trials or [])
-        self._requests = []  # (trial, name, steps, should_match_regex)
+        self._per_trial = [(t, RequiredTensorsForTrial(t)) for t in [base_trial] + self.other_trials]
 
-    def _clear(self):
-        self._requests = []
-
-    clear = _clear
+    def _for(self, trial):
+        trial = self.base_trial if trial is None else trial
+        for t, req in self._per_trial:
+            if t is trial:
+                return req
+        for t, req in self._per_trial:
+            if t == trial:
+                return req
+        req = RequiredTensorsForTrial(trial)
+        self._per_trial.append((trial, req))
+        return req
 
     def add(self, name, steps, trial=None, should_match_regex=False):
-        trial = self.base_trial if trial is None else trial
-        steps = [int(s) for s in steps]
-        if should_match_regex:
-            for n in trial.tensor_names(regex=[name]):
-                self._requests.append((trial, n, steps, False))
-        else:
-            if not trial.has_tensor(name):
-                raise TensorUnavailable(name)
-            self._requests.append((trial, name, steps, False))
+        self._for(trial).add(name, steps, should_match_regex=should_match_regex)
 
     def get_names(self, trial=None):
-        trial = self.base_trial if trial is None else trial
-        return sorted({n for t, n, _, _ in self._requests if t is trial})
+        return self._for(trial).get_names()
 
-    def _trial_index(self, trial):
-        if trial is self.base_trial:
-            return 0
-        for i, t in enumerate(self.other_trials):
-            if t is trial:
-                return i + 1
-        return None
+    def get_tensor_steps(self, name, trial=None):
+        return self._for(trial).get_tensor_steps(name)
+
+    def get(self, trial=None):
+        return self._for(trial).get()
+
+    def clear(self):
+        for _, req in self._per_trial:
+            req.clear()
+
+    _clear = clear
 
     def _as_requests(self):
-        """[(trial_index, name, is_regex, steps)] for the host's prefetch."""
+        """[(trial_index, name, is_regex, steps)] for the host's prefetch (the rule's own trials)."""
+        trials = [self.base_trial] + self.other_trials
         out = []
-        for trial, name, steps, is_regex in self._requests:
-            i = self._trial_index(trial)
-            if i is not None:
-                out.append((i, name, is_regex, steps))
+        for trial, req in self._per_trial:
+            index = next((i for i, t in enumerate(trials) if t is trial), None)
+            if index is not None:
+                out.extend((index, name, False, steps) for name, steps in req._tensor_steps.items())
         return out
 
     def fetch(self):
-        """Waits for the requested steps of each trial, then reads every requested value (so a rule
-        sees the exceptions those reads raise before invoke_at_step runs)."""
-        by_trial = {}
-        for trial, name, steps, _ in self._requests:
-            by_trial.setdefault(id(trial), (trial, set()))[1].update(steps)
-        for trial, steps in by_trial.values():
-            if steps:
-                trial.wait_for_steps(sorted(steps))
-        for trial, name, steps, _ in self._requests:
-            t = trial.tensor(name)
-            for s in steps:
-                t.value(s)
+        for _, req in self._per_trial:
+            req.fetch()
 
 
-class Rule:
+class Actions:
+    """smdebug's rule actions (``action_str``: a JSON list of ``{"name": "StopTraining" | "Email" |
+    "SMS", ...}``). They need AWS services; Vigil logs what it would do."""
+
+    def __init__(self, actions_str, rule_name):
+        self.rule_name = rule_name
+        self.actions = self._parse(actions_str)
+        self._logger = get_logger("vigil.rules")
+
+    @staticmethod
+    def _parse(actions_str):
+        if not actions_str:
+            return []
+        try:
+            parsed = json.loads(actions_str)
+        except (TypeError, ValueError):
+            return []
+        return parsed if isinstance(parsed, list) else [parsed]
+
+    def invoke(self, message=""):
+        for action in self.actions:
+            self._logger.info("Rule %s would run action %s%s", self.rule_name, action,
+                              ": " + message if message else "")
+
+
+class Rule(ABC):
     """smdebug's Rule base class. Subclasses implement ``invoke_at_step(step)`` (a global step) and
-    may implement ``set_required_tensors(step)`` with ``self.req_tensors.add(...)``."""
+    may implement ``set_required_tensors(step)`` with ``self.req_tensors.add(...)``. ``action_str``
+    may be left out (smdebug 1.0.34 requires it; rules written for earlier releases do not pass it)."""
 
     def __init__(self, base_trial, action_str="", other_trials=None):
         self.base_trial = base_trial
         self.other_trials = list(other_trials or [])
         self.trials = [base_trial] + self.other_trials
         self.req_tensors = RequiredTensors(self.base_trial, self.other_trials)
-        self.logger = logging.getLogger("vigil.rules." + type(self).__name__)
+        self.logger = get_logger("vigil.rules." + type(self).__name__)
         self.rule_name = self.__class__.__name__
         self.action_str = action_str
-        self.actions = self._parse_actions(action_str)
+        self.actions = Actions(action_str, self.rule_name)
         self._evidence_sink = None  # set by the evaluator's Python plugin
         self.evidence = []
-
-    @staticmethod
-    def _parse_actions(action_str):
-        if not action_str:
-            return []
-        try:
-            parsed = json.loads(action_str)
-        except (TypeError, ValueError):
-            return []
-        return parsed if isinstance(parsed, list) else [parsed]
 
     def set_required_tensors(self, step):
         pass
 
+    @abstractmethod
     def invoke_at_step(self, step):
-        raise NotImplementedError
+        """True when the rule's condition is met at global step ``step``."""
 
     def report_evidence(self, evidence):
         """Vigil extension: attach a JSON-serialisable object to the current step's verdict (shown in
@@ -116,13 +175,11 @@ class Rule:
             self.evidence.append(text)
 
     def run_actions(self):
-        """Actions (email, SMS, stop training) need AWS; Vigil logs what it would do."""
-        for action in self.actions:
-            self.logger.info("Rule %s would run action %s", self.rule_name, action)
+        self.actions.invoke()
 
     def _invoke_prepared(self, step):
         """What Rule.invoke does after the base trial's wait: the caller holds no_refresh."""
-        self.req_tensors._clear()
+        self.req_tensors.clear()
         self.set_required_tensors(step)
         self.req_tensors.fetch()
         return self.invoke_at_step(step)
@@ -228,4 +285,4 @@ def _param_text(v):
     return str(v)
 
 
-__all__ = ["Rule", "RequiredTensors", "invoke_rule", "load", "list_plugin_rules", "PluginRule", "ModeKeys"]
+__all__ = ["Rule", "RequiredTensors", "RequiredTensorsForTrial", "Actions", "invoke_rule", "load", "list_plugin_rules", "PluginRule", "ModeKeys"]

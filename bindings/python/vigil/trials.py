@@ -10,11 +10,16 @@ import bisect
 import contextlib
 import os
 import re
+from abc import ABC, abstractmethod
 from enum import Enum
 
 from . import _vigil
-from .exceptions import SMDebugNotImplementedError, TensorUnavailable
+from .collection import Collection, CollectionKeys, CollectionManager, match_inc
+from .exceptions import SMDebugNotImplementedError, SMDebugValueError, TensorUnavailable
+from .locations import IndexFileLocationUtils, flatten, get_logger, serialize_tf_device
 from .modes import ModeKeys, to_mode
+from .reduction_config import ReductionConfig
+from .save_config import SaveConfig, SaveConfigMode
 
 
 class StepState(Enum):
@@ -29,85 +34,49 @@ def _flatten_regex(regex):
         return None
     if isinstance(regex, str):
         return [regex]
-    out = []
-    for item in regex:
-        flat = _flatten_regex(item)
-        if flat:
-            out.extend(flat)
-    return out
+    return [r for r in flatten(list(regex)) if r]
 
 
 def _mode_arg(mode):
     return int(to_mode(mode))
 
 
-class ReductionConfig:
-    """The reduction configuration of a collection (smdebug's ReductionConfig fields)."""
+def get_numpy_reduction(reduction_name, numpy_data, abs=False):
+    """smdebug's reader-side reduction with numpy (l1/l2 element-wise at every rank, as Vigil's host
+    computes them: docs/compatibility.md)."""
+    import numpy as np
 
-    def __init__(self, reductions=None, abs_reductions=None, norms=None, abs_norms=None, save_raw_tensor=True,
-                 save_shape=False):
-        self.reductions = list(reductions or [])
-        self.abs_reductions = list(abs_reductions or [])
-        self.norms = list(norms or [])
-        self.abs_norms = list(abs_norms or [])
-        self.save_raw_tensor = save_raw_tensor
-        self.save_shape = save_shape
-
-    def __repr__(self):
-        return ("<ReductionConfig reductions={} abs_reductions={} norms={} abs_norms={} save_raw_tensor={} "
-                "save_shape={}>".format(self.reductions, self.abs_reductions, self.norms, self.abs_norms,
-                                        self.save_raw_tensor, self.save_shape))
+    data = np.abs(numpy_data) if abs else np.asarray(numpy_data)
+    ops = {"min": np.amin, "max": np.amax, "mean": np.mean, "prod": np.prod, "sum": np.sum, "std": np.std,
+           "variance": np.var, "l1": lambda x: np.sum(np.abs(x)), "l2": lambda x: np.sqrt(np.sum(np.square(x)))}
+    if reduction_name not in ops:
+        raise SMDebugValueError("Invalid reduction type {}".format(reduction_name))
+    return ops[reduction_name](data)
 
 
-class SaveConfigMode:
-    def __init__(self, save_interval=500, start_step=0, end_step=None, save_steps=None):
-        self.save_interval = save_interval
-        self.start_step = start_step
-        self.end_step = end_step
-        self.save_steps = list(save_steps or [])
-
-    def __repr__(self):
-        return "<SaveConfigMode save_interval={} start_step={} end_step={} save_steps={}>".format(
-            self.save_interval, self.start_step, self.end_step, self.save_steps)
-
-
-class Collection:
-    """A collection as the trial's collection file describes it (smdebug's Collection fields)."""
-
-    def __init__(self, name, include_regex=None, tensor_names=None, reduction_config=None, save_config=None,
-                 save_histogram=True):
-        self.name = name
-        self.include_regex = list(include_regex or [])
-        self.tensor_names = set(tensor_names or [])
-        self.reduction_config = reduction_config
-        self.save_config = save_config  # {ModeKeys: SaveConfigMode} or None
-        self.save_histogram = save_histogram
-
-    @classmethod
-    def _from_core(cls, d):
-        rc = d.get("reduction_config")
-        if rc is not None:
-            kinds = {"reductions": [], "abs_reductions": [], "norms": [], "abs_norms": []}
-            for op, is_abs in rc["reductions"]:
-                norm = op in ("l1", "l2")
-                kinds[("abs_" if is_abs else "") + ("norms" if norm else "reductions")].append(op)
-            rc = ReductionConfig(save_raw_tensor=rc["save_raw_tensor"], save_shape=rc["save_shape"], **kinds)
-        sc = d.get("save_config")
-        if sc is not None:
-            sc = {ModeKeys(m): SaveConfigMode(**v) for m, v in sc.items() if v is not None}
-        return cls(d["name"], d.get("include_regex"), d.get("tensor_names"), rc, sc, d.get("save_histogram", True))
-
-    def __repr__(self):
-        return "<Collection {} include_regex={} tensor_names={}>".format(
-            self.name, self.include_regex, sorted(self.tensor_names))
+def _collection_from_core(d):
+    """A Collection from the host's reading of a collection file."""
+    rc = d.get("reduction_config")
+    if rc is not None:
+        kinds = {"reductions": [], "abs_reductions": [], "norms": [], "abs_norms": []}
+        for op, is_abs in rc["reductions"]:
+            norm = op in ("l1", "l2")
+            kinds[("abs_" if is_abs else "") + ("norms" if norm else "reductions")].append(op)
+        rc = ReductionConfig(save_raw_tensor=rc["save_raw_tensor"], save_shape=rc["save_shape"], **kinds)
+    sc = d.get("save_config")
+    if sc is not None:
+        sc = SaveConfig(mode_save_configs={ModeKeys(m): SaveConfigMode(**v) for m, v in sc.items() if v is not None})
+    return Collection(d["name"], d.get("include_regex"), d.get("tensor_names"), rc, sc, d.get("save_histogram", True))
 
 
 class Tensor:
-    """One tensor of a trial (smdebug's Tensor). Steps are global steps in GLOBAL mode, else mode steps."""
+    """One tensor of a trial (smdebug's Tensor). Steps are global steps in GLOBAL mode, else mode steps.
+    ``cache`` is accepted like smdebug's and changes nothing: the host keeps its own cache."""
 
-    def __init__(self, name, trial):
+    def __init__(self, name, trial, cache=False):
         self._name = name
         self.trial = trial
+        self.cache = cache
         self._core = trial._core
 
     @property
@@ -156,17 +125,43 @@ class Tensor:
         raise SMDebugNotImplementedError("Tensor.step is not implemented")
 
 
-class Trial:
-    """A trial (smdebug's Trial API). Create one with ``create_trial(path)``."""
+class Trial(ABC):
+    """smdebug's Trial: a trial's steps, modes, workers, tensors and collections. Open one with
+    ``create_trial(path)`` or ``LocalTrial(name, dirname)``. Subclasses give the host core."""
 
-    def __init__(self, core, name=None):
-        self._core = core
-        self.name = name if name is not None else os.path.basename(os.path.normpath(core.path)) if core.path else ""
-        self._collections = None
+    def __init__(self, name, range_steps=None, parallel=True, check=False, index_mode=True, cache=False):
+        if range_steps is not None:
+            begin, end = range_steps
+            assert begin is None or (isinstance(begin, int) and begin >= 0), "range_steps begin must be None or >= 0"
+            assert end is None or (isinstance(end, int) and end >= 0), "range_steps end must be None or >= 0"
+            assert begin is None or end is None or end > begin, (
+                "range_steps should be of the form (begin, end) where begin is less than end")
+        self.name = name
+        self.range_steps = range_steps
+        self.parallel = parallel
+        self.check = check
+        self.index_mode = index_mode
+        self.cache = cache
+        self.logger = get_logger()
+        self._collection_manager = None
         self._tensors = {}
+        self._step_maps = None  # (number of steps, global_to_mode, mode_to_global)
+        self._core = self._open_core()
+        if self.name is None:
+            self.name = os.path.basename(os.path.normpath(self.path)) if self.path else ""
+
+    @abstractmethod
+    def _open_core(self):
+        """The host object that answers the queries (_vigil.TrialCore or _vigil.ApiTrialCore)."""
 
     def __repr__(self):
         return "<vigil Trial {!r} at {!r}>".format(self.name, self.path)
+
+    def __hash__(self):
+        return hash((self.name, self.path))
+
+    def __eq__(self, other):
+        return isinstance(other, Trial) and (self.name, self.path) == (other.name, other.path)
 
     @property
     def path(self):
@@ -189,25 +184,59 @@ class Trial:
     def training_ended(self):
         return self._core.training_ended()
 
+    @property
+    def last_index_token(self):
+        """smdebug's refresh token: the index key of the last complete step (None until a step after
+        step 0 is complete), from which a refresh lists new index files."""
+        last = self.last_complete_step
+        workers = self.workers()
+        if last is None or last <= 0 or not workers:
+            return None
+        return IndexFileLocationUtils.get_index_key_for_step(self.path, last, serialize_tf_device(workers[-1]))
+
     def refresh(self):
         """Look for new steps and the end-of-training marker now."""
         self._core.refresh()
 
-    maybe_refresh = refresh
+    def maybe_refresh(self, name=None):
+        self._core.refresh()
+
+    def refresh_data(self):
+        self._core.refresh()
+
+    def refresh_tensor(self, tname, steps=None):
+        self._core.refresh()
 
     # ---- tensors ----
-    def tensor_names(self, *, step=None, mode=ModeKeys.GLOBAL, regex=None, collection=None):
+    def tensor_names(self, show_prefixed_tensors=False, *, step=None, mode=ModeKeys.GLOBAL, regex=None,
+                     collection=None):
+        """smdebug's tensor_names; regexes (and a collection's) are matched with Python's re.search,
+        and a collection is the trial's Python object of that name, with any changes made to it."""
         regex = _flatten_regex(regex)
-        if collection is not None and not isinstance(collection, str):
-            collection = collection.name
-        return self._core.tensor_names(None if step is None else int(step), _mode_arg(mode), regex, collection)
+        if regex is not None and collection is not None:
+            raise SMDebugValueError("Only one of `regex` or `collection` can be passed to this method")
+        names = self._core.tensor_names(None if step is None else int(step), _mode_arg(mode), None, None)
+        if regex is not None:
+            names = [n for n in names if match_inc(n, regex)]
+        elif collection is not None:
+            if isinstance(collection, Collection):
+                collection = collection.name
+            elif not isinstance(collection, str):
+                raise TypeError("Invalid argument type for collection {}".format(collection.__class__))
+            coll = self.collection(collection)
+            names = [n for n in names if coll.matches(n)]
+        else:
+            return sorted(names)
+        if not names:
+            self.logger.debug("No tensors matching regex=%s collection=%s were saved", regex, collection)
+        return sorted(names)
 
     def tensor(self, tname):
         t = self._tensors.get(tname)
         if t is None:
             if not self._core.has_tensor(tname):
                 raise TensorUnavailable(tname)
-            t = self._tensors[tname] = Tensor(tname, self)
+            t = self._tensors[tname] = Tensor(tname, self, cache=self.cache)
         return t
 
     def has_tensor(self, tname):
@@ -244,18 +273,45 @@ class Trial:
     def wait_for_steps(self, required_steps, mode=ModeKeys.GLOBAL):
         self._core.wait_for_steps([int(s) for s in required_steps], _mode_arg(mode))
 
+    # ---- smdebug's private step maps, which published rules read ----
+    def _maps(self):
+        steps = self._core.steps(int(ModeKeys.GLOBAL), True)
+        if self._step_maps is None or self._step_maps[0] != len(steps):
+            g2m, m2g = {}, {}
+            for g in steps:
+                mode, mode_step = self.mode_modestep(g)
+                g2m[g] = (mode, mode_step)
+                if mode is not None and mode != ModeKeys.GLOBAL:
+                    m2g.setdefault(mode, {})[mode_step] = g
+            self._step_maps = (len(steps), g2m, m2g)
+        return self._step_maps
+
+    @property
+    def _global_to_mode(self):
+        """{global step: (ModeKeys, mode step)} for every step seen (smdebug's private dict)."""
+        return self._maps()[1]
+
+    @property
+    def _mode_to_global(self):
+        """{ModeKeys: {mode step: global step}} for the modes other than GLOBAL (smdebug's private dict)."""
+        return self._maps()[2]
+
     # ---- collections ----
+    @property
+    def collection_manager(self):
+        if self._collection_manager is None:
+            cm = CollectionManager()
+            cm.add([_collection_from_core(d) for d in self._core.collections()])
+            cm.set_num_workers(self.num_workers)
+            self._collection_manager = cm
+        return self._collection_manager
+
     def collections(self):
-        if self._collections is None:
-            self._collections = {d["name"]: Collection._from_core(d) for d in self._core.collections()}
-        return self._collections
+        return self.collection_manager.collections
 
     def collection(self, coll_name):
-        """smdebug quirk kept: an unknown name gives a new, empty collection."""
-        colls = self.collections()
-        if coll_name not in colls:
-            colls[coll_name] = Collection(coll_name)
-        return colls[coll_name]
+        """smdebug quirk kept: an unknown name creates a new, empty collection in the trial."""
+        return self.collection_manager.get(coll_name)
 
     # ---- smdebug helpers over collections / regexes ----
     def _sorted_by_suffix(self, names):
@@ -265,7 +321,7 @@ class Trial:
         return sorted(names, key=key)
 
     def inputs(self, step, mode=ModeKeys.GLOBAL):
-        names = self.tensor_names(step=step, mode=mode, collection="inputs")
+        names = self.tensor_names(step=step, mode=mode, collection=CollectionKeys.INPUTS)
         return [self.tensor(n).value(step, mode=mode) for n in self._sorted_by_suffix(names)]
 
     def labels(self, step, mode=ModeKeys.GLOBAL):
@@ -284,6 +340,40 @@ class Trial:
         self._core.release_refresh()
 
 
+def _local_path(path):
+    path = str(path).strip()
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    return os.path.expanduser(path)
+
+
+class LocalTrial(Trial):
+    """A trial in a local folder (smdebug's LocalTrial). ``parallel`` and ``check`` are unused, as
+    in smdebug; ``index_mode=False`` loads no step; ``cache`` changes nothing (the host caches)."""
+
+    def __init__(self, name, dirname, range_steps=None, parallel=True, check=False, index_mode=True, cache=False):
+        self._dirname = _local_path(dirname)
+        super().__init__(name, range_steps=range_steps, parallel=parallel, check=check, index_mode=index_mode,
+                         cache=cache)
+
+    def _open_core(self):
+        begin, end = self.range_steps if self.range_steps is not None else (None, None)
+        if not self.index_mode:
+            begin, end = None, 0  # smdebug loads no index file then
+        return _vigil.open_trial(self._dirname, begin, end)
+
+
+class HostTrial(Trial):
+    """A trial of a running evaluator, read through the plugin ABI (how Python rules see theirs)."""
+
+    def __init__(self, name, core):
+        self._given_core = core
+        super().__init__(name)
+
+    def _open_core(self):
+        return self._given_core
+
+
 def _as_list(trials):
     if trials is None:
         return []
@@ -294,14 +384,14 @@ def _as_list(trials):
 
 @contextlib.contextmanager
 def no_refresh(trials):
-    """smdebug's no_refresh: inside the block the trials show a frozen index. Unlike smdebug, the
-    previous state comes back even when the block raises."""
+    """smdebug's no_refresh: inside the block the trials show a frozen index; yields ``trials``.
+    Unlike smdebug, the previous state comes back even when the block raises."""
     held = []
     try:
         for t in _as_list(trials):
             t._hold_refresh()
             held.append(t)
-        yield
+        yield trials
     finally:
         for t in reversed(held):
             t._release_refresh()
@@ -309,40 +399,27 @@ def no_refresh(trials):
 
 @contextlib.contextmanager
 def refresh(trials):
-    """smdebug's refresh: refresh now, then run the block (Vigil refreshes on every query anyway)."""
+    """smdebug's refresh: refresh now, then run the block; yields ``trials`` (Vigil refreshes on every
+    query anyway)."""
     for t in _as_list(trials):
         t.refresh()
-    yield
+    yield trials
 
 
-def create_trial(path, name=None, profiler=False, output_dir=None, **kwargs):
-    """Opens a trial directory (smdebug's create_trial). Keywords: ``range_steps=(begin, end)``
-    (global steps, end exclusive, either may be None); ``cache`` and ``index_mode``, ``check`` and
-    ``parallel`` are accepted and ignored (Vigil streams values and always indexes)."""
+def create_trial(path, name=None, profiler=False, output_dir="/opt/ml/processing/outputs/", **kwargs):
+    """Opens a trial (smdebug's create_trial): a ``LocalTrial`` for a local folder (``file://`` and
+    ``~`` allowed), with ``range_steps=(begin, end)`` (global steps, end exclusive, either None),
+    ``index_mode``, ``cache``, ``check`` and ``parallel`` as LocalTrial takes them."""
     if profiler:
         raise SMDebugNotImplementedError("Vigil reads debugger trials only (profiler=True is not supported)")
     path = str(path).strip()
     if path.startswith("s3://"):
         raise SMDebugNotImplementedError("Vigil reads local trials only: " + path)
-    if path.startswith("file://"):
-        path = path[len("file://"):]
-    path = os.path.expanduser(path)
-    begin = end = None
-    range_steps = kwargs.pop("range_steps", None)
-    if range_steps is not None:
-        begin, end = range_steps
-        assert begin is None or (isinstance(begin, int) and begin >= 0), "range_steps begin must be None or >= 0"
-        assert end is None or (isinstance(end, int) and end >= 0), "range_steps end must be None or >= 0"
-        assert begin is None or end is None or end > begin, "range_steps end must be > begin"
-    for ignored in ("cache", "index_mode", "check", "parallel"):
-        kwargs.pop(ignored, None)
-    if kwargs:
-        raise TypeError("create_trial() got unexpected keyword arguments: {}".format(", ".join(sorted(kwargs))))
-    core = _vigil.open_trial(path, begin, end)
-    return Trial(core, name=name if name is not None else os.path.basename(os.path.normpath(path)))
+    local = _local_path(path)
+    if name is None:
+        name = os.path.basename(os.path.normpath(local))
+    return LocalTrial(name=name, dirname=local, **kwargs)
 
 
-LocalTrial = Trial
-
-__all__ = ["create_trial", "Trial", "LocalTrial", "Tensor", "Collection", "ReductionConfig", "SaveConfigMode",
-           "StepState", "no_refresh", "refresh"]
+__all__ = ["create_trial", "Trial", "LocalTrial", "HostTrial", "Tensor", "Collection", "ReductionConfig",
+           "SaveConfigMode", "SaveConfig", "StepState", "no_refresh", "refresh", "get_numpy_reduction"]
