@@ -9,25 +9,49 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="$(nproc)"
 status=0
 
+# Each suite of a build must have run tests: ctest prints "No tests were found" and succeeds when a
+# build has none, e.g. one configured by scripts/run-example.sh with -DVIGIL_BUILD_TESTS=OFF.
+check_suites_ran() {  # BUILD_DIR SUITE...
+  local build="$1" suite count
+  shift
+  for suite in "$@"; do
+    [ -f "$root/tests/$suite/CMakeLists.txt" ] || continue
+    count="$(ctest --test-dir "$build" -N -L "^suite:$suite\$" | sed -n 's/^Total Tests: //p')"
+    if [ "${count:-0}" -eq 0 ]; then
+      echo "test.sh: suite '$suite' has no tests in $build" >&2
+      status=1
+    else
+      echo "suite $suite: $count tests"
+    fi
+  done
+}
+
 echo "== build (Release)"
-"$root/scripts/build.sh" "$root/build"
+# Whatever configured build/ before (run-example.sh turns the tests off), this build has every test
+# and the Python module: the options are given, not taken from CMakeCache.txt.
+"$root/scripts/build.sh" "$root/build" -DVIGIL_BUILD_TESTS=ON -DVIGIL_BUILD_PYTHON=ON -UVIGIL_TEST_SUITES
 echo "== tests"
-ctest --test-dir "$root/build" --output-on-failure -j "$jobs" || status=1
+ctest --test-dir "$root/build" --output-on-failure --no-tests=error -j "$jobs" || status=1
+mapfile -t all_suites < <(cd "$root/tests" && ls -d */ | tr -d /)
+check_suites_ran "$root/build" "${all_suites[@]}"
 
 echo "== Python tests"
+# pytest exits with 5 when it collects no test, which fails the run like any other failure.
 VIGIL_BUILD_DIR="$root/build" PYTHONPATH="$root/build/python" \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/python" || status=1
 
 echo "== build (ASan + UBSan)"
+sanitized_suites="format;trial;trial_scenarios;writer;plugins;sdk;abi;reliability"
 # The host and plugin tests. The Python module is left out (an ASan-built extension cannot load into
 # the system python3), and so are the built-in rules' pathology runs (the same code paths as the
 # plugin tests, run above without sanitizers). -O1 -g1 keeps the build and the runs quick.
 "$root/scripts/build.sh" "$root/build-sanitize" -DVIGIL_SANITIZE=ON -DVIGIL_BUILD_PYTHON=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-  -DVIGIL_TEST_SUITES="format;trial;trial_scenarios;writer;plugins;sdk;abi;reliability"
+  -DVIGIL_BUILD_TESTS=ON -DVIGIL_TEST_SUITES="$sanitized_suites"
 echo "== tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir "$root/build-sanitize" --output-on-failure -j "$jobs" || status=1
+  ctest --test-dir "$root/build-sanitize" --output-on-failure --no-tests=error -j "$jobs" || status=1
+check_suites_ran "$root/build-sanitize" ${sanitized_suites//;/ }
 
 echo "== fuzzing (short; scripts/fuzz.sh --seconds 3600 for a long run)"
 "$root/scripts/fuzz.sh" --seconds 10 || status=1

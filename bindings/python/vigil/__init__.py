@@ -5,9 +5,11 @@
     for name in trial.tensor_names(collection="gradients"):
         print(name, trial.tensor(name).reduction_value(0, "mean", abs=True))
 
-Modules: ``vigil.trials`` (create_trial, Trial, Tensor), ``vigil.modes`` (ModeKeys),
-``vigil.exceptions`` (smdebug's exceptions), ``vigil.rules`` (Rule, invoke_rule, load),
-``vigil.writer`` (TrialWriter), ``vigil.compat`` (smdebug import names). See docs/python.md.
+Modules: ``vigil.trials`` (create_trial, Trial, LocalTrial, Tensor), ``vigil.modes`` (ModeKeys),
+``vigil.exceptions`` (smdebug's exceptions), ``vigil.collection`` (Collection, CollectionManager),
+``vigil.reduction_config`` / ``vigil.save_config`` (ReductionConfig, SaveConfig, SaveConfigMode),
+``vigil.locations`` (smdebug's name helpers), ``vigil.rules`` (Rule, RequiredTensors, invoke_rule,
+load), ``vigil.writer`` (TrialWriter), ``vigil.compat`` (smdebug import names). See docs/python.md.
 """
 from . import _vigil
 from . import modes, exceptions, collection, reduction_config, save_config, locations, trials, rules, writer, compat

@@ -66,7 +66,7 @@ class RequiredTensors:
     """smdebug's RequiredTensors: what a rule reads at a step from its base and other trials, fetched
     before invoke_at_step. ``trial=None`` means the base trial."""
 
-    def __init__(self, base_trial, other_trials=None):
+    def __init__(self, base_trial, other_trials):
         self.base_trial = base_trial
         self.other_trials = list(other_trials or [])
         self._per_trial = [(t, RequiredTensorsForTrial(t)) for t in [base_trial] + self.other_trials]

@@ -71,9 +71,9 @@ def _collection_from_core(d):
 
 class Tensor:
     """One tensor of a trial (smdebug's Tensor). Steps are global steps in GLOBAL mode, else mode steps.
-    ``cache`` is accepted like smdebug's and changes nothing: the host keeps its own cache."""
+    ``cache`` is taken like smdebug's and changes nothing: the host keeps its own cache."""
 
-    def __init__(self, name, trial, cache=False):
+    def __init__(self, name, trial, cache):
         self._name = name
         self.trial = trial
         self.cache = cache
