@@ -29,7 +29,8 @@ check_suites_ran() {  # BUILD_DIR SUITE...
 echo "== build (Release)"
 # Whatever configured build/ before (run-example.sh turns the tests off), this build has every test
 # and the Python module: the options are given, not taken from CMakeCache.txt.
-"$root/scripts/build.sh" "$root/build" -DVIGIL_BUILD_TESTS=ON -DVIGIL_BUILD_PYTHON=ON -UVIGIL_TEST_SUITES
+"$root/scripts/build.sh" "$root/build" -DVIGIL_BUILD_TESTS=ON -DVIGIL_BUILD_PYTHON=ON -DVIGIL_WITH_LIBTORCH=ON \
+  -UVIGIL_TEST_SUITES
 echo "== tests"
 ctest --test-dir "$root/build" --output-on-failure --no-tests=error -j "$jobs" || status=1
 mapfile -t all_suites < <(cd "$root/tests" && ls -d */ | tr -d /)
@@ -45,7 +46,7 @@ sanitized_suites="format;trial;trial_scenarios;writer;plugins;sdk;abi;reliabilit
 # The host and plugin tests. The Python module is left out (an ASan-built extension cannot load into
 # the system python3), and so are the built-in rules' pathology runs (the same code paths as the
 # plugin tests, run above without sanitizers). -O1 -g1 keeps the build and the runs quick.
-"$root/scripts/build.sh" "$root/build-sanitize" -DVIGIL_SANITIZE=ON -DVIGIL_BUILD_PYTHON=OFF \
+"$root/scripts/build.sh" "$root/build-sanitize" -DVIGIL_SANITIZE=ON -DVIGIL_BUILD_PYTHON=OFF -DVIGIL_WITH_LIBTORCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DVIGIL_BUILD_TESTS=ON -DVIGIL_TEST_SUITES="$sanitized_suites"
 echo "== tests under ASan + UBSan"

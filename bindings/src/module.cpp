@@ -13,5 +13,6 @@ PYBIND11_MODULE(_vigil, m) {
   vigil::python::register_trial_core(m);
   vigil::python::register_api_trial_core(m);
   vigil::python::register_writer(m);
+  vigil::python::register_hook_writer(m);
   vigil::python::register_plugin_rules(m);
 }

@@ -1,11 +1,14 @@
-// _vigil.TrialWriter: vigil::writer::TrialWriter for vigil/writer.py, with numpy arrays in.
+// _vigil.TrialWriter: vigil::writer::TrialWriter for vigil/writer.py, with numpy arrays in; and
+// _vigil.TensorBoardWriter, the hooks' TensorBoard export.
 #include "bindings.h"
+#include "writer/tensorboard_writer.h"
 #include "writer/trial_writer.h"
 
 namespace vigil::python {
 
 namespace {
 
+using writer::TensorBoardWriter;
 using writer::TensorData;
 using writer::TrialWriter;
 
@@ -161,9 +164,64 @@ class PyTrialWriter {
   std::shared_ptr<py::object> clock_;
 };
 
+class PyTensorBoardWriter {
+ public:
+  PyTensorBoardWriter(const std::string& tb_dir, int mode, int64_t global_step) {
+    Result<std::unique_ptr<TensorBoardWriter>> w = fail(Error::internal("not created"));
+    {
+      py::gil_scoped_release nogil;
+      w = TensorBoardWriter::open(tb_dir, static_cast<Mode>(mode), global_step);  // which checks the mode
+    }
+    writer_ = unwrap(std::move(w));
+  }
+
+  ~PyTensorBoardWriter() {
+    py::gil_scoped_release nogil;  // closing writes
+    writer_.reset();
+  }
+
+  template <typename F>
+  void run(F&& f) {
+    Result<void> r;
+    {
+      py::gil_scoped_release nogil;
+      r = f(*writer_);
+    }
+    unwrap(std::move(r));
+  }
+
+  void add_histogram(const std::string& tag, py::handle values, int64_t step, double wall_time) {
+    auto d = array_data(values);  // a view of the array when it is C-contiguous little endian
+    const TensorValue value = d.data.dtype == ElementType::String
+                                  ? TensorValue::strings(d.data.shape, std::move(d.strings))
+                                  : TensorValue::numeric(d.data.dtype, d.data.shape, d.data.bytes, nullptr);
+    run([&](TensorBoardWriter& w) { return w.add_histogram(tag, value, step, wall_time); });
+  }
+
+  std::string path() const { return writer_->path().string(); }
+
+ private:
+  std::unique_ptr<TensorBoardWriter> writer_;
+};
+
 }  // namespace
 
 void register_writer(py::module_& m) {
+  py::class_<PyTensorBoardWriter>(m, "TensorBoardWriter",
+                                  "vigil::writer::TensorBoardWriter: <tb_dir>/<MODE>/<step>_<pid>_<host>.tfevents, "
+                                  "written as <path>.tmp and renamed by close().")
+      .def(py::init<const std::string&, int, int64_t>(), py::arg("tb_dir"), py::arg("mode"), py::arg("global_step"))
+      .def("add_scalar",
+           [](PyTensorBoardWriter& self, const std::string& tag, double value, int64_t step, double wall_time) {
+             self.run([&](TensorBoardWriter& w) { return w.add_scalar(tag, value, step, wall_time); });
+           },
+           py::arg("tag"), py::arg("value"), py::arg("step"), py::arg("wall_time"))
+      .def("add_histogram", &PyTensorBoardWriter::add_histogram, py::arg("tag"), py::arg("values"), py::arg("step"),
+           py::arg("wall_time"))
+      .def("flush", [](PyTensorBoardWriter& self) { self.run([](TensorBoardWriter& w) { return w.flush(); }); })
+      .def("close", [](PyTensorBoardWriter& self) { self.run([](TensorBoardWriter& w) { return w.close(); }); })
+      .def_property_readonly("path", &PyTensorBoardWriter::path);
+
   py::class_<PyTrialWriter>(m, "TrialWriter", "vigil::writer::TrialWriter (wrapped by vigil.writer.TrialWriter).")
       .def(py::init<const std::string&, const std::string&, int64_t, py::object, bool, bool, py::object>(),
            py::arg("out_dir"), py::arg("worker"), py::arg("num_workers"), py::arg("save_config"),

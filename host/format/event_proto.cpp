@@ -310,7 +310,27 @@ bool decode_metadata(Parser& p, std::vector<std::pair<std::string_view, std::str
   return true;
 }
 
-// Walks a message we do not interpret (histograms, images) so that damage inside it is still caught.
+bool decode_histogram(Parser& p, Histogram& h) {
+  constexpr const char* kMsg = "HistogramProto";
+  while (!p.done()) {
+    uint32_t f = 0, w = 0;
+    if (!p.tag(f, w)) return false;
+    if (f >= 1 && f <= 5) {
+      uint64_t bits = 0;
+      if (!p.expect(f, w, kFixed64, kMsg) || !p.fixed64(bits)) return false;
+      double* fields[] = {&h.min, &h.max, &h.num, &h.sum, &h.sum_squares};
+      *fields[f - 1] = std::bit_cast<double>(bits);
+    } else if (f == 6 || f == 7) {
+      auto& out = f == 6 ? h.bucket_limit : h.bucket;
+      if (!p.repeated_fixed<8>(f, w, kMsg, [&](uint64_t v) { out.push_back(std::bit_cast<double>(v)); })) return false;
+    } else if (!p.skip(f, w)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Walks a message we do not interpret (images, audio) so that damage inside it is still caught.
 bool validate_message(Parser& p) {
   while (!p.done()) {
     uint32_t f = 0, w = 0;
@@ -327,6 +347,7 @@ bool decode_value(Parser& p, SummaryValueView& v) {
     if (v.kind != k) {
       v.tensor = TensorProtoView{};
       v.simple_value = 0;
+      v.histogram = Histogram{};
     }
     v.kind = k;
   };
@@ -359,9 +380,16 @@ bool decode_value(Parser& p, SummaryValueView& v) {
         if (!decode_metadata(s, v.plugin_data)) return false;
         break;
       }
-      case 3: case 4: case 5: case 6: {  // obsolete histogram, image, histo, audio
+      case 5: {
         if (!p.expect(f, w, kLengthDelimited, kMsg) || !p.length_delimited(f, bytes)) return false;
-        set_kind(f == 5 ? Kind::Histogram : Kind::Other);
+        set_kind(Kind::Histogram);
+        Parser s = p.sub(bytes);
+        if (!decode_histogram(s, v.histogram)) return false;  // repeated occurrences merge
+        break;
+      }
+      case 3: case 4: case 6: {  // obsolete histogram, image, audio
+        if (!p.expect(f, w, kLengthDelimited, kMsg) || !p.length_delimited(f, bytes)) return false;
+        set_kind(Kind::Other);
         Parser s = p.sub(bytes);
         if (!validate_message(s)) return false;
         break;
@@ -427,6 +455,47 @@ void put_bytes(std::string& out, uint32_t field, std::string_view bytes) {
   out.append(bytes);
 }
 
+void put_le(std::string& out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+// A proto3 double: omitted when its bits are zero (+0.0), as Python's protobuf does.
+void put_double(std::string& out, uint32_t field, double v) {
+  const uint64_t bits = std::bit_cast<uint64_t>(v);
+  if (bits == 0) return;
+  put_header(out, field, kFixed64);
+  put_le(out, bits, 8);
+}
+
+void put_packed_doubles(std::string& out, uint32_t field, std::span<const double> values) {
+  if (values.empty()) return;
+  put_header(out, field, kLengthDelimited);
+  put_varint(out, values.size() * 8);
+  for (double v : values) put_le(out, std::bit_cast<uint64_t>(v), 8);
+}
+
+// Event{1 wall_time, 2 step, <what>}: `what` is the already encoded oneof member.
+std::string tb_event(double wall_time, int64_t step, uint32_t what_field, std::string_view what) {
+  std::string out;
+  put_double(out, 1, wall_time);
+  if (step != 0) {
+    put_header(out, 2, kVarint);
+    put_varint(out, static_cast<uint64_t>(step));
+  }
+  put_bytes(out, what_field, what);
+  return out;
+}
+
+// Event{..., 5 summary: Summary{1 value: Value{1 tag, <member>}}}.
+std::string tb_summary_event(double wall_time, int64_t step, std::string_view tag, std::string_view member) {
+  std::string value;
+  if (!tag.empty()) put_bytes(value, 1, tag);
+  value += member;
+  std::string summary;
+  put_bytes(summary, 1, value);
+  return tb_event(wall_time, step, 5, summary);
+}
+
 }  // namespace
 
 std::expected<EventView, std::string> decode_event(std::span<const uint8_t> payload) {
@@ -457,14 +526,24 @@ std::expected<EventView, std::string> decode_event(std::span<const uint8_t> payl
           Parser s = p.sub(bytes);
           ok = decode_summary(s, ev.values);
           ev.has_summary = true;
+          ev.file_version = {};
         }
         break;
       }
-      case 3: case 4: case 6: case 7: case 8: case 9:
+      case 3: {
+        std::span<const uint8_t> bytes;
+        ok = p.expect(f, w, kLengthDelimited, "Event") && p.length_delimited(f, bytes);
+        ev.file_version = as_string_view(bytes);
+        ev.has_summary = false;
+        ev.values.clear();
+        break;
+      }
+      case 4: case 6: case 7: case 8: case 9:
         // Other members of the `what` oneof: they replace a summary seen earlier.
         ok = p.skip(f, w);
         ev.has_summary = false;
         ev.values.clear();
+        ev.file_version = {};
         break;
       default:
         ok = p.skip(f, w);
@@ -580,6 +659,32 @@ EncodedTensorEvent encode_tensor_event_pieces(const TensorEventSpec& spec) {
   put_bytes(rest, 1, "mode");
   put_bytes(rest, 2, mode);
   return pieces;
+}
+
+std::string encode_file_version_event(double wall_time, std::string_view file_version) {
+  return tb_event(wall_time, 0, 3, file_version);
+}
+
+std::string encode_scalar_event(double wall_time, int64_t step, std::string_view tag, float simple_value) {
+  std::string member;  // Value.simple_value = 2, a oneof member: written even when 0
+  put_header(member, 2, kFixed32);
+  put_le(member, std::bit_cast<uint32_t>(simple_value), 4);
+  return tb_summary_event(wall_time, step, tag, member);
+}
+
+std::string encode_histogram_event(double wall_time, int64_t step, std::string_view tag, const Histogram& h) {
+  // HistogramProto{1 min, 2 max, 3 num, 4 sum, 5 sum_squares, 6 bucket_limit, 7 bucket}.
+  std::string histo;
+  put_double(histo, 1, h.min);
+  put_double(histo, 2, h.max);
+  put_double(histo, 3, h.num);
+  put_double(histo, 4, h.sum);
+  put_double(histo, 5, h.sum_squares);
+  put_packed_doubles(histo, 6, h.bucket_limit);
+  put_packed_doubles(histo, 7, h.bucket);
+  std::string member;  // Value.histo = 5
+  put_bytes(member, 5, histo);
+  return tb_summary_event(wall_time, step, tag, member);
 }
 
 std::string encode_tensor_event(const TensorEventSpec& spec) {

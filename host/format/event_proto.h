@@ -1,5 +1,6 @@
 // Protobuf wire decoding and encoding of the smdebug Event / Summary / TensorProto messages
-// (format spec §3). Decoding is zero-copy: views point into the payload bytes.
+// (format spec §3) and of TensorBoard's scalar and histogram events (§1.7). Decoding is zero-copy:
+// views point into the payload bytes.
 #pragma once
 
 #include <cstdint>
@@ -29,12 +30,21 @@ struct TensorProtoView {
   std::vector<bool> bool_val;
 };
 
+// TensorBoard's HistogramProto (all doubles). Bucket i counts the values between bucket_limit[i-1]
+// (or -DBL_MAX) and bucket_limit[i].
+struct Histogram {
+  double min = 0, max = 0, num = 0, sum = 0, sum_squares = 0;
+  std::vector<double> bucket_limit;
+  std::vector<double> bucket;
+};
+
 struct SummaryValueView {
   enum class Kind { None, Tensor, SimpleValue, Histogram, Other };
   std::string_view tag;
   Kind kind = Kind::None;
   TensorProtoView tensor;
   float simple_value = 0;
+  Histogram histogram;  // Kind::Histogram
   std::vector<std::pair<std::string_view, std::string_view>> plugin_data;  // (plugin_name, content)
 };
 
@@ -43,6 +53,7 @@ struct EventView {
   int64_t step = 0;
   bool has_summary = false;
   std::vector<SummaryValueView> values;
+  std::string_view file_version;  // TensorBoard's first event: "brain.Event:2"
   // From the plugin data of the first value (spec §3.3); defaults GLOBAL and Event.step.
   Mode mode = Mode::Global;
   int64_t mode_step = 0;
@@ -75,5 +86,11 @@ struct EncodedTensorEvent {
   size_t size() const { return before.size() + content.size() + after.size(); }
 };
 EncodedTensorEvent encode_tensor_event_pieces(const TensorEventSpec& spec);
+
+// TensorBoard events (§1.7), under the same rules: ascending fields, proto3 defaults omitted
+// (wall_time 0, step 0, empty tag, zero histogram statistics), oneof members always written.
+std::string encode_file_version_event(double wall_time, std::string_view file_version);
+std::string encode_scalar_event(double wall_time, int64_t step, std::string_view tag, float simple_value);
+std::string encode_histogram_event(double wall_time, int64_t step, std::string_view tag, const Histogram& histogram);
 
 }  // namespace vigil::format

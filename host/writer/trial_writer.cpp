@@ -34,20 +34,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// smdebug PyTorch's built-in collections (§6.2, §10.4), used when the caller configures none.
-struct BuiltinCollection {
-  std::string_view name;
-  std::string_view regex;  // empty: no include_regex
-  bool save_histogram;
-};
-constexpr BuiltinCollection kPyTorchCollections[] = {
-    {"default", "", true},
-    {"weights", "^(?!gradient).*weight", true},
-    {"biases", "^(?!gradient).*bias", true},
-    {"gradients", "^gradient", true},
-    {"losses", "[Ll]oss_(?!input).*output", false},
-    {"all", "", true},
-};
 
 // Scalar collections always save the raw value and are never reduced (§3.9, §6.2).
 constexpr std::string_view kScalarCollections[] = {"losses", "metrics", "feature_importance", "average_shap",
@@ -533,7 +519,7 @@ struct TrialWriter::State {
   // Ends the open step and, once a step has been saved, publishes the collections (§1.4).
   Result<void> finish_previous_step() {
     if (auto e = end_step(); !e) return e;
-    if (saved_any && !collections_written) return write_collections();
+    if (saved_any && !collections_written && options.write_collections) return write_collections();
     return {};
   }
 
@@ -631,7 +617,7 @@ struct TrialWriter::State {
     closed = true;
     // Keep going after a failure so that as much as possible is published; report the first.
     Result<void> result = end_step();
-    if (!collections_written) {
+    if (!collections_written && options.write_collections) {
       auto c = write_collections();
       if (result && !c) result = c;
     }
@@ -756,6 +742,9 @@ Result<void> TrialWriter::begin_step_at(int64_t global_step, Mode mode, int64_t 
 Result<void> TrialWriter::end_step() { return state_->end_step(); }
 
 Result<void> TrialWriter::close() { return state_->close(state_->options.write_end_marker); }
+Result<void> TrialWriter::close_with_marker(bool end_marker) {
+  return state_->close(end_marker && state_->options.write_end_marker);
+}
 
 bool TrialWriter::should_save(std::string_view name) const {
   auto& s = *state_;  // membership is cached, so the lookup mutates the state
@@ -801,25 +790,30 @@ Result<void> TrialWriter::save_tensor(std::string_view name_view, const TensorDa
   if (save_shape) {
     if (auto r = write_shape(name, data.shape); !r) return r;
   }
-  if (!reductions.empty() && data.dtype != ElementType::String) {
-    // Views the caller's bytes when they are aligned for the element type; copies otherwise.
-    const size_t item = format::element_type_info(data.dtype).item_size;
-    const bool aligned = reinterpret_cast<uintptr_t>(data.bytes.data()) % item == 0;
-    const TensorValue value = aligned ? TensorValue::numeric(data.dtype, data.shape, data.bytes, nullptr)
-                                      : TensorValue::copy_of(data.dtype, data.shape, data.bytes);
-    for (const auto& r : reductions) {
-      auto op = parse_reduction_name(r.op);
-      if (!op) return fail(Error::invalid_argument(fmt::format("unknown reduction {}", r.op)));
-      auto rv = compute_reduction(value, *op, r.abs);
-      if (!rv) return fail(rv.error());
-      auto bytes = scalar_bytes(rv->dtype, rv->value);
-      if (!bytes) return fail(bytes.error());
-      // Stored 0-d, like the reductions the PyTorch hook computes with torch (§3.10).
-      TensorData out{rv->dtype, {}, *bytes, {}};
-      if (auto w = write_reduction(name, r.op, r.abs, out); !w) return w;
-    }
-  }
+  if (auto r = write_reductions(name, data, reductions); !r) return r;
   if (save_raw) return s.write_tensor(name, data);
+  return {};
+}
+
+Result<void> TrialWriter::write_reductions(std::string_view name, const TensorData& data,
+                                           std::span<const format::ReductionSpec> reductions) {
+  if (reductions.empty() || data.dtype == ElementType::String) return {};
+  // Views the caller's bytes when they are aligned for the element type; copies otherwise.
+  const size_t item = format::element_type_info(data.dtype).item_size;
+  const bool aligned = reinterpret_cast<uintptr_t>(data.bytes.data()) % item == 0;
+  const TensorValue value = aligned ? TensorValue::numeric(data.dtype, data.shape, data.bytes, nullptr)
+                                    : TensorValue::copy_of(data.dtype, data.shape, data.bytes);
+  for (const auto& r : reductions) {
+    auto op = parse_reduction_name(r.op);
+    if (!op) return fail(Error::invalid_argument(fmt::format("unknown reduction {}", r.op)));
+    auto rv = compute_reduction(value, *op, r.abs);
+    if (!rv) return fail(rv.error());
+    auto bytes = scalar_bytes(rv->dtype, rv->value);
+    if (!bytes) return fail(bytes.error());
+    // Stored 0-d, like the reductions the PyTorch hook computes with torch (§3.10).
+    TensorData out{rv->dtype, {}, *bytes, {}};
+    if (auto w = write_reduction(name, r.op, r.abs, out); !w) return w;
+  }
   return {};
 }
 
@@ -840,6 +834,12 @@ Result<void> TrialWriter::write_shape(std::string_view name, std::span<const int
   if (!element_count(shape)) return fail(Error::invalid_argument(fmt::format("tensor {}: invalid shape", name)));
   s.step->index.shape_payload.push_back({std::string(name), std::string(name), {shape.begin(), shape.end()}});
   return {};
+}
+
+Result<void> TrialWriter::publish_collections(std::string_view json) {
+  auto w = write_file(state_->out_dir / format::collections_file_relpath(state_->options.worker), json);
+  if (w) state_->collections_written = true;
+  return w;
 }
 
 Result<void> TrialWriter::save_scalar(std::string_view name, double value) {

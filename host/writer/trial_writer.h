@@ -27,6 +27,22 @@ namespace vigil::writer {
 
 using format::ElementType;
 
+// smdebug PyTorch's built-in collections (§6.2, §10.4): the writer's when the caller configures
+// none, and the C++ hooks' regexes.
+struct BuiltinCollection {
+  std::string_view name;
+  std::string_view regex;  // empty: no include_regex
+  bool save_histogram;
+};
+inline constexpr BuiltinCollection kPyTorchCollections[] = {
+    {"default", "", true},
+    {"weights", "^(?!gradient).*weight", true},
+    {"biases", "^(?!gradient).*bias", true},
+    {"gradients", "^gradient", true},
+    {"losses", "[Ll]oss_(?!input).*output", false},
+    {"all", "", true},
+};
+
 struct WriterOptions {
   std::string worker = "worker_0";
   int64_t num_workers = 1;  // written as _meta.num_workers
@@ -38,6 +54,9 @@ struct WriterOptions {
   // as its hook does; add_collection() then replaces or adds. Off: only what is added (plus
   // "default" for names no collection claims), e.g. to reproduce another writer's file order.
   bool builtin_collections = true;
+  // Off: the caller owns the collections file and publishes it with publish_collections() (a hook
+  // that keeps smdebug's Collection objects in Python); the writer never writes one itself.
+  bool write_collections = true;
   // Event wall_time source (seconds since the epoch); tests pin it for byte-exact output.
   std::function<double()> clock;
 };
@@ -82,6 +101,8 @@ class TrialWriter {
   Result<void> end_step();
   // end_step(), the collections file if not yet written, then the end marker.
   Result<void> close();
+  // close(), with the end marker only when `end_marker` (and options.write_end_marker).
+  Result<void> close_with_marker(bool end_marker);
 
   // Whether the save configuration of `name`'s collections selects the current step.
   bool should_save(std::string_view name) const;
@@ -91,7 +112,12 @@ class TrialWriter {
   // Low-level writes at the current step, unconditionally.
   Result<void> write_tensor(std::string_view name, const TensorData& data);
   Result<void> write_reduction(std::string_view name, std::string_view op, bool abs, const TensorData& value);
+  // Computes each reduction of `data` with the host's reductions and writes it (0-d, numpy's dtype).
+  Result<void> write_reductions(std::string_view name, const TensorData& data,
+                                std::span<const format::ReductionSpec> reductions);
   Result<void> write_shape(std::string_view name, std::span<const int64_t> shape);
+  // Publishes `json` (a collections file, smdebug-format §1.4) as this worker's collections file.
+  Result<void> publish_collections(std::string_view json);
   // hook.save_scalar: a 1-element float64 array named "scalar/<name>".
   Result<void> save_scalar(std::string_view name, double value);
 

@@ -3,8 +3,12 @@ expected.json (the same replay as tests/trial/conformance_test.cpp, through Pyth
 (sha256 and summaries), shapes, steps, names, collections, reductions, and exceptions (class name and
 str()).
 
-Each fixture runs twice: over the host directly (vigil.create_trial -> _vigil.TrialCore) and over
-the plugin ABI's host table (_vigil.ApiTrialCore, what Python rules see inside `vigil evaluate`).
+Each fixture runs three times: over the host directly (vigil.create_trial -> _vigil.TrialCore), over
+the plugin ABI's host table (_vigil.ApiTrialCore, what Python rules see inside `vigil evaluate`), and
+"captured": on the trial that the fixture's own generator script (generators/, written for smdebug's
+PyTorch hook) writes when it runs unchanged on vigil.compat with Vigil's hook (same torch, same
+seeds, one thread). Values are then bit for bit the fixture's; saved reductions, which Vigil's hook
+computes in C++ where smdebug's used torch, are compared with the computed-reduction tolerance.
 
 Where Vigil deliberately differs from smdebug (docs/compatibility.md) the right answer is asserted,
 built independently from the fixture's raw records (raw_records.py):
@@ -18,12 +22,16 @@ Over the ABI, reductions come back as float64 (no dtype), collections carry name
 and saved reductions are known only where no raw value was saved (documented in docs/python.md).
 """
 import math
+import os
+import subprocess
+import sys
+import tempfile
 
 import numpy as np
 import pytest
 
 import raw_records
-from conftest import expected, fixture_names, trial_dir
+from conftest import FIXTURES, PYTHON_DIR, expected, fixture_names, trial_dir
 from summaries import as_float, close, compare_summary, reduction_tolerance, reference_reduction, summarize
 
 import vigil
@@ -32,17 +40,41 @@ from vigil.modes import ModeKeys
 from vigil.trials import HostTrial, Trial
 
 MODES = ["GLOBAL", "TRAIN", "EVAL", "PREDICT"]
-KINDS = ["direct", "api"]
+KINDS = ["direct", "api", "captured"]
+GENERATORS = os.path.join(FIXTURES, "generators")
+# Runs a generator script with smdebug's names resolving to Vigil.
+_RUN_GENERATOR = ("import runpy, sys; sys.path[:0] = [{python!r}, {generators!r}]; import vigil.compat; "
+                  "vigil.compat.install(); sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
 
 _trials = {}
+_captured_root = None
+
+
+def captured_dir(fixture):
+    """The trial gen_<fixture>.py writes on vigil.compat (written once per test session)."""
+    global _captured_root
+    if _captured_root is None:
+        _captured_root = tempfile.mkdtemp(prefix="vigil-captured-")
+    out = os.path.join(_captured_root, fixture)
+    if not os.path.isdir(out):
+        script = os.path.join(GENERATORS, "gen_{}.py".format(fixture))
+        code = _RUN_GENERATOR.format(python=PYTHON_DIR, generators=GENERATORS)
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        r = subprocess.run([sys.executable, "-c", code, script, out], cwd=GENERATORS, env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, "gen_{}.py on vigil.compat failed:\n{}{}".format(fixture, r.stdout, r.stderr)
+        assert "vigil hook disabled" not in r.stderr, r.stderr
+    return out
 
 
 def get_trial(fixture, kind):
     """ONE trial object per fixture and kind, like the single create_trial() smdebug answered from."""
     key = (fixture, kind)
     if key not in _trials:
-        if kind == "direct":
+        if kind != "api":
             _trials[key] = vigil.create_trial(trial_dir(fixture))
+        elif kind == "captured":
+            _trials[key] = vigil.create_trial(captured_dir(fixture))
         else:
             _trials[key] = HostTrial(fixture, _vigil.open_api_trial(trial_dir(fixture), copy_values=True))
     return _trials[key]
@@ -188,7 +220,7 @@ def test_tensor_names(fixture, kind):
         run({"mode": ModeKeys[m]}, e, "tensor_names(mode=%s)" % m)
     for c, e in tn["by_collection"].items():
         run({"collection": c}, e, "tensor_names(collection=%r)" % c)
-        if kind == "direct":
+        if kind != "api":
             run({"collection": trial.collection(c)}, e, "tensor_names(collection=<Collection %s>)" % c)
     for s, e in tn["by_step"].items():
         run({"step": int(s)}, e, "tensor_names(step=%s)" % s)
@@ -327,17 +359,18 @@ def test_tensor_entries(fixture, kind):
                     if key not in got:
                         continue
                     gv = np.asarray(got[key])
-                    if kind == "direct":
+                    if kind != "api":
                         rep.check(gv.dtype.name == r["dtype"], w + " saved %s dtype" % (key,),
                                   "expected %s, got %s" % (r["dtype"], gv.dtype.name))
                         if "shape" in r:
                             rep.check(list(gv.shape) == r["shape"], w + " saved %s shape" % (key,))
-                    rep.check(close(r["value"], float(gv.ravel()[0]), 0.0), w + " saved %s value" % (key,),
+                    tol = 0.0 if kind != "captured" else reduction_tolerance(r["name"], r["dtype"], r["value"], None)
+                    rep.check(close(r["value"], float(gv.ravel()[0]), tol), w + " saved %s value" % (key,),
                               "expected %s, got %s" % (r["value"], gv))
                     rv = rep.call(lambda: tensor.reduction_value(step, r["name"], worker=worker, abs=r["abs"]))
-                    rep.check(rv[0] and close(r["value"], float(rv[1]), 0.0), w + " reduction_value %s (saved)" % (key,),
+                    rep.check(rv[0] and close(r["value"], float(rv[1]), tol), w + " reduction_value %s (saved)" % (key,),
                               "expected %s, got %r" % (r["value"], rv[1]))
-                    if kind == "direct" and rv[0]:
+                    if kind != "api" and rv[0]:
                         rep.check(np.asarray(rv[1]).dtype.name == r["dtype"], w + " reduction_value %s dtype" % (key,))
                         info = trial._core.reduction_value_info(tname, step, r["name"], r["abs"], 4, worker)
                         rep.check(info[1] is True, w + " reduction_value %s comes from the saved record" % (key,))
@@ -382,13 +415,14 @@ def test_computed_reductions(fixture, kind):
                     ref = reference_reduction(value, op, abs_)  # float16 intermediate overflow in numpy
                     if math.isfinite(float(ref)):
                         expected_value, dtype = float(ref), np.asarray(ref).dtype.name
-            tol = 0.0 if source == "saved" else reduction_tolerance(op, dtype, expected_value, value)
+            tol = 0.0 if source == "saved" and kind != "captured" else reduction_tolerance(op, dtype, expected_value,
+                                                                                            value)
             if kind == "api":
                 tol = max(tol, 0.0)
             if not rep.check(rv[0], w, "expected %s %s, got %r" % (expected_value, dtype, rv[1])):
                 continue
             got = rv[1]
-            if kind == "direct":
+            if kind != "api":
                 rep.check(np.asarray(got).dtype.name == dtype, w + " dtype",
                           "expected %s, got %s" % (dtype, np.asarray(got).dtype.name))
                 info = trial._core.reduction_value_info(tname, step, op, abs_, 4, worker)
@@ -458,12 +492,12 @@ def test_probes(fixture, kind):
                 if rep.check(outcome[0], w + " (reference)", repr(outcome[1])):
                     rep.check(close(float(ref), float(outcome[1]), tol), w + " (reference)",
                               "expected %r, got %r" % (float(ref), outcome[1]))
-                    if kind == "direct":
+                    if kind != "api":
                         rep.check(np.asarray(outcome[1]).dtype == np.asarray(ref).dtype, w + " dtype (reference)")
             elif res is not None:
                 if rep.check(outcome[0], w, repr(outcome[1])):
                     got = np.asarray(outcome[1])
-                    if kind == "direct":
+                    if kind != "api":
                         problems = compare_summary(res, summarize(got))
                         rep.check(not problems, w + " (as a 0-d array)", "; ".join(problems))
                     else:

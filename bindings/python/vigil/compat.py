@@ -1,4 +1,4 @@
-"""smdebug's import names for existing rule files and scripts: after ``install()``, ``import smdebug...``
+"""smdebug's import names for existing rule files and training scripts: after ``install()``, ``import smdebug...``
 in this process resolves to Vigil. ``MODULES`` below is the one table of what each smdebug module
 offers; docs/python.md lists it and tests/python/test_api_surface.py checks it against smdebug
 1.0.34's public API (`../shared/spec/smdebug-api-surface.txt`), with the omissions it documents.
@@ -24,8 +24,10 @@ _MARK = "__vigil_compat__"
 # checks everything else, and checks that each entry here is still missing (so an issue that adds
 # one must remove its entry). docs/compatibility.md lists the same entries.
 OMITTED = {
-    "smdebug.pytorch": "the PyTorch hook is the capture issue's (Vigil reads trials; it does not write them "
-                       "from PyTorch yet)",
+    "smdebug.pytorch.Hook.[bf]hook": "profiler timings of forward/backward passes: the profiler issue's",
+    "smdebug.pytorch.Hook.log_*": "profiler trace events: the profiler issue's",
+    "smdebug.pytorch.Hook.reset_*_module_profile_stats": "profiler timings: the profiler issue's",
+    "smdebug.pytorch.Hook.should_save_dataloader_metrics": "profiler data-loader metrics: the profiler issue's",
     "smdebug.profiler.*": "the profiler readers are the profiler issue's",
     "smdebug.*.S3Trial": "trials in S3 are the object-storage issue's",
     "smdebug.trials.utils.ProfilerTrial": "profiler trials are the profiler issue's",
@@ -109,10 +111,17 @@ def _modules():
         "smdebug.rules.req_tensors": dict(RequiredTensors=_rules.RequiredTensors,
                                           RequiredTensorsForTrial=_rules.RequiredTensorsForTrial,
                                           **_exception_names("TensorUnavailable")),
+        "smdebug.pytorch": _pytorch_names,
         "smdebug.analysis": {},
         "smdebug.analysis.utils": dict(no_refresh=T.no_refresh, refresh=T.refresh, parse_bool=_parse_bool,
                                        parse_list_from_str=_parse_list_from_str),
     }
+
+
+def _pytorch_names():
+    """vigil.pytorch's names, imported only when a script imports smdebug.pytorch (it imports torch)."""
+    from . import pytorch
+    return {n: getattr(pytorch, n) for n in pytorch.__all__}
 
 
 def _parse_bool(arg, default):
@@ -142,7 +151,10 @@ def _build():
     modules = {}
     for name, attrs in _modules().items():
         m = types.ModuleType(name, "Vigil's {}".format(name))
-        m.__dict__.update(attrs)
+        if callable(attrs):
+            m.__getattr__ = _lazy(m, attrs)  # PEP 562: its names load on first use
+        else:
+            m.__dict__.update(attrs)
         setattr(m, _MARK, True)
         modules[name] = m
     for name, m in modules.items():  # packages and their submodules
@@ -152,6 +164,19 @@ def _build():
             setattr(modules[parent], leaf, m)
     modules["smdebug"].__path__ = []
     return modules
+
+
+def _lazy(module, load):
+    def __getattr__(attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        names = load()
+        module.__dict__.update(names)
+        del module.__dict__["__getattr__"]
+        if attr not in names:
+            raise AttributeError("module {} has no attribute {}".format(module.__name__, attr))
+        return names[attr]
+    return __getattr__
 
 
 def install():

@@ -1,0 +1,468 @@
+"""What every Vigil training hook shares (vigil.pytorch, vigil.xgboost): smdebug's hook semantics
+(steps and modes, collections and what is saved when, scalars, custom tensors, the collections
+file) over a C++ writer with its own thread (``_vigil.QueuedWriter``), and the rule that a hook never
+harms training: every method catches everything, logs the first fault once and disables the hook.
+
+Framework hooks subclass ``BaseHook`` and give ``_make_numpy_array``, ``_get_worker_name``,
+``_get_num_workers`` and ``_get_default_collections``.
+"""
+import atexit
+import functools
+import json
+import logging
+import os
+import socket
+
+import numpy as np
+
+from . import _vigil
+from .collection import (NON_HISTOGRAM_COLLECTIONS, NON_REDUCTION_COLLECTIONS, SCALAR_COLLECTIONS, CollectionKeys,
+                         CollectionManager, match_inc)
+from .exceptions import InvalidCollectionConfiguration
+from .locations import get_reduction_tensor_name
+from .modes import ALLOWED_MODES, ModeKeys
+from .reduction_config import ReductionConfig
+from .save_config import SaveConfig
+
+logger = logging.getLogger("vigil.hook")
+
+DEFAULT_WORKER_NAME = "worker_0"
+DEFAULT_SAGEMAKER_OUTDIR = "/opt/ml/output/tensors"
+DEFAULT_MAX_QUEUE_MB = 256
+QUEUE_ENV = "VIGIL_HOOK_MAX_QUEUE_MB"
+
+
+def capture_disabled():
+    """``USE_SMDEBUG=false|0`` (SageMaker's switch) or ``VIGIL_DISABLE=1`` turn capture off."""
+    use = os.environ.get("USE_SMDEBUG", "true").strip().lower()
+    return use in ("false", "0") or os.environ.get("VIGIL_DISABLE", "").strip() in ("1", "true", "True")
+
+
+def is_sagemaker_job():
+    return "TRAINING_JOB_NAME" in os.environ
+
+
+def never_raises(method):
+    """A hook method: any exception is the hook's own fault; it is logged once and the hook steps aside."""
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        if self._disabled:
+            return None
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - the training loop must never see it
+            self._fault("{} failed: {}: {}".format(method.__name__, type(e).__name__, e))
+            return None
+    return guarded
+
+
+class _ScalarCache:
+    __slots__ = ("name", "value", "mode")
+
+    def __init__(self, name, value, mode):
+        self.name, self.value, self.mode = name, value, mode
+
+
+class BaseHook:
+    GRADIENT_PREFIX = "gradient/"
+    SCALAR_PREFIX = "scalar/"
+    INPUT_TENSOR_SUFFIX = "_input_"
+    OUTPUT_TENSOR_SUFFIX = "_output_"
+
+    def __init__(self, collection_manager, default_include_collections, init_step=-1, out_dir=None,
+                 export_tensorboard=False, tensorboard_dir=None, dry_run=False, reduction_config=None,
+                 save_config=None, include_regex=None, include_collections=None, save_all=False,
+                 include_workers="one"):
+        self._disabled = capture_disabled()
+        self._faulted = False
+        if out_dir is None:
+            if not is_sagemaker_job():
+                raise ValueError("out_dir is required outside a SageMaker training job (TRAINING_JOB_NAME unset)")
+            out_dir = DEFAULT_SAGEMAKER_OUTDIR
+        if include_workers not in ("one", "all"):
+            raise ValueError("include_workers must be 'one' or 'all', not {!r}".format(include_workers))
+        self.out_dir = os.path.expanduser(str(out_dir))
+        self.tensorboard_dir = _tensorboard_dir(export_tensorboard, tensorboard_dir, self.out_dir)
+        self.dry_run = bool(dry_run)
+        self.save_all_workers = include_workers == "all"
+        self.chief_worker = DEFAULT_WORKER_NAME
+        self.worker = None
+        include_collections = list(_flat(include_collections)) if include_collections is not None \
+            else list(default_include_collections)
+        self.include_collections = list(dict.fromkeys(include_collections + list(default_include_collections)))
+        self.save_all = bool(save_all)
+        self.save_config = SaveConfig.parse(save_config)
+        self.reduction_config = reduction_config if reduction_config is not None else ReductionConfig(
+            save_raw_tensor=True)
+        self.include_regex = include_regex
+        self.collection_manager = collection_manager
+        if include_regex is not None:
+            collection_manager.get(CollectionKeys.DEFAULT).include(include_regex)
+            if CollectionKeys.DEFAULT not in self.include_collections:
+                self.include_collections.append(CollectionKeys.DEFAULT)
+        if self.save_all:
+            collection_manager.get(CollectionKeys.ALL).include(".*")
+            if CollectionKeys.ALL not in self.include_collections:
+                self.include_collections.append(CollectionKeys.ALL)
+        self.init_step = init_step
+        self.step = init_step
+        self.mode = ModeKeys.GLOBAL
+        self.mode_steps = {ModeKeys.GLOBAL: init_step}
+        self.last_saved_step = None
+        self.exported_collections = False
+        self.prepared_collections = False
+        self._collections_to_save = set()
+        self._collections_to_save_for_step = None
+        self.tensor_to_collections = {}
+        self.written_tensor_name_for_step = {}
+        self.scalar_cache = []
+        self.custom_tensors_to_save = {}
+        self._unsaveable = set()  # names skipped for their dtype, warned about once
+        self.logger = logger
+        self._writer = None  # created at the first saved step
+        self._step_open = False
+        self._tb_writers = {}
+        self._closed = False
+        self._max_queue_bytes = _queue_budget()
+        if not self._disabled:
+            atexit.register(self._atexit_close)
+
+    # ---- faults ------------------------------------------------------------------------------------
+    def _fault(self, message):
+        """The first internal fault: logged once; the hook writes nothing more (what is published stays)."""
+        if not self._faulted:
+            self._faulted = True
+            self.logger.error("vigil hook disabled, training goes on without it: %s", message)
+        self._disabled = True
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.close(False)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _check_writer(self):
+        if self._writer is not None:
+            err = self._writer.error()
+            if err is not None:
+                self._fault("writing the trial failed: " + err)
+
+    # ---- steps and modes -----------------------------------------------------------------------------
+    @never_raises
+    def set_mode(self, mode):
+        if mode not in ALLOWED_MODES:
+            raise ValueError("Invalid mode {}. Valid modes are {}.".format(
+                mode, ",".join(m.name for m in ALLOWED_MODES)))
+        self.mode = ModeKeys(mode)
+        self.mode_steps.setdefault(self.mode, self.init_step)
+        self._collections_to_save_for_step = None
+
+    def _increment_step(self):
+        self.step += 1
+        self.mode_steps[self.mode] = self.mode_steps.get(self.mode, self.init_step) + 1
+        self.mode_steps[ModeKeys.GLOBAL] = self.step
+        self.written_tensor_name_for_step = {}
+        self._collections_to_save_for_step = None
+
+    # ---- collections -----------------------------------------------------------------------------------
+    def get_collection(self, name, create=True):
+        return self.collection_manager.get(name, create=create)
+
+    def get_collections(self):
+        return self.collection_manager.get_collections()
+
+    def add_collection(self, collection):
+        self.collection_manager.add(collection)
+
+    def _prepare_collections(self):
+        defaults = self._get_default_collections()
+        for name, c in self.collection_manager.get_collections().items():
+            if name not in defaults and not c.include_regex and not c.tensor_names:
+                raise InvalidCollectionConfiguration(name)
+            if CollectionKeys.ALL in self.include_collections or name in self.include_collections:
+                self._collections_to_save.add(c)
+        for name, c in self.collection_manager.get_collections().items():
+            if name in NON_HISTOGRAM_COLLECTIONS:
+                c.save_histogram = False
+            if c.save_config is None:
+                c.save_config = self.save_config
+            else:
+                c.save_config.merge_default_save_config(self.save_config)
+            if name in NON_REDUCTION_COLLECTIONS:
+                c.reduction_config = ReductionConfig(save_raw_tensor=True)
+            elif c.reduction_config is None:
+                c.reduction_config = self.reduction_config
+        self.prepared_collections = True
+
+    def _get_collections_to_save_for_step(self):
+        if self._collections_to_save_for_step is None:
+            due = set()
+            for c in self._collections_to_save:
+                if self.mode in (ModeKeys.EVAL, ModeKeys.PREDICT) and c.name in (
+                        CollectionKeys.GRADIENTS, CollectionKeys.OPTIMIZER_VARIABLES):
+                    continue
+                if c.save_config.should_save_step(self.mode, self.mode_steps[self.mode]):
+                    due.add(c)
+            self._collections_to_save_for_step = due
+        return self._collections_to_save_for_step
+
+    def _get_collections_with_tensor(self, tensor_name):
+        colls = self.tensor_to_collections.get(tensor_name)
+        if colls is None:
+            colls = set()
+            for c in self._collections_to_save:
+                if tensor_name in c.tensor_names:
+                    colls.add(c)
+                elif match_inc(tensor_name, c.include_regex):
+                    c.add_tensor_name(tensor_name)
+                    colls.add(c)
+            self.tensor_to_collections[tensor_name] = colls
+        return colls
+
+    def export_collections(self):
+        if not self._is_writing_worker():
+            return
+        num_workers = self._get_num_workers() if self.save_all_workers else 1
+        self.collection_manager.set_num_workers(num_workers)
+        if self._ensure_writer():
+            self._writer.publish_collections(json.dumps(self.collection_manager.to_json_dict()))
+
+    # ---- writing -------------------------------------------------------------------------------------------
+    def _is_writing_worker(self):
+        if self.worker is None:
+            self.worker = self._get_worker_name()
+        return self.save_all_workers or self.worker == self.chief_worker
+
+    def _ensure_writer(self):
+        if self.dry_run or self._disabled or not self._is_writing_worker():
+            return False
+        if self._writer is None:
+            num_workers = self._get_num_workers() if self.save_all_workers else 1
+            self._writer = _vigil.QueuedWriter(self.out_dir, self.worker, num_workers, self._max_queue_bytes)
+        return True
+
+    def _initialize_writers(self, only_initialize_if_missing=False):
+        """Opens the current step in the trial."""
+        if self._step_open or not self._ensure_writer():
+            return
+        self._writer.begin_step(self.step, int(self.mode), self.mode_steps[self.mode])
+        self._step_open = True
+
+    def _close_writers(self):
+        """Ends the current step: the scalars saved during it, then publication (on the writer thread)."""
+        if self.dry_run:
+            self.scalar_cache = []
+            return
+        self._write_scalars()
+        if self._step_open:
+            self._writer.end_step()
+            self._step_open = False
+        self._close_tb_writers()
+        self._check_writer()
+
+    def _write_scalars(self):
+        for s in self.scalar_cache:
+            tb = self._tb_writer(s.mode)
+            if tb is not None and s.value.size == 1:
+                tb.add_scalar(s.name, float(s.value.reshape(-1)[0]), self.step, _now())
+            self._initialize_writers(only_initialize_if_missing=True)
+            self._write_raw_tensor_simple(s.name, s.value)
+        self.scalar_cache = []
+
+    def _write_raw_tensor_simple(self, tensor_name, tensor_value, save_shape=False, reductions=(), save_raw=True):
+        array = tensor_value if isinstance(tensor_value, np.ndarray) else self._make_numpy_array(tensor_value)
+        if array.size == 0 and not save_shape:
+            return  # smdebug writes nothing for zero-size values
+        if self.dry_run or not self._step_open:
+            return
+        self._writer.write(tensor_name, array, save_shape, list(reductions) if array.size else [],
+                           save_raw and array.size > 0)
+
+    def _save_for_tensor(self, tensor_name, tensor_value, check_before_write=True):
+        colls = self._get_collections_with_tensor(tensor_name)
+        due = colls & self._get_collections_to_save_for_step() if check_before_write else colls
+        if not due:
+            return
+        self._write_for_tensor(tensor_name, tensor_value, due)
+
+    def _write_for_tensor(self, tensor_name, tensor_value, save_collections):
+        """Shape, reductions (the union over the collections), histogram, raw value, scalar summary:
+        smdebug-format §6.2, in smdebug's order."""
+        try:
+            array = self._make_numpy_array(tensor_value)
+        except TypeError as e:  # a dtype numpy cannot hold: this tensor is skipped, the hook goes on
+            if tensor_name not in self._unsaveable:
+                self._unsaveable.add(tensor_name)
+                self.logger.warning("%s is not saved: %s", tensor_name, e)
+            return
+        reductions, save_raw, save_shape = [], False, False
+        for c in sorted(save_collections, key=lambda c: c.name):
+            rc = c.reduction_config
+            save_raw = save_raw or rc.save_raw_tensor
+            save_shape = save_shape or rc.save_shape
+            if c.name in SCALAR_COLLECTIONS:
+                continue
+            for op in rc.reductions + rc.norms:
+                if (op, False) not in reductions:
+                    reductions.append((op, False))
+            for op in rc.abs_reductions + rc.abs_norms:
+                if (op, True) not in reductions:
+                    reductions.append((op, True))
+        if array.dtype.kind in "USO":
+            reductions = []
+        self._write_histogram(tensor_name, array, save_collections)
+        self._write_raw_tensor_simple(tensor_name, array, save_shape, reductions, save_raw)
+        self._write_scalar_summary(tensor_name, array, save_collections)
+
+    def _write_histogram(self, tensor_name, array, save_collections):
+        tb = self._tb_writer(self.mode)
+        if tb is None or array.dtype == np.bool_ or array.size == 0 or array.dtype.kind not in "iuf":
+            return
+        for c in sorted(save_collections, key=lambda c: c.name):
+            if c.name not in NON_HISTOGRAM_COLLECTIONS and c.save_histogram:
+                tb.add_histogram("{}/{}".format(c.name, tensor_name), np.ascontiguousarray(array), self.step, _now())
+                return
+
+    def _write_scalar_summary(self, tensor_name, array, save_collections):
+        tb = self._tb_writer(self.mode)
+        if tb is None or array.size != 1 or array.dtype.kind not in "iufb":
+            return
+        if any(c.name in SCALAR_COLLECTIONS for c in save_collections):
+            tb.add_scalar(tensor_name, float(array.reshape(-1)[0]), self.step, _now())
+
+    # ---- TensorBoard ---------------------------------------------------------------------------------------
+    def _tb_writer(self, mode):
+        if not self.tensorboard_dir or self.dry_run:
+            return None
+        tb = self._tb_writers.get(mode)
+        if tb is None:
+            tb = self._tb_writers[mode] = _vigil.TensorBoardWriter(self.tensorboard_dir, int(mode), max(self.step, 0))
+        return tb
+
+    def _close_tb_writers(self):
+        writers, self._tb_writers = self._tb_writers, {}
+        for tb in writers.values():
+            tb.close()
+
+    # ---- smdebug's public saving API ------------------------------------------------------------------------
+    @never_raises
+    def save_scalar(self, name, value, sm_metric=False, timestamp=None):
+        """Saves ``scalar/<name>`` at the current step (written when the step ends)."""
+        val = self._make_numpy_array(value)
+        if val.size != 1:
+            raise TypeError("{} has non scalar value of type: {}".format(name, type(value)))
+        self.scalar_cache.append(_ScalarCache(self.SCALAR_PREFIX + name, val, self.mode))
+
+    @never_raises
+    def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT):
+        """Saves a tensor of the user's into the named collections; like smdebug's hook, it is written
+        at the next hook event (the backward pass, else the start of the next step)."""
+        try:
+            self._make_numpy_array(tensor_value)
+        except TypeError as e:
+            self.logger.warning("save_tensor(%s): %s; not saved", tensor_name, e)
+            return
+        if isinstance(collections_to_write, str):
+            collections_to_write = [collections_to_write]
+        self.custom_tensors_to_save[tensor_name] = (tensor_value, list(collections_to_write))
+
+    def _save_custom_tensors_post_step(self):
+        pending, self.custom_tensors_to_save = self.custom_tensors_to_save, {}
+        for name, (value, coll_names) in pending.items():
+            colls = [self.collection_manager.get(c) for c in coll_names]
+            for c in colls:
+                c.add_tensor_name(name)
+            if any(c.reduction_config is None or c.reduction_config.save_raw_tensor for c in colls):
+                self._write_raw_tensor_simple(name, self._make_numpy_array(value))
+
+    # ---- the end ---------------------------------------------------------------------------------------------
+    def close(self):
+        """Ends the last step, publishes the collections and (outside SageMaker) the end marker."""
+        if self._closed or self._disabled:
+            self._closed = True
+            return
+        try:
+            self._closed = True
+            self._close_writers()
+            if not self.exported_collections:
+                self.export_collections()
+                self.exported_collections = True
+            if self._writer is None and self._is_writing_worker() and not self.dry_run:
+                self._ensure_writer()  # a run that saved nothing still leaves a readable, ended trial
+            if self._writer is not None:
+                err = self._writer.close(not is_sagemaker_job())
+                self._writer = None
+                if err is not None:
+                    self._fault("writing the trial failed: " + err)
+        except Exception as e:  # noqa: BLE001
+            self._fault("close failed: {}: {}".format(type(e).__name__, e))
+
+    def _atexit_close(self):
+        if not self._closed:
+            self.close()
+
+    def _cleanup(self):
+        self.close()
+
+    # ---- JSON configuration --------------------------------------------------------------------------------
+    @classmethod
+    def create_from_json_file(cls, json_file_path=None):
+        """A hook from SageMaker's DebugHookConfig JSON (vigil/hook_config.py): ``json_file_path``, else
+        ``$SMDEBUG_CONFIG_FILE_PATH``, else /opt/ml/input/config/debughookconfig.json; None when no
+        file is configured (or capture is disabled)."""
+        from .hook_config import create_hook_from_json_config
+        return create_hook_from_json_config(cls, json_file_path)
+
+    def __repr__(self):
+        return "<{} out_dir={!r} step={} mode={} include_collections={}>".format(
+            type(self).__name__, self.out_dir, self.step, self.mode.name, self.include_collections)
+
+
+class CallbackHook(BaseHook):
+    """The base of hooks driven by framework callbacks (smdebug's name for it)."""
+
+
+def _flat(x):
+    if isinstance(x, (list, tuple, set)):
+        for i in x:
+            yield from _flat(i)
+    else:
+        yield x
+
+
+def _tensorboard_dir(export_tensorboard, tensorboard_dir, out_dir):
+    """smdebug-format §1.7: tensorboard_dir if given, else <out_dir>/tensorboard with export_tensorboard.
+    In a SageMaker job the TensorBoardOutputConfig file decides."""
+    if is_sagemaker_job():
+        from .hook_config import tensorboard_dir_from_sagemaker
+        return tensorboard_dir_from_sagemaker()
+    if tensorboard_dir is not None:
+        return str(tensorboard_dir)
+    if export_tensorboard:
+        return os.path.join(out_dir, "tensorboard")
+    return None
+
+
+def _queue_budget():
+    text = os.environ.get(QUEUE_ENV)
+    if text is None:
+        return DEFAULT_MAX_QUEUE_MB << 20
+    try:
+        mb = float(text)
+        if mb <= 0:
+            raise ValueError
+    except ValueError:
+        raise ValueError("{} must be a positive number of MiB, not {!r}".format(QUEUE_ENV, text)) from None
+    return int(mb * (1 << 20))
+
+
+def _now():
+    import time
+    return time.time()
+
+
+def tb_worker():
+    return "{}_{}".format(os.getpid(), socket.gethostname())
+
+
+__all__ = ["BaseHook", "CallbackHook", "never_raises", "capture_disabled", "is_sagemaker_job"]

@@ -1,0 +1,265 @@
+"""``vigil.pytorch``: smdebug's PyTorch hook (``smdebug.pytorch``), on public PyTorch extension
+points only: a forward pre-hook on the registered model (a step begins), forward hooks on every
+module and on the loss (inputs, outputs, losses), and tensor hooks on the parameters (gradients).
+
+    import vigil.pytorch as smd
+    hook = smd.Hook(out_dir="/tmp/run", save_config=smd.SaveConfig(save_interval=10),
+                    include_collections=["weights", "gradients", "losses"])
+    hook.register_module(model)
+    hook.register_loss(criterion)
+
+Tensor names are smdebug's (smdebug-format §6.2): ``<ModelClass>_<param>`` for parameters,
+``gradient/<ModelClass>_<param>``, ``<module path>_output_<i>`` / ``_input_<i>``, losses
+``<LossClass>_output_0``, ``scalar/<name>`` for save_scalar. See docs/capture.md.
+"""
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from . import _hook, _vigil
+from ._hook import CallbackHook, never_raises
+from .collection import Collection as _BaseCollection
+from .collection import CollectionKeys
+from .collection import CollectionManager as _BaseCollectionManager
+from .modes import ModeKeys
+from .reduction_config import ReductionConfig
+from .save_config import SaveConfig, SaveConfigMode
+from .trials import create_trial
+
+modes = ModeKeys
+DEFAULT_INCLUDE_COLLECTIONS = [CollectionKeys.LOSSES]
+
+
+class Collection(_BaseCollection):
+    """smdebug.pytorch's Collection: also the modules whose inputs or outputs it saves."""
+
+    def __init__(self, name, include_regex=None, tensor_names=None, reduction_config=None, save_config=None,
+                 save_histogram=True):
+        super().__init__(name, include_regex, tensor_names, reduction_config, save_config, save_histogram)
+        self._modules = {}
+
+    def add_module_tensors(self, module, inputs=False, outputs=True):
+        self._modules[module] = (inputs, outputs)
+
+    @property
+    def modules(self):
+        return self._modules
+
+
+class CollectionManager(_BaseCollectionManager):
+    """smdebug PyTorch's built-in collections and their regexes (smdebug-format §6.2)."""
+
+    def __init__(self, collections=None, create_default=True):
+        super().__init__(collections)
+        if create_default:
+            for name, regex in _vigil.pytorch_builtin_collections():
+                c = self.get(name)
+                if regex:
+                    c.include(regex)
+
+    def create_collection(self, name, cls=Collection):
+        return super().create_collection(name, cls)
+
+
+_BUILTIN = frozenset(name for name, _ in _vigil.pytorch_builtin_collections())
+
+
+def make_numpy_array(value):
+    """A numpy view of a CPU tensor (a copy only for other devices), numpy arrays as they are, and
+    Python scalars as 1-element arrays. TypeError for what numpy cannot hold (bfloat16)."""
+    if isinstance(value, torch.Tensor):
+        t = value.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        if t.dtype == torch.bfloat16:
+            raise TypeError("bfloat16 tensors have no numpy dtype")
+        return t.numpy()
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, (bool, int, float, np.generic)):
+        return np.array([value])
+    raise TypeError("cannot save a value of type {}".format(type(value).__name__))
+
+
+class Hook(CallbackHook):
+    """smdebug.pytorch.Hook, same constructor and methods."""
+
+    def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None, dry_run=False,
+                 reduction_config=None, save_config=None, include_regex=None, include_collections=None,
+                 save_all=False, include_workers="one"):
+        super().__init__(CollectionManager(), DEFAULT_INCLUDE_COLLECTIONS, init_step=-1, out_dir=out_dir,
+                         export_tensorboard=export_tensorboard, tensorboard_dir=tensorboard_dir, dry_run=dry_run,
+                         reduction_config=reduction_config, save_config=save_config, include_regex=include_regex,
+                         include_collections=include_collections, save_all=save_all,
+                         include_workers=include_workers)
+        self.module_maps = {}
+        self.has_registered_module = False
+        self.has_registered_loss_module = False
+        self._handles = []
+        set_hook(self)
+
+    # ---- what the base hook needs --------------------------------------------------------------------
+    def _get_worker_name(self):
+        if dist.is_available() and dist.is_initialized():
+            return "worker_{}".format(dist.get_rank())
+        return _hook.DEFAULT_WORKER_NAME
+
+    def _get_num_workers(self):
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_world_size()
+        return 1
+
+    def _get_default_collections(self):
+        return _BUILTIN
+
+    @staticmethod
+    def _make_numpy_array(value):
+        return make_numpy_array(value)
+
+    def _prepare_collections(self):
+        super()._prepare_collections()
+        for c in self.collection_manager.get_collections().values():
+            for module, (inputs, outputs) in getattr(c, "modules", {}).items():
+                name = self.module_maps.get(module, type(module).__name__)
+                if inputs:
+                    c.include(name + self.INPUT_TENSOR_SUFFIX)
+                if outputs:
+                    c.include(name + self.OUTPUT_TENSOR_SUFFIX)
+
+    # ---- registration ----------------------------------------------------------------------------------
+    def register_module(self, module):
+        """Hooks a model: a step begins at each forward call of `module`; every submodule's outputs,
+        and the parameters' gradients, are offered to the collections."""
+        if not isinstance(module, torch.nn.Module):
+            raise ValueError("Module type {} must be type torch.nn.Module".format(type(module).__name__))
+        if self._disabled:
+            return
+        top = type(module).__name__
+        for name, sub in module.named_modules():
+            self.module_maps[sub] = name
+        self.module_maps[module] = top
+        self._handles.append(module.register_forward_pre_hook(self.forward_pre_hook))
+        for sub in module.modules():
+            self._handles.append(sub.register_forward_hook(self.forward_hook))
+        for name, param in module.named_parameters():
+            if param.requires_grad:
+                self._handles.append(param.register_hook(self.backward_hook(top + "_" + name)))
+        self._model = module
+        self.has_registered_module = True
+
+    register_hook = register_module  # smdebug's name for the zero-code-change patches
+
+    def register_loss(self, loss_module):
+        """Hooks a loss module (``criterion = nn.CrossEntropyLoss()``): its output is saved as
+        ``<LossClass>_output_0`` (collection losses)."""
+        if not isinstance(loss_module, torch.nn.Module):
+            raise ValueError("loss_module={} must be a torch.nn.Module".format(loss_module))
+        if self._disabled:
+            return
+        self.module_maps[loss_module] = type(loss_module).__name__
+        self._handles.append(loss_module.register_forward_hook(self.forward_hook))
+        self.has_registered_loss_module = True
+
+    # ---- the hooks PyTorch calls ---------------------------------------------------------------------
+    @never_raises
+    def forward_pre_hook(self, module, inputs):
+        self._close_writers()
+        if not self.prepared_collections:
+            self._prepare_collections()
+        self._increment_step()
+        if self._get_collections_to_save_for_step():
+            self._initialize_writers()
+            for name, param in module.named_parameters():
+                self._save_for_tensor(type(module).__name__ + "_" + name, param.data)
+        self._save_custom_tensors_post_step()
+        if self.last_saved_step is not None and not self.exported_collections:
+            self.export_collections()
+            self.exported_collections = True
+
+    @never_raises
+    def forward_hook(self, module, inputs, outputs):
+        if not self.prepared_collections or not self._get_collections_to_save_for_step():
+            return
+        name = self.module_maps.get(module)
+        if name is None:
+            return
+        self._write_inputs(name, inputs)
+        self._write_outputs(name, outputs)
+        self.last_saved_step = self.step
+
+    def backward_hook(self, tname):
+        def back(grad):
+            self._on_gradient(tname, grad)
+            return None  # the gradient is left as it is
+        return back
+
+    @never_raises
+    def _on_gradient(self, tname, grad):
+        if not self.prepared_collections:
+            return
+        self._save_custom_tensors_post_step()
+        if grad is not None and self._get_collections_to_save_for_step():
+            self._save_for_tensor(self.GRADIENT_PREFIX + tname, grad)
+
+    @never_raises
+    def record_tensor_value(self, tensor_name, tensor_value):
+        """Saves a value computed outside any module, e.g. ``F.mse_loss(...)``, as an output."""
+        if not isinstance(tensor_value, torch.Tensor):
+            raise TypeError("tensor_value={} must be torch.Tensor".format(tensor_value))
+        if self.prepared_collections and self._get_collections_to_save_for_step():
+            self._write_outputs(tensor_name, tensor_value)
+
+    def _write(self, module_name, var, suffix, idx):
+        if isinstance(var, torch.Tensor):
+            self._save_for_tensor(module_name + suffix + str(idx), var)
+            return idx + 1
+        if isinstance(var, (tuple, list)):
+            for v in var:
+                idx = self._write(module_name, v, suffix, idx)
+        return idx
+
+    def _write_inputs(self, name, inputs):
+        key = name + self.INPUT_TENSOR_SUFFIX
+        self.written_tensor_name_for_step[key] = self._write(
+            name, inputs, self.INPUT_TENSOR_SUFFIX, self.written_tensor_name_for_step.get(key, 0))
+
+    def _write_outputs(self, name, outputs):
+        key = name + self.OUTPUT_TENSOR_SUFFIX
+        self.written_tensor_name_for_step[key] = self._write(
+            name, outputs, self.OUTPUT_TENSOR_SUFFIX, self.written_tensor_name_for_step.get(key, 0))
+
+    @staticmethod
+    def count_parameters(model):
+        return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+    def close(self):
+        super().close()
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+
+# ---- smdebug's hook singleton ---------------------------------------------------------------------------
+_hook_singleton = None
+
+
+def get_hook(json_config_path=None, create_if_not_exists=False):
+    """The hook made last; else, with ``create_if_not_exists``, one from the JSON configuration."""
+    global _hook_singleton
+    if _hook_singleton is None and create_if_not_exists:
+        _hook_singleton = Hook.create_from_json_file(json_config_path)
+    return _hook_singleton
+
+
+def set_hook(custom_hook):
+    global _hook_singleton
+    _hook_singleton = custom_hook
+
+
+def del_hook():
+    global _hook_singleton
+    _hook_singleton = None
+
+
+__all__ = ["Hook", "Collection", "CollectionKeys", "CollectionManager", "ReductionConfig", "SaveConfig",
+           "SaveConfigMode", "modes", "create_trial", "get_hook", "set_hook", "del_hook"]

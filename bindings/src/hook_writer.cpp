@@ -1,0 +1,131 @@
+// _vigil.QueuedWriter: vigil::writer::QueuedWriter for the training hooks (vigil/_hook.py). The
+// training thread hands over numpy arrays (zero-copy views of the framework's CPU tensors); each is
+// copied once into the queue and everything else happens on the writer thread. Nothing raises
+// into the training loop: failures are reported by error() and close().
+#include "bindings.h"
+#include "writer/queued_writer.h"
+
+namespace vigil::python {
+
+namespace {
+
+using writer::QueuedWriter;
+using writer::TensorData;
+
+class PyQueuedWriter {
+ public:
+  PyQueuedWriter(const std::string& out_dir, const std::string& worker, int64_t num_workers, uint64_t max_queue_bytes,
+                 bool resume) {
+    writer::QueuedWriterOptions options;
+    options.writer.worker = worker;
+    options.writer.num_workers = num_workers;
+    options.writer.builtin_collections = false;
+    options.writer.write_collections = false;  // the hook publishes smdebug's Collection objects
+    options.max_queue_bytes = max_queue_bytes;
+    options.resume = resume;
+    Result<std::unique_ptr<QueuedWriter>> w = fail(Error::internal("not created"));
+    {
+      py::gil_scoped_release nogil;
+      w = QueuedWriter::create(out_dir, std::move(options));
+    }
+    writer_ = unwrap(std::move(w));
+  }
+
+  ~PyQueuedWriter() {
+    py::gil_scoped_release nogil;
+    writer_.reset();
+  }
+
+  bool begin_step(int64_t global_step, int mode, int64_t mode_step, uint64_t expected_bytes) {
+    return writer_->begin_step(global_step, mode_or_global(mode), mode_step, expected_bytes);
+  }
+
+  // `value`: a numpy array (C-contiguous views are read in place). `bfloat16`: the array holds
+  // bfloat16 bits as uint16 (numpy has no bfloat16).
+  void write(const std::string& name, py::array value, bool save_shape,
+             const std::vector<std::pair<std::string, bool>>& reductions, bool save_raw, bool bfloat16) {
+    writer::TensorRequest request{name, save_shape, {}, save_raw};
+    for (const auto& [op, abs] : reductions) request.reductions.push_back({op, abs});
+    TensorData data;
+    const std::optional<ElementType> type = bfloat16 ? ElementType::BFloat16 : element_type_of_numpy(value.dtype());
+    if (!type) throw HostError(Error::not_supported("cannot save numpy dtype " + py::str(value.dtype()).cast<std::string>()));
+    data.dtype = *type;
+    data.shape.assign(value.shape(), value.shape() + value.ndim());
+    std::vector<std::string> strings;
+    py::array contiguous = value;
+    if (*type == ElementType::String) {
+      py::list flat = value.attr("ravel")().attr("tolist")();
+      for (py::handle item : flat)
+        strings.push_back(py::isinstance<py::bytes>(item) ? item.cast<std::string>() : py::str(item).cast<std::string>());
+      data.strings = strings;
+    } else {
+      if (!(value.flags() & py::array::c_style) || value.dtype().attr("byteorder").cast<std::string>() == ">")
+        contiguous = py::module_::import("numpy").attr("ascontiguousarray")(
+            value, py::arg("dtype") = value.dtype().attr("newbyteorder")("<"));
+      data.bytes = std::span<const std::byte>(static_cast<const std::byte*>(contiguous.data()),
+                                              static_cast<size_t>(contiguous.nbytes()));
+    }
+    writer_->write(request, data);  // copies into the queue
+  }
+
+  void end_step() { writer_->end_step(); }
+  void publish_collections(std::string json) { writer_->publish_collections(std::move(json)); }
+
+  // None, or the message of the first error (the trial is then left as it was).
+  std::optional<std::string> close(bool end_marker) {
+    Result<void> r;
+    {
+      py::gil_scoped_release nogil;
+      r = writer_->close(end_marker);
+    }
+    if (!r) return r.error().message;
+    return std::nullopt;
+  }
+
+  std::optional<std::string> error() const {
+    auto e = writer_->error();
+    if (e) return e->message;
+    return std::nullopt;
+  }
+
+  py::dict stats() const {
+    auto s = writer_->stats();
+    py::dict d;
+    d["queued_bytes"] = s.queued_bytes;
+    d["peak_queued_bytes"] = s.peak_queued_bytes;
+    d["written_steps"] = s.written_steps;
+    d["dropped_steps"] = s.dropped_steps;
+    return d;
+  }
+
+ private:
+  std::unique_ptr<QueuedWriter> writer_;
+};
+
+}  // namespace
+
+void register_hook_writer(py::module_& m) {
+  m.def(
+      "pytorch_builtin_collections",
+      [] {
+        py::list out;
+        for (const auto& b : writer::kPyTorchCollections)
+          out.append(py::make_tuple(std::string(b.name), std::string(b.regex)));
+        return out;
+      },
+      "[(name, include_regex or '')]: smdebug PyTorch's built-in collections, the host's one table");
+  py::class_<PyQueuedWriter>(m, "QueuedWriter", "A trial writer with its own thread and a bounded queue (hooks)")
+      .def(py::init<const std::string&, const std::string&, int64_t, uint64_t, bool>(), py::arg("out_dir"),
+           py::arg("worker"), py::arg("num_workers"), py::arg("max_queue_bytes"), py::arg("resume") = false)
+      .def("begin_step", &PyQueuedWriter::begin_step, py::arg("global_step"), py::arg("mode"), py::arg("mode_step"),
+           py::arg("expected_bytes") = 0)
+      .def("write", &PyQueuedWriter::write, py::arg("name"), py::arg("value"), py::arg("save_shape"),
+           py::arg("reductions"), py::arg("save_raw"), py::arg("bfloat16") = false)
+      .def("end_step", &PyQueuedWriter::end_step)
+      .def("publish_collections", &PyQueuedWriter::publish_collections)
+      .def("close", &PyQueuedWriter::close, py::arg("end_marker"))
+      .def("error", &PyQueuedWriter::error)
+      .def("stats", &PyQueuedWriter::stats);
+}
+
+}  // namespace vigil::python

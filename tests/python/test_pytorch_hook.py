@@ -1,0 +1,402 @@
+"""vigil.pytorch.Hook: constructor arguments, collections and their defaults, modes, save
+configurations, the JSON configuration, include_workers with two real torch.distributed processes,
+the queue budget, and the promise that the hook never harms training (injected faults: training
+finishes, the hook is disabled, one message). The generator scripts of the real fixtures, run
+unchanged on vigil.compat, are checked in test_conformance.py ("captured")."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import PYTHON_DIR
+
+import torch
+
+import vigil
+import vigil.pytorch as smd
+from vigil.hook_config import HookConfigError
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(4, 8)
+        self.relu = torch.nn.ReLU()
+        self.fc2 = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc2(self.relu(self.fc1(x)))
+
+
+def train(hook, steps=4, mode=smd.modes.TRAIN, seed=0, model=None):
+    torch.manual_seed(seed)
+    model = model or Net()
+    crit = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    if hook is not None:
+        hook.register_module(model)
+        hook.register_loss(crit)
+        hook.set_mode(mode)
+    x, y = torch.randn(16, 4), torch.randint(0, 3, (16,))
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = crit(model(x), y)
+        if mode == smd.modes.TRAIN:
+            loss.backward()
+            opt.step()
+        losses.append(float(loss))
+    if hook is not None:
+        hook.close()
+    return model, losses
+
+
+def test_defaults_save_only_the_losses_every_500_steps(tmp_path):
+    hook = smd.Hook(out_dir=str(tmp_path / "t"))
+    train(hook, steps=3)
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    assert tr.tensor_names() == ["CrossEntropyLoss_output_0"] and tr.steps() == [0]
+    assert set(tr.collections()) == {"default", "all", "weights", "biases", "gradients", "losses"}
+    assert tr.collection("weights").include_regex == ["^(?!gradient).*weight"]
+    assert tr.collection("losses").save_histogram is False
+    assert os.path.exists(tmp_path / "t" / "training_job_end.ts")
+
+
+def test_collections_save_config_and_values(tmp_path):
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=2),
+                    include_collections=["weights", "biases", "gradients", "losses"])
+    seen = {}
+    model = Net()
+    orig = model.fc1.weight.register_hook(lambda g: seen.setdefault(len(seen), g.clone()))
+    train(hook, steps=5, model=model)
+    orig.remove()
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    assert tr.steps() == [0, 2, 4] and tr.steps(mode=smd.modes.TRAIN) == [0, 2, 4]
+    assert set(tr.tensor_names(collection="gradients")) == {
+        "gradient/Net_fc1.weight", "gradient/Net_fc1.bias", "gradient/Net_fc2.weight", "gradient/Net_fc2.bias"}
+    np.testing.assert_array_equal(tr.tensor("gradient/Net_fc1.weight").value(2), seen[2].numpy())
+    assert tr.tensor("Net_fc1.weight").value(0).dtype == np.float32
+
+
+def test_eval_mode_saves_no_gradients_and_per_mode_save_configs(tmp_path):
+    cfg = smd.SaveConfig(mode_save_configs={smd.modes.TRAIN: smd.SaveConfigMode(save_interval=1),
+                                            smd.modes.EVAL: smd.SaveConfigMode(save_steps=[1])})
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=cfg, include_collections=["gradients", "losses"])
+    model = Net()
+    crit = torch.nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(crit)
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    hook.set_mode(smd.modes.TRAIN)
+    for _ in range(2):
+        crit(model(x), y).backward()
+    hook.set_mode(smd.modes.EVAL)
+    with torch.no_grad():
+        for _ in range(3):
+            crit(model(x), y)
+    hook.close()
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    # save_steps adds to the interval (500), so EVAL step 0 is saved too (smdebug-format §6.1)
+    assert tr.steps(mode=smd.modes.TRAIN) == [0, 1] and tr.steps(mode=smd.modes.EVAL) == [0, 1]
+    assert tr.tensor("gradient/Net_fc1.weight").steps(mode=smd.modes.EVAL) == []
+    assert tr.tensor("CrossEntropyLoss_output_0").steps(mode=smd.modes.EVAL) == [0, 1]
+
+
+def test_reductions_shapes_save_all_include_regex_and_outputs(tmp_path):
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1), save_all=True,
+                    include_regex=["relu_output"],
+                    reduction_config=smd.ReductionConfig(reductions=["mean"], abs_norms=["l2"], save_shape=True))
+    train(hook, steps=2)
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    names = tr.tensor_names()
+    assert {"fc1_output_0", "relu_output_0", "fc2_output_0", "Net_input_0", "Net_fc1.weight"} <= set(names)
+    assert "relu_output_0" in tr.tensor_names(collection="default")
+    t = tr.tensor("fc1_output_0")
+    assert sorted(t.reduction_values(1)) == [("l2", True), ("mean", False)]
+    with pytest.raises(vigil.exceptions.TensorUnavailableForStep):
+        t.value(1)  # an explicit ReductionConfig saves no raw tensor
+    assert t.shape(1) == (16, 8)
+
+
+def test_save_scalar_save_tensor_dry_run_and_a_second_loss_call(tmp_path):
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["custom", "losses"])
+    hook.get_collection("custom").include("^my_")
+    model, crit = Net(), torch.nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(crit)
+    hook.set_mode(smd.modes.TRAIN)
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    for step in range(3):
+        out = model(x)
+        loss = crit(out, y) + 0 * crit(out, y)  # the loss module runs twice: _output_0 and _output_1
+        hook.save_tensor("my_probs", torch.softmax(out, 1), "custom")
+        hook.save_tensor("my_bf16", out.to(torch.bfloat16), "custom")  # numpy has no bfloat16: skipped
+        loss.backward()
+        hook.save_scalar("lr", 0.5)
+    hook.close()
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    assert tr.tensor("scalar/lr").value(2).tolist() == [0.5]
+    assert tr.tensor("my_probs").steps() == [0, 1, 2] and not tr.has_tensor("my_bf16")
+    assert tr.tensor("CrossEntropyLoss_output_1").steps() == [0, 1, 2]
+
+    dry = smd.Hook(out_dir=str(tmp_path / "dry"), dry_run=True)
+    train(dry, steps=2)
+    assert not os.path.exists(tmp_path / "dry" / "index")
+
+
+def test_constructor_refusals_and_singleton(tmp_path, monkeypatch):
+    monkeypatch.delenv("TRAINING_JOB_NAME", raising=False)
+    with pytest.raises(ValueError, match="out_dir is required"):
+        smd.Hook()
+    with pytest.raises(ValueError, match="include_workers"):
+        smd.Hook(out_dir=str(tmp_path / "x"), include_workers="some")
+    h = smd.Hook(out_dir=str(tmp_path / "s"))
+    assert smd.get_hook() is h
+    smd.del_hook()
+    assert smd.get_hook() is None
+
+
+# ---- JSON configuration ---------------------------------------------------------------------------
+
+def test_json_configuration_every_key(tmp_path, monkeypatch):
+    cfg = {
+        "LocalPath": str(tmp_path / "t"),
+        "HookParameters": {"save_all": "false", "include_regex": "fc1_output, relu", "include_workers": "one",
+                           "save_interval": "2", "train.save_interval": "1", "eval.save_steps": "0,2",
+                           "reductions": "mean,abs_l2_norm", "save_raw_tensor": "true", "export_tensorboard": False},
+        "CollectionConfigurations": [
+            {"CollectionName": "weights", "CollectionParameters": {"save_interval": "3", "save_histogram": "False"}},
+            {"CollectionName": "losses"},
+        ],
+    }
+    path = tmp_path / "debughookconfig.json"
+    path.write_text(json.dumps(cfg))
+    monkeypatch.setenv("SMDEBUG_CONFIG_FILE_PATH", str(path))
+    hook = smd.Hook.create_from_json_file()
+    assert hook.out_dir == str(tmp_path / "t")
+    assert set(hook.include_collections) == {"weights", "losses", "default"}
+    assert hook.save_config.get_save_config(smd.modes.TRAIN).save_interval == 1
+    assert hook.save_config.get_save_config(smd.modes.EVAL).save_steps == [0, 2]
+    assert hook.save_config.get_save_config(smd.modes.GLOBAL).save_interval == 2
+    assert hook.reduction_config.reductions == ["mean"] and hook.reduction_config.abs_norms == ["l2"]
+    w = hook.get_collection("weights")
+    assert w.save_histogram is False and w.save_config.get_save_config(smd.modes.TRAIN).save_interval == 3
+    train(hook, steps=4)
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    assert tr.tensor("Net_fc1.weight").steps() == [0, 3]
+    assert "fc1_output_0" in tr.tensor_names()
+
+
+@pytest.mark.parametrize("doc,field", [
+    ({"HookParameters": {"save_intervl": "2"}}, "unknown key 'save_intervl'"),
+    ({"HookParameters": {"save_all": "yes"}}, "HookParameters.save_all"),
+    ({"HookParameters": {"save_interval": "0"}}, "HookParameters.save_interval"),
+    ({"HookParameters": {"reductions": "median"}}, "HookParameters.reductions"),
+    ({"CollectionConfigurations": [{"CollectionParameters": {}}]}, "CollectionConfigurations[0].CollectionName"),
+    ({"CollectionConfigurations": [{"CollectionName": "w", "CollectionParameters": {"train.start_step": "x"}}]},
+     "CollectionConfigurations[0].CollectionParameters.train.start_step"),
+    ({"Extra": 1}, "unknown key 'Extra'"),
+])
+def test_a_bad_json_configuration_is_refused_naming_the_field(tmp_path, doc, field):
+    doc = dict(doc, LocalPath=str(tmp_path / "t"))
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(HookConfigError) as info:
+        smd.Hook.create_from_json_file(str(path))
+    assert field in str(info.value) and str(path) in str(info.value)
+    assert not os.path.exists(tmp_path / "t")  # nothing half-configured
+
+
+def test_capture_switched_off_by_the_environment(tmp_path, monkeypatch):
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps({"LocalPath": str(tmp_path / "t")}))
+    for var, value in (("USE_SMDEBUG", "false"), ("USE_SMDEBUG", "0"), ("VIGIL_DISABLE", "1")):
+        monkeypatch.setenv(var, value)
+        assert smd.Hook.create_from_json_file(str(path)) is None
+        hook = smd.Hook(out_dir=str(tmp_path / "off"))
+        train(hook, steps=2)
+        assert not os.path.exists(tmp_path / "off")
+        monkeypatch.delenv(var)
+    with pytest.raises(HookConfigError, match="does not exist"):
+        smd.Hook.create_from_json_file(str(tmp_path / "absent.json"))  # named explicitly: must exist
+
+
+# ---- never harming training ---------------------------------------------------------------------
+
+def _run_isolated(code, tmp_path, extra_env=None):
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR, OMP_NUM_THREADS="1", **(extra_env or {}))
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=str(tmp_path), env=env,
+                       capture_output=True, text=True, timeout=300)
+    return r
+
+
+TRAIN_SCRIPT = """
+    import sys, torch
+    import vigil.pytorch as smd
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 4))
+    crit = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    hook = smd.Hook(out_dir=sys.argv[1] if len(sys.argv) > 1 else OUT, save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["weights", "gradients", "losses"])
+    hook.register_module(model); hook.register_loss(crit)
+    x, y = torch.randn(32, 64), torch.randint(0, 4, (32,))
+    for step in range(STEPS):
+        BEFORE_STEP
+        opt.zero_grad(); loss = crit(model(x), y); loss.backward(); opt.step()
+    hook.close()
+    print("TRAINING FINISHED", float(loss))
+"""
+
+
+def _script(out, steps=20, before_step="pass", prelude=""):
+    return prelude + textwrap.dedent(TRAIN_SCRIPT).replace("OUT", repr(str(out))).replace("STEPS", str(steps)).replace(
+        "BEFORE_STEP", before_step)
+
+
+def _assert_survived(r):
+    assert r.returncode == 0, r.stderr
+    assert "TRAINING FINISHED" in r.stdout
+    assert r.stderr.count("vigil hook disabled") == 1, r.stderr
+
+
+def test_an_unwritable_out_dir_disables_the_hook_and_training_finishes(tmp_path):
+    (tmp_path / "a_file").write_text("not a folder")
+    _assert_survived(_run_isolated(_script(tmp_path / "a_file" / "trial"), tmp_path))
+
+
+def test_a_full_disk_disables_the_hook_and_training_finishes(tmp_path):
+    # RLIMIT_FSIZE below one step's event file: the first write fails with EFBIG, as on a full disk.
+    prelude = "import resource, signal\nsignal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n" \
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (50000, 50000))\n"
+    r = _run_isolated(_script(tmp_path / "t", steps=30, prelude=prelude), tmp_path)
+    _assert_survived(r)
+    assert "File too large" in r.stderr, r.stderr
+
+
+def test_a_writer_that_dies_mid_run_disables_the_hook_and_training_finishes(tmp_path):
+    # The trial folder is swapped for a file while training: the writer thread's next write fails.
+    before = "if step == 5:\n        import shutil; shutil.rmtree(OUTDIR); open(OUTDIR, 'w').close()"
+    code = _script(tmp_path / "t", steps=15, before_step=before.replace("OUTDIR", repr(str(tmp_path / "t"))))
+    _assert_survived(_run_isolated(code, tmp_path))
+
+
+class Cast(torch.nn.Module):
+    def __init__(self, dtype):
+        super().__init__()
+        self.dtype = dtype
+
+    def forward(self, x):
+        return x.to(self.dtype)
+
+
+def test_an_unsupported_dtype_is_skipped_and_the_hook_goes_on(tmp_path, caplog):
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1), save_all=True)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), Cast(torch.bfloat16), Cast(torch.float32),
+                                torch.nn.Linear(4, 3))
+    train(hook, steps=3, model=model)
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    names = tr.tensor_names()
+    assert "1_output_0" not in names  # bfloat16: numpy cannot hold it
+    assert {"2_output_0", "3_output_0", "Sequential_0.weight"} <= set(names) and tr.steps() == [0, 1, 2]
+    assert sum("1_output_0 is not saved" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_the_queue_budget_drops_whole_steps_and_says_so(tmp_path):
+    # A budget smaller than one step's weights: every step is dropped, and each is still published
+    # with vigil/dropped_step so that readers and rules see it.
+    r = _run_isolated(_script(tmp_path / "t", steps=6), tmp_path, {"VIGIL_HOOK_MAX_QUEUE_MB": "0.01"})
+    assert r.returncode == 0 and "TRAINING FINISHED" in r.stdout, r.stderr
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    assert tr.steps() == list(range(6))
+    assert tr.tensor("vigil/dropped_step").steps() == list(range(6))
+    assert float(tr.tensor("vigil/dropped_step").value(3)[0]) == 1.0
+    # A generous budget drops nothing.
+    r = _run_isolated(_script(tmp_path / "u", steps=6), tmp_path, {"VIGIL_HOOK_MAX_QUEUE_MB": "64"})
+    assert r.returncode == 0, r.stderr
+    assert not vigil.create_trial(str(tmp_path / "u")).has_tensor("vigil/dropped_step")
+
+
+def test_importing_vigil_starts_no_thread_and_writes_no_file(tmp_path):
+    r = _run_isolated("""
+        import os, threading
+        before = set(os.listdir("."))
+        import vigil, vigil.pytorch, vigil.compat
+        vigil.compat.install()
+        import smdebug.pytorch
+        assert threading.active_count() == 1, threading.enumerate()
+        assert set(os.listdir(".")) == before
+        print("OK")
+    """, tmp_path)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr
+
+
+# ---- two workers under torch.distributed ---------------------------------------------------------
+
+DDP_SCRIPT = """
+    import os, sys, torch, torch.distributed as dist
+    import vigil.pytorch as smd
+    rank = int(sys.argv[1])
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    torch.manual_seed(rank)
+    model = torch.nn.Linear(4, 2)
+    crit = torch.nn.MSELoss()
+    hook = smd.Hook(out_dir=sys.argv[2], save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["weights", "losses"], include_workers=sys.argv[3])
+    hook.register_module(model); hook.register_loss(crit)
+    for _ in range(3):
+        crit(model(torch.randn(8, 4)), torch.randn(8, 2)).backward()
+    hook.close()
+    dist.destroy_process_group()
+"""
+
+
+@pytest.mark.parametrize("include_workers", ["one", "all"])
+def test_include_workers_with_two_torch_distributed_processes(tmp_path, include_workers):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = str(tmp_path / "t")
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR, OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(DDP_SCRIPT), str(rank), out, include_workers],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    tr = vigil.create_trial(out)
+    files = sorted(os.listdir(os.path.join(out, "collections", "000000000")))
+    if include_workers == "one":
+        assert files == ["worker_0_collections.json"] and tr.num_workers == 1 and tr.workers() == ["worker_0"]
+    else:
+        assert files == ["worker_0_collections.json", "worker_1_collections.json"]
+        assert tr.num_workers == 2 and tr.workers() == ["worker_0", "worker_1"]
+        assert tr.tensor("Linear_weight").workers(1) == ["worker_0", "worker_1"]
+    assert tr.steps() == [0, 1, 2]
+
+
+def test_a_training_process_that_dies_leaves_a_readable_trial(tmp_path):
+    import signal
+    import time
+    out = tmp_path / "t"
+    code = _script(out, steps=100000, before_step="import time; time.sleep(0.01)")
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR, OMP_NUM_THREADS="1")
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    index = out / "index" / "000000000"
+    deadline = time.time() + 120
+    while time.time() < deadline and (not index.is_dir() or len(os.listdir(index)) < 5):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=60)
+    tr = vigil.create_trial(str(out))
+    steps = tr.steps(show_incomplete_steps=True)
+    assert len(steps) >= 5 and steps == list(range(len(steps)))  # no gaps, every published step whole
+    for s in steps:
+        assert tr.tensor("gradient/Sequential_0.weight").value(s).shape == (256, 64)
+    assert not tr.loaded_all_steps  # no end marker: the run did not finish
