@@ -289,3 +289,15 @@ def test_the_pytorch_hook_exports_scalars_and_histograms(pb, tmp_path):
     (step, h), = histograms["weights/Linear_weight"][:1]
     assert step == 0 and h.num == 6
     assert "losses/MSELoss_output_0" not in histograms  # losses never get histograms
+
+    # tensorboard_dir: there instead of <out_dir>/tensorboard, and without export_tensorboard.
+    hook = smd.Hook(out_dir=str(tmp_path / "u"), tensorboard_dir=str(tmp_path / "tb"),
+                    save_config=smd.SaveConfig(save_interval=1))
+    model = torch.nn.Linear(3, 2)
+    hook.register_module(model)
+    hook.register_loss(crit)
+    hook.set_mode(smd.modes.EVAL)
+    with torch.no_grad():
+        crit(model(torch.randn(4, 3)), torch.randn(4, 2))
+    hook.close()
+    assert len(os.listdir(tmp_path / "tb" / "EVAL")) == 1 and not (tmp_path / "u" / "tensorboard").exists()

@@ -422,6 +422,25 @@ class CallbackHook(BaseHook):
     """The base of hooks driven by framework callbacks (smdebug's name for it)."""
 
 
+def hook_singleton(make):
+    """smdebug's get_hook / set_hook / del_hook for one framework's hooks: the hook made last, or with
+    ``create_if_not_exists`` one ``make(json_config_path)`` creates from the JSON configuration."""
+    current = [None]
+
+    def get_hook(json_config_path=None, create_if_not_exists=False):
+        if current[0] is None and create_if_not_exists:
+            current[0] = make(json_config_path)
+        return current[0]
+
+    def set_hook(custom_hook):
+        current[0] = custom_hook
+
+    def del_hook():
+        current[0] = None
+
+    return get_hook, set_hook, del_hook
+
+
 def _flat(x):
     if isinstance(x, (list, tuple, set)):
         for i in x:
@@ -465,4 +484,4 @@ def tb_worker():
     return "{}_{}".format(os.getpid(), socket.gethostname())
 
 
-__all__ = ["BaseHook", "CallbackHook", "never_raises", "capture_disabled", "is_sagemaker_job"]
+__all__ = ["BaseHook", "CallbackHook", "hook_singleton", "never_raises", "capture_disabled", "is_sagemaker_job"]

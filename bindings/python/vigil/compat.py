@@ -112,6 +112,7 @@ def _modules():
                                           RequiredTensorsForTrial=_rules.RequiredTensorsForTrial,
                                           **_exception_names("TensorUnavailable")),
         "smdebug.pytorch": _pytorch_names,
+        "smdebug.xgboost": _xgboost_names,
         "smdebug.analysis": {},
         "smdebug.analysis.utils": dict(no_refresh=T.no_refresh, refresh=T.refresh, parse_bool=_parse_bool,
                                        parse_list_from_str=_parse_list_from_str),
@@ -122,6 +123,12 @@ def _pytorch_names():
     """vigil.pytorch's names, imported only when a script imports smdebug.pytorch (it imports torch)."""
     from . import pytorch
     return {n: getattr(pytorch, n) for n in pytorch.__all__}
+
+
+def _xgboost_names():
+    """vigil.xgboost's names, imported only when a script imports smdebug.xgboost (it imports xgboost)."""
+    from . import xgboost
+    return {n: getattr(xgboost, n) for n in xgboost.__all__}
 
 
 def _parse_bool(arg, default):

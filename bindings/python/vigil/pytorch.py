@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 
 from . import _hook, _vigil
-from ._hook import CallbackHook, never_raises
+from ._hook import CallbackHook, hook_singleton, never_raises
 from .collection import Collection as _BaseCollection
 from .collection import CollectionKeys
 from .collection import CollectionManager as _BaseCollectionManager
@@ -239,26 +239,8 @@ class Hook(CallbackHook):
         self._handles = []
 
 
-# ---- smdebug's hook singleton ---------------------------------------------------------------------------
-_hook_singleton = None
-
-
-def get_hook(json_config_path=None, create_if_not_exists=False):
-    """The hook made last; else, with ``create_if_not_exists``, one from the JSON configuration."""
-    global _hook_singleton
-    if _hook_singleton is None and create_if_not_exists:
-        _hook_singleton = Hook.create_from_json_file(json_config_path)
-    return _hook_singleton
-
-
-def set_hook(custom_hook):
-    global _hook_singleton
-    _hook_singleton = custom_hook
-
-
-def del_hook():
-    global _hook_singleton
-    _hook_singleton = None
+# smdebug's hook singleton (Hook() sets it).
+get_hook, set_hook, del_hook = hook_singleton(lambda path: Hook.create_from_json_file(path))
 
 
 __all__ = ["Hook", "Collection", "CollectionKeys", "CollectionManager", "ReductionConfig", "SaveConfig",

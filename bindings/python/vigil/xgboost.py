@@ -1,5 +1,5 @@
 """``vigil.xgboost``: smdebug's XGBoost hook (``smdebug.xgboost``) as an xgboost ``TrainingCallback``.
-Each boosting round is one step (step = the round, mode TRAIN unless ``set_mode`` says otherwise);
+Each boosting round is one step (step = the round, mode GLOBAL as smdebug's, unless ``set_mode`` says otherwise);
 at the rounds a collection is due, the hook saves what smdebug's hook saves from the booster, the
 evaluation log and the data sets it was given.
 
@@ -21,7 +21,7 @@ import xgboost as xgb
 from xgboost.callback import TrainingCallback
 
 from . import _hook
-from ._hook import CallbackHook, never_raises
+from ._hook import CallbackHook, hook_singleton, never_raises
 from .collection import CollectionKeys
 from .collection import CollectionManager as _BaseCollectionManager
 from .modes import ModeKeys
@@ -93,7 +93,10 @@ def _as_dmatrix(data):
     if isinstance(data, tuple) and len(data) == 2 and isinstance(data[0], str):
         path, kind = os.path.expanduser(data[0]), formats.get(str(data[1] or "libsvm").lower())
         if kind and os.path.isfile(path):
-            return xgb.DMatrix(path + ("?format=csv&label_column=0" if kind == "csv" else "?format=libsvm"))
+            try:
+                return xgb.DMatrix(path + ("?format=csv&label_column=0" if kind == "csv" else "?format=libsvm"))
+            except xgb.core.XGBoostError as e:
+                raise ValueError("{} is not a {} file xgboost can read: {}".format(path, kind, e)) from None
     raise ValueError("data must be an xgboost.DMatrix or a tuple (path of a local file, 'csv' or 'libsvm'), "
                      "not {!r}".format(data))
 
@@ -115,6 +118,8 @@ class Hook(CallbackHook, TrainingCallback):
                  validation_data=None):
         if save_config is None:
             save_config = SaveConfig(save_interval=DEFAULT_SAVE_CONFIG_INTERVAL)
+        # Checked first: a constructor that fails must not leave a hook behind (its close at exit).
+        train_data, validation_data = _as_dmatrix(train_data), _as_dmatrix(validation_data)
         super().__init__(CollectionManager(), DEFAULT_INCLUDE_COLLECTIONS, init_step=-1, out_dir=out_dir,
                          export_tensorboard=export_tensorboard, tensorboard_dir=tensorboard_dir, dry_run=dry_run,
                          reduction_config=None, save_config=save_config, include_regex=include_regex,
@@ -122,8 +127,6 @@ class Hook(CallbackHook, TrainingCallback):
                          include_workers=include_workers)
         if reduction_config is not None:
             self.logger.warning("reduction_config is not supported by the XGBoost hook and is ignored (as smdebug's)")
-        self.mode = ModeKeys.TRAIN
-        self.mode_steps[ModeKeys.TRAIN] = self.init_step
         self.hyperparameters = hyperparameters
         self.train_data = train_data
         self.validation_data = validation_data
@@ -166,9 +169,6 @@ class Hook(CallbackHook, TrainingCallback):
 
     # ---- the callbacks xgboost calls -------------------------------------------------------------------
     # Not guarded themselves: xgboost needs the model back (and a bool) whatever the hook does.
-    def before_training(self, model):
-        return model
-
     def after_iteration(self, model, epoch, evals_log):
         self._on_iteration(model, epoch, evals_log)
         return False  # the hook never stops training
@@ -180,6 +180,7 @@ class Hook(CallbackHook, TrainingCallback):
     @never_raises
     def _on_iteration(self, model, epoch, evals_log):
         if self._closed:
+            self._warn_once("closed", "this hook ended with its first training run; make a new Hook for each run")
             return
         if not self.prepared_collections:
             self._prepare_collections()  # here, not earlier: collections may be configured after the hook
@@ -190,7 +191,7 @@ class Hook(CallbackHook, TrainingCallback):
             self.export_collections()
             self.exported_collections = True
         due = {c.name for c in self._get_collections_to_save_for_step()}
-        if due:
+        if due and self._is_writing_worker():  # the other ranks of include_workers="one" skip the work
             self._initialize_writers()
             self._write_due(model, evals_log or {}, due)
             self.last_saved_step = self.step
@@ -292,26 +293,8 @@ class Hook(CallbackHook, TrainingCallback):
             self.logger.warning(message, *args)
 
 
-# ---- smdebug's hook singleton ---------------------------------------------------------------------------
-_hook_singleton = None
-
-
-def get_hook(json_config_path=None, create_if_not_exists=False):
-    """The hook made last; else, with ``create_if_not_exists``, one from the JSON configuration."""
-    global _hook_singleton
-    if _hook_singleton is None and create_if_not_exists:
-        _hook_singleton = Hook.create_from_json_file(json_config_path)
-    return _hook_singleton
-
-
-def set_hook(custom_hook):
-    global _hook_singleton
-    _hook_singleton = custom_hook
-
-
-def del_hook():
-    global _hook_singleton
-    _hook_singleton = None
+# smdebug's hook singleton (Hook() sets it).
+get_hook, set_hook, del_hook = hook_singleton(lambda path: Hook.create_from_json_file(path))
 
 
 __all__ = ["Hook", "CollectionKeys", "CollectionManager", "ReductionConfig", "SaveConfig", "SaveConfigMode",
