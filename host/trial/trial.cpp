@@ -23,7 +23,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "common/regex_limits.h"
+#include "common/search_regex.h"
 #include "format/event_proto.h"
 #include "format/index_json.h"
 #include "format/tfrecord.h"
@@ -122,18 +122,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-Result<std::regex> compile_regex(const std::string& pattern) {
-  // Patterns come from collection files and rule queries: keep those std::regex cannot take safely out.
-  if (auto why = regex_limit_violation(pattern)) {
-    const std::string shown = pattern.size() > 100 ? pattern.substr(0, 100) + "..." : pattern;
-    return fail(Error::invalid_argument(fmt::format("invalid regex '{}': {}", shown, *why)));
-  }
-  try {
-    return std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    return fail(Error::invalid_argument(fmt::format("invalid regex '{}': {}", pattern, e.what())));
-  }
-}
 
 }  // namespace
 
@@ -674,7 +662,7 @@ Result<std::vector<std::string>> Trial::tensor_names(const TensorNameQuery& q) {
     if (!c) return std::vector<std::string>{};
     std::vector<std::string> out;
     for (const auto& p : c->include_regex) {
-      auto re = compile_regex(p);
+      auto re = compile_search_regex(p);
       if (!re) return fail(re.error());
       patterns.push_back(std::move(*re));
     }
@@ -688,7 +676,7 @@ Result<std::vector<std::string>> Trial::tensor_names(const TensorNameQuery& q) {
     return out;
   }
   for (const auto& p : q.regex) {
-    auto re = compile_regex(p);
+    auto re = compile_search_regex(p);
     if (!re) return fail(re.error());
     patterns.push_back(std::move(*re));
   }

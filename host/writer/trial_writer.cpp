@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "common/search_regex.h"
 #include "format/event_proto.h"
 #include "format/index_json.h"
 #include "format/tfrecord.h"
@@ -288,16 +289,13 @@ bool regex_search(const std::string& text, const std::regex& r) {
   }
 }
 
-// std::regex stands in for Python's re.search; the patterns smdebug uses are valid ECMAScript.
+// std::regex stands in for Python's re.search (common/search_regex.h).
 Result<std::vector<std::regex>> compile_regexes(const format::CollectionConfig& c) {
   std::vector<std::regex> out;
   for (const auto& pattern : c.include_regex) {
-    try {
-      out.emplace_back(pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return fail(Error::invalid_argument(
-          fmt::format("collection {}: include_regex \"{}\" is not a valid regex: {}", c.name, pattern, e.what())));
-    }
+    auto re = compile_search_regex(pattern);
+    if (!re) return fail(Error::invalid_argument(fmt::format("collection {}: include_regex: {}", c.name, re.error().message)));
+    out.push_back(std::move(*re));
   }
   return out;
 }

@@ -37,12 +37,11 @@ TREE_BOOSTERS = frozenset({"gbtree", "dart"})
 
 # smdebug's XGBoost collections (smdebug-format §6.2), quirks kept: [a-zA-z] also matches [\]^_`,
 # and [^/bias] leaves out every name ending in '/', 'b', 'i', 'a' or 's' (meant: the bias term).
-# losses is smdebug's "^[a-zA-z]+-.+(?<!(auc|map))$" with the look-behind written as a look-ahead:
-# the same names, and a pattern the host's ECMAScript regexes (rules reading the collection) accept.
+# losses keeps smdebug's trailing look-behind: the host rewrites it for ECMAScript (common/search_regex.h).
 XGBOOST_REGEXES = {
     CollectionKeys.HYPERPARAMETERS: "^hyperparameters/.*$",
     CollectionKeys.METRICS: "^[a-zA-z]+-[a-zA-z0-9]+$",
-    CollectionKeys.LOSSES: "^[a-zA-z]+-(?!.*(?:auc|map)$).+$",
+    CollectionKeys.LOSSES: "^[a-zA-z]+-.+(?<!(auc|map))$",
     CollectionKeys.PREDICTIONS: "^predictions$",
     CollectionKeys.LABELS: "^labels$",
     CollectionKeys.FEATURE_IMPORTANCE: "^feature_importance/.*",
