@@ -114,6 +114,14 @@ void register_hook_writer(py::module_& m) {
         return out;
       },
       "[(name, include_regex or '')]: smdebug PyTorch's built-in collections, the host's one table");
+  m.def(
+      "scalar_collections",
+      [] {
+        std::vector<std::string> out;
+        for (auto name : writer::kScalarCollections) out.emplace_back(name);
+        return out;
+      },
+      "The collections of scalars (never reduced or histogrammed), the host's one table");
   py::class_<PyQueuedWriter>(m, "QueuedWriter", "A trial writer with its own thread and a bounded queue (hooks)")
       .def(py::init<const std::string&, const std::string&, int64_t, uint64_t, bool>(), py::arg("out_dir"),
            py::arg("worker"), py::arg("num_workers"), py::arg("max_queue_bytes"), py::arg("resume") = false)

@@ -154,6 +154,12 @@ Error Error::io(std::string file, std::string_view what) {
   return e;
 }
 
+Error Error::io_write(std::string file, std::string_view what) {
+  Error e = io(std::move(file), what);
+  e.message = fmt::format("cannot write {}: {}", e.file, what);
+  return e;
+}
+
 Error Error::invalid_argument(std::string message) {
   return Error{.code = ErrorCode::InvalidArgument, .message = std::move(message)};
 }

@@ -74,7 +74,8 @@ struct Error {
   static Error insufficient_information(std::string rule, std::string message);
   // Damaged data: the message names the file and the byte offset.
   static Error corrupt(std::string file, uint64_t offset, std::string_view what);
-  static Error io(std::string file, std::string_view what);
+  static Error io(std::string file, std::string_view what);        // "cannot read <file>: <what>"
+  static Error io_write(std::string file, std::string_view what);  // "cannot write <file>: <what>"
   static Error invalid_argument(std::string message);
   static Error not_supported(std::string message);
   static Error internal(std::string message);

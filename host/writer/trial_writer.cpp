@@ -36,9 +36,6 @@ namespace fs = std::filesystem;
 namespace {
 
 
-// Scalar collections always save the raw value and are never reduced (§3.9, §6.2).
-constexpr std::string_view kScalarCollections[] = {"losses", "metrics", "feature_importance", "average_shap",
-                                                   "sm_metrics"};
 constexpr std::string_view kReductionOps[] = {"min", "max", "mean", "std", "variance", "sum", "prod", "l1", "l2"};
 
 size_t mode_index(Mode m) { return static_cast<size_t>(m) - 1; }
@@ -66,8 +63,9 @@ std::string reduction_tensor_name(std::string_view base, std::string_view op, bo
   return out;
 }
 
-Error io_error(const fs::path& path, int err) { return Error::io(path.string(), std::strerror(err)); }
-Error io_error(const fs::path& path, const std::error_code& ec) { return Error::io(path.string(), ec.message()); }
+// The writer's failures to write (its few reads use Error::io).
+Error io_error(const fs::path& path, int err) { return Error::io_write(path.string(), std::strerror(err)); }
+Error io_error(const fs::path& path, const std::error_code& ec) { return Error::io_write(path.string(), ec.message()); }
 
 Result<void> make_dirs(const fs::path& dir) {
   std::error_code ec;
@@ -531,7 +529,7 @@ struct TrialWriter::State {
       if (!fs::is_directory(dir, ec)) return {};
       for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
         out.push_back(it->path());
-      if (ec) return fail(io_error(dir, ec));
+      if (ec) return fail(Error::io(dir.string(), ec.message()));
       return {};
     };
     auto remove_file = [](const fs::path& file) -> Result<void> {
@@ -601,7 +599,7 @@ struct TrialWriter::State {
     if (auto r = remove_file(collections_tmp); !r) return r;
     std::error_code ec;
     collections_written = fs::exists(collections_file, ec);
-    if (ec) return fail(io_error(collections_file, ec));
+    if (ec) return fail(Error::io(collections_file.string(), ec.message()));
 
     if (last_index) {
       last_written_step = global_step;
@@ -648,7 +646,7 @@ Result<std::unique_ptr<TrialWriter>> TrialWriter::create(const fs::path& out_dir
         "The path:{} already exists and training has ended ({} found). Please provide a directory path "
         "that does not already exist",
         out_dir.string(), format::kEndOfTrainingMarker)));
-  if (ec && ec != std::errc::no_such_file_or_directory) return fail(io_error(marker, ec));
+  if (ec && ec != std::errc::no_such_file_or_directory) return fail(Error::io(marker.string(), ec.message()));
   if (auto made = make_dirs(out_dir); !made) return fail(made.error());
 
   auto state = std::make_unique<State>();

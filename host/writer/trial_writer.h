@@ -43,6 +43,11 @@ inline constexpr BuiltinCollection kPyTorchCollections[] = {
     {"all", "", true},
 };
 
+// Scalar collections always save the raw value and are never reduced or histogrammed (§3.9, §6.2);
+// the Python hooks take the same list (vigil.collection.SCALAR_COLLECTIONS).
+inline constexpr std::string_view kScalarCollections[] = {"losses", "metrics", "feature_importance", "average_shap",
+                                                          "sm_metrics"};
+
 struct WriterOptions {
   std::string worker = "worker_0";
   int64_t num_workers = 1;  // written as _meta.num_workers

@@ -280,8 +280,9 @@ def test_a_full_disk_disables_the_hook_and_training_finishes(tmp_path):
 
 
 def test_a_writer_that_dies_mid_run_disables_the_hook_and_training_finishes(tmp_path):
-    # The trial folder is swapped for a file while training: the writer thread's next write fails.
-    before = "if step == 5:\n        import shutil; shutil.rmtree(OUTDIR); open(OUTDIR, 'w').close()"
+    # The trial folder is swapped for a file while training (a rename, atomic while the writer thread
+    # creates files in it): the writer thread's next write fails.
+    before = "if step == 5:\n        import os; os.rename(OUTDIR, OUTDIR + '.gone'); open(OUTDIR, 'w').close()"
     code = _script(tmp_path / "t", steps=15, before_step=before.replace("OUTDIR", repr(str(tmp_path / "t"))))
     _assert_survived(_run_isolated(code, tmp_path))
 

@@ -6,6 +6,7 @@ import json
 import os
 import re
 
+from . import _vigil
 from .exceptions import SMDebugValueError
 from .reduction_config import ReductionConfig
 from .save_config import SaveConfig
@@ -36,8 +37,9 @@ class CollectionKeys:
     TREES = "trees"
 
 
-# Collections of scalars: always saved raw, never reduced, no histograms.
-SCALAR_COLLECTIONS = {CollectionKeys.LOSSES, CollectionKeys.METRICS, CollectionKeys.SM_METRICS}
+# Collections of scalars: always saved raw, never reduced, no histograms (smdebug-format §3.9): the
+# host's list (writer/trial_writer.h, kScalarCollections).
+SCALAR_COLLECTIONS = frozenset(_vigil.scalar_collections())
 SUMMARIES_COLLECTIONS = {CollectionKeys.TENSORFLOW_SUMMARIES}
 NON_REDUCTION_COLLECTIONS = SCALAR_COLLECTIONS | SUMMARIES_COLLECTIONS
 NON_HISTOGRAM_COLLECTIONS = SCALAR_COLLECTIONS | SUMMARIES_COLLECTIONS
