@@ -241,6 +241,12 @@ class BaseHook:
             self._writer = _vigil.QueuedWriter(self.out_dir, self.worker, num_workers, self._max_queue_bytes)
         return True
 
+    @never_raises
+    def _open_writer_now(self):
+        """Creates the trial while the hook is made, as smdebug checks its out_dir then: a worker that
+        starts saving late must not find the trial ended by a faster worker (the end marker)."""
+        self._ensure_writer()
+
     def _initialize_writers(self, only_initialize_if_missing=False):
         """Opens the current step in the trial."""
         if self._step_open or not self._ensure_writer():

@@ -95,7 +95,10 @@ class Hook(CallbackHook):
         self.module_maps = {}
         self.has_registered_module = False
         self.has_registered_loss_module = False
-        self._handles = []
+        self._handles = []  # for as long as the hook lives
+        self._step_modules, self._step_params = [], []  # hooked only on steps that save
+        self._step_handles = []
+        self._open_writer_now()  # torch.distributed is initialised by now: the worker is known
         set_hook(self)
 
     # ---- what the base hook needs --------------------------------------------------------------------
@@ -139,13 +142,30 @@ class Hook(CallbackHook):
             self.module_maps[sub] = name
         self.module_maps[module] = top
         self._handles.append(module.register_forward_pre_hook(self.forward_pre_hook))
-        for sub in module.modules():
-            self._handles.append(sub.register_forward_hook(self.forward_hook))
-        for name, param in module.named_parameters():
-            if param.requires_grad:
-                self._handles.append(param.register_hook(self.backward_hook(top + "_" + name)))
+        # The modules' forward hooks and the parameters' gradient hooks make PyTorch call into Python
+        # at every module and parameter, so they are attached only for the steps that save something
+        # (_attach_step_hooks). One gradient hook stays on every step: smdebug's hook sees the
+        # backward pass of every step, which decides where a save_tensor value lands.
+        self._step_modules.extend(module.modules())
+        params = [(top + "_" + name, p) for name, p in module.named_parameters() if p.requires_grad]
+        self._step_params.extend(params)
+        if params:
+            self._handles.append(params[-1][1].register_hook(self._backward_seen))
         self._model = module
         self.has_registered_module = True
+
+    def _attach_step_hooks(self):
+        if self._step_handles:
+            return
+        for m in self._step_modules:
+            self._step_handles.append(m.register_forward_hook(self.forward_hook))
+        for name, p in self._step_params:
+            self._step_handles.append(p.register_hook(self.backward_hook(name)))
+
+    def _detach_step_hooks(self):
+        handles, self._step_handles = self._step_handles, []
+        for h in handles:
+            h.remove()
 
     register_hook = register_module  # smdebug's name for the zero-code-change patches
 
@@ -167,7 +187,10 @@ class Hook(CallbackHook):
         if not self.prepared_collections:
             self._prepare_collections()
         self._increment_step()
-        if self._get_collections_to_save_for_step():
+        if not self._get_collections_to_save_for_step():
+            self._detach_step_hooks()
+        else:
+            self._attach_step_hooks()
             self._initialize_writers()
             for name, param in module.named_parameters():
                 self._save_for_tensor(type(module).__name__ + "_" + name, param.data)
@@ -193,12 +216,16 @@ class Hook(CallbackHook):
             return None  # the gradient is left as it is
         return back
 
+    def _backward_seen(self, grad):
+        self._on_gradient(None, grad)
+        return None
+
     @never_raises
     def _on_gradient(self, tname, grad):
         if not self.prepared_collections:
             return
         self._save_custom_tensors_post_step()
-        if grad is not None and self._get_collections_to_save_for_step():
+        if tname is not None and grad is not None and self._get_collections_to_save_for_step():
             self._save_for_tensor(self.GRADIENT_PREFIX + tname, grad)
 
     @never_raises
@@ -234,6 +261,7 @@ class Hook(CallbackHook):
 
     def close(self):
         super().close()
+        self._detach_step_hooks()
         for h in self._handles:
             h.remove()
         self._handles = []
