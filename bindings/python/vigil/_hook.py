@@ -11,7 +11,7 @@ import functools
 import json
 import logging
 import os
-import socket
+import time
 
 import numpy as np
 
@@ -247,7 +247,7 @@ class BaseHook:
         starts saving late must not find the trial ended by a faster worker (the end marker)."""
         self._ensure_writer()
 
-    def _initialize_writers(self, only_initialize_if_missing=False):
+    def _initialize_writers(self):
         """Opens the current step in the trial."""
         if self._step_open or not self._ensure_writer():
             return
@@ -270,8 +270,8 @@ class BaseHook:
         for s in self.scalar_cache:
             tb = self._tb_writer(s.mode)
             if tb is not None and s.value.size == 1:
-                tb.add_scalar(s.name, float(s.value.reshape(-1)[0]), self.step, _now())
-            self._initialize_writers(only_initialize_if_missing=True)
+                tb.add_scalar(s.name, float(s.value.reshape(-1)[0]), self.step, time.time())
+            self._initialize_writers()
             self._write_raw_tensor_simple(s.name, s.value)
         self.scalar_cache = []
 
@@ -326,7 +326,7 @@ class BaseHook:
             return
         for c in sorted(save_collections, key=lambda c: c.name):
             if c.name not in NON_HISTOGRAM_COLLECTIONS and c.save_histogram:
-                tb.add_histogram("{}/{}".format(c.name, tensor_name), np.ascontiguousarray(array), self.step, _now())
+                tb.add_histogram("{}/{}".format(c.name, tensor_name), np.ascontiguousarray(array), self.step, time.time())
                 return
 
     def _write_scalar_summary(self, tensor_name, array, save_collections):
@@ -334,7 +334,7 @@ class BaseHook:
         if tb is None or array.size != 1 or array.dtype.kind not in "iufb":
             return
         if any(c.name in SCALAR_COLLECTIONS for c in save_collections):
-            tb.add_scalar(tensor_name, float(array.reshape(-1)[0]), self.step, _now())
+            tb.add_scalar(tensor_name, float(array.reshape(-1)[0]), self.step, time.time())
 
     # ---- TensorBoard ---------------------------------------------------------------------------------------
     def _tb_writer(self, mode):
@@ -407,9 +407,6 @@ class BaseHook:
         if not self._closed:
             self.close()
 
-    def _cleanup(self):
-        self.close()
-
     # ---- JSON configuration --------------------------------------------------------------------------------
     @classmethod
     def create_from_json_file(cls, json_file_path=None):
@@ -479,15 +476,6 @@ def _queue_budget():
     except ValueError:
         raise ValueError("{} must be a positive number of MiB, not {!r}".format(QUEUE_ENV, text)) from None
     return int(mb * (1 << 20))
-
-
-def _now():
-    import time
-    return time.time()
-
-
-def tb_worker():
-    return "{}_{}".format(os.getpid(), socket.gethostname())
 
 
 __all__ = ["BaseHook", "CallbackHook", "hook_singleton", "never_raises", "capture_disabled", "is_sagemaker_job"]
