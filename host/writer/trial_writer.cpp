@@ -608,6 +608,16 @@ struct TrialWriter::State {
     return {};
   }
 
+  // The marker is empty, so it cannot be seen half written: created in place, not through a .tmp
+  // file, which every worker of a multi-worker run would share (and race to rename).
+  Result<void> write_end_marker() {
+    const fs::path marker = out_dir / format::kEndOfTrainingMarker;
+    const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) return fail(io_error(marker, errno));
+    ::close(fd);
+    return {};
+  }
+
   Result<void> close(bool end_marker) {
     if (closed) return {};
     closed = true;
@@ -618,7 +628,7 @@ struct TrialWriter::State {
       if (result && !c) result = c;
     }
     if (end_marker) {
-      auto m = write_file(out_dir / format::kEndOfTrainingMarker, "");
+      auto m = write_end_marker();
       if (result && !m) result = m;
     }
     return result;
