@@ -1,4 +1,4 @@
-// Rule parameters (host/plugins/param_values.*): string RuleParameters checked against a fixed rule
+// Rule parameters (host/plugin_host/param_values.*): string RuleParameters checked against a fixed rule
 // descriptor with a spec of every kind. The first input byte picks the mode:
 //   even: one value, byte 2 picks the spec and the rest is the value text (parse_param_value);
 //   odd:  a whole parameter set, "name=value" lines (BoundParams::bind); bit 1 allows extra parameters.
@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "fuzz_check.h"
-#include "plugins/param_values.h"
+#include "plugin_host/param_values.h"
 
 using namespace vigil::plugins;
 

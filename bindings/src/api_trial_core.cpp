@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "bindings.h"
-#include "plugins/host_services.h"
+#include "plugin_host/host_services.h"
 #include "trial/reductions.h"
 #include "trial/trial.h"
 #include "trial_core.h"

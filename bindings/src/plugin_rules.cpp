@@ -9,8 +9,8 @@
 
 #include "bindings.h"
 #include "evaluate/rule_instance.h"
-#include "plugins/param_values.h"
-#include "plugins/plugin_loader.h"
+#include "plugin_host/param_values.h"
+#include "plugin_host/plugin_loader.h"
 #include "trial/trial.h"
 
 namespace vigil::python {

@@ -7,7 +7,7 @@
 
 #include "bindings.h"
 #include "common/half.h"
-#include "plugins/host_services.h"
+#include "plugin_host/host_services.h"
 
 namespace vigil::python {
 

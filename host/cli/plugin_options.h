@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "plugins/plugin_loader.h"
+#include "plugin_host/plugin_loader.h"
 
 namespace vigil::cli {
 

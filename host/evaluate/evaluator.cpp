@@ -9,7 +9,7 @@
 
 #include "evaluate/rule_instance.h"
 #include "evaluate/step_readahead.h"
-#include "plugins/param_values.h"
+#include "plugin_host/param_values.h"
 #include "trial/trial.h"
 
 namespace vigil::evaluate {

@@ -19,8 +19,8 @@
 
 #include "evaluate/job_config.h"
 #include "evaluate/rule_status.h"
-#include "plugins/param_values.h"
-#include "plugins/plugin_loader.h"
+#include "plugin_host/param_values.h"
+#include "plugin_host/plugin_loader.h"
 
 namespace vigil::evaluate {
 

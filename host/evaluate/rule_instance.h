@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "common/error.h"
-#include "plugins/host_services.h"
-#include "plugins/param_values.h"
-#include "plugins/plugin_loader.h"
+#include "plugin_host/host_services.h"
+#include "plugin_host/param_values.h"
+#include "plugin_host/plugin_loader.h"
 #include "trial/trial.h"
 
 namespace vigil::evaluate {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <optional>
 
-#include "plugins/host_services.h"
+#include "plugin_host/host_services.h"
 #include "trial/trial.h"
 
 namespace vigil::evaluate {

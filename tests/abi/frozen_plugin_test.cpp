@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "evaluate/evaluator.h"
-#include "plugins/plugin_loader.h"
+#include "plugin_host/plugin_loader.h"
 
 namespace vigil {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "evaluate/evaluator.h"
-#include "plugins/plugin_loader.h"
+#include "plugin_host/plugin_loader.h"
 #include "test_trials.h"
 #include "writer/trial_writer.h"
 

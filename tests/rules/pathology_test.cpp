@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "evaluate/evaluator.h"
-#include "plugins/plugin_loader.h"
+#include "plugin_host/plugin_loader.h"
 
 namespace vigil {
 namespace {

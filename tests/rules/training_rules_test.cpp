@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "evaluate/evaluator.h"
-#include "plugins/plugin_loader.h"
+#include "plugin_host/plugin_loader.h"
 #include "test_trials.h"
 #include "writer/trial_writer.h"
 

@@ -7,7 +7,7 @@
 #include <vigil/vigil.h>
 
 #include "common/error.h"
-#include "plugins/host_services.h"
+#include "plugin_host/host_services.h"
 
 namespace vigil {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "plugin_test_support.h"
-#include "plugins/param_values.h"
+#include "plugin_host/param_values.h"
 #include "test_trials.h"
 
 namespace vigil {

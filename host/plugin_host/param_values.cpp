@@ -1,4 +1,4 @@
-#include "plugins/param_values.h"
+#include "plugin_host/param_values.h"
 
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "evaluate/step_readahead.h"
-#include "plugins/host_services.h"
+#include "plugin_host/host_services.h"
 #include "test_trials.h"
 
 namespace vigil {

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "plugins/plugin_loader.h"
+#include "plugin_host/plugin_loader.h"
 
 extern char** environ;
 

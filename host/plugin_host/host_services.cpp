@@ -1,4 +1,4 @@
-#include "plugins/host_services.h"
+#include "plugin_host/host_services.h"
 
 #include <fmt/format.h>
 

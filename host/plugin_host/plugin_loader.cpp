@@ -1,4 +1,4 @@
-#include "plugins/plugin_loader.h"
+#include "plugin_host/plugin_loader.h"
 
 #include <boost/dll/shared_library.hpp>
 #include <fmt/format.h>
@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <set>
 
-#include "plugins/host_services.h"
-#include "plugins/param_values.h"
+#include "plugin_host/host_services.h"
+#include "plugin_host/param_values.h"
 
 namespace vigil::plugins {
 
