@@ -6,13 +6,15 @@
 #     [SOURCES] src1.cpp ...            # the plugin's sources (the SOURCES keyword is optional)
 #     [LINK_LIBRARIES lib ...]          # extra PRIVATE link libraries
 #     [EIGEN]                           # also find and link Eigen3::Eigen (for tensor_eigen.hpp)
+#     [C_ONLY]                          # a plain C plugin: links vigil::abi alone (C11, no SDK, no fmt)
 #     [OUTPUT_NAME name]                # file lib<name>.so instead of lib<target>.so
 #     [ALLOW_UNDEFINED])                # drop -Wl,-z,defs (not recommended)
 #
-# The library gets: C++23, -fvisibility=hidden, -fvisibility-inlines-hidden, the linker version
+# The library gets: C++23 (C11 with C_ONLY), -fvisibility=hidden, -fvisibility-inlines-hidden, the linker version
 # script abi/plugin.version (global: vigil_plugin_entry_v1; local: *), -Wl,--exclude-libs,ALL (so
 # bundled static libraries stay private) and -Wl,-z,defs (a reference to a host symbol fails at link
-# time, never at load time). It links vigil::sdk (abi headers, SDK headers, fmt::fmt).
+# time, never at load time). It links vigil::sdk (abi headers, SDK headers, fmt::fmt), or with C_ONLY
+# vigil::abi (the C headers and DLPack's).
 include_guard(GLOBAL)
 
 # The version script: next to this file once installed, in abi/ in the source tree.
@@ -28,14 +30,27 @@ if(NOT EXISTS "${VIGIL_PLUGIN_VERSION_SCRIPT}")
 endif()
 
 function(vigil_add_rule_plugin target)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "EIGEN;ALLOW_UNDEFINED" "OUTPUT_NAME" "SOURCES;LINK_LIBRARIES")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "EIGEN;ALLOW_UNDEFINED;C_ONLY" "OUTPUT_NAME" "SOURCES;LINK_LIBRARIES")
   set(sources ${ARG_SOURCES} ${ARG_UNPARSED_ARGUMENTS})
   if(NOT sources)
     message(FATAL_ERROR "vigil_add_rule_plugin(${target}): no SOURCES given")
   endif()
 
   add_library(${target} MODULE ${sources})
-  target_link_libraries(${target} PRIVATE vigil::sdk ${ARG_LINK_LIBRARIES})
+  if(ARG_C_ONLY)
+    if(ARG_EIGEN)
+      message(FATAL_ERROR "vigil_add_rule_plugin(${target}): EIGEN needs the C++ SDK, not C_ONLY")
+    endif()
+    target_link_libraries(${target} PRIVATE vigil::abi ${ARG_LINK_LIBRARIES})
+    set_target_properties(${target} PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON LINKER_LANGUAGE C)
+  else()
+    if(NOT TARGET fmt::fmt)
+      message(FATAL_ERROR "vigil_add_rule_plugin(${target}): the C++ SDK needs fmt (install libfmt-dev), "
+                          "or pass C_ONLY for a plain C plugin")
+    endif()
+    target_link_libraries(${target} PRIVATE vigil::sdk ${ARG_LINK_LIBRARIES})
+    set_target_properties(${target} PROPERTIES CXX_STANDARD 23 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF)
+  endif()
   if(ARG_EIGEN)
     if(NOT TARGET Eigen3::Eigen)
       find_package(Eigen3 3.3 REQUIRED NO_MODULE)
@@ -44,9 +59,6 @@ function(vigil_add_rule_plugin target)
   endif()
 
   set_target_properties(${target} PROPERTIES
-    CXX_STANDARD 23
-    CXX_STANDARD_REQUIRED ON
-    CXX_EXTENSIONS OFF
     POSITION_INDEPENDENT_CODE ON
     C_VISIBILITY_PRESET hidden
     CXX_VISIBILITY_PRESET hidden

@@ -208,7 +208,7 @@ std::vector<fs::path> plugin_directories(const std::vector<std::string>& from_co
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    fs::path own = exe.parent_path().parent_path() / "lib" / "vigil" / "plugins";
+    fs::path own = exe.parent_path().parent_path() / VIGIL_PLUGIN_SUBDIR;
     if (fs::is_directory(own, ec)) dirs.push_back(own);
   }
   // The same directory given twice is loaded once.

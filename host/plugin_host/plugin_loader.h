@@ -53,7 +53,7 @@ class PluginRegistry {
 };
 
 // The plugin directories in search order: those given on the command line (--plugins), then
-// VIGIL_PLUGIN_PATH (':'-separated), then the installation's own folder (<exe>/../lib/vigil/plugins).
+// VIGIL_PLUGIN_PATH (':'-separated), then the installation's own folder (<exe>/../<libdir>/vigil/plugins, GNUInstallDirs).
 std::vector<std::filesystem::path> plugin_directories(const std::vector<std::string>& from_command_line);
 
 // Checks a descriptor's fields (ids, names, parameter specs and their defaults); empty when valid.

@@ -1,17 +1,17 @@
-// CreateXgboostReport's model: what the rule collects from the trial, the analyses it derives, and
-// the self-contained HTML page (inline SVG plots, no script, no external resource) it renders.
+// CreateXgboostReport's model: what the rule collects from the trial and the self-contained HTML page
+// (inline SVG plots, no script, no external resource) it renders; the analyses are in
+// report_statistics.h.
 #pragma once
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace vigil::builtin::xgboost {
+#include "report_statistics.h"
 
-enum class Task { Unknown, Binary, Multiclass, Regression };
+namespace vigil::builtin::xgboost {
 
 // What the rule has collected so far.
 struct ReportData {
@@ -32,37 +32,6 @@ struct ReportData {
   // Classification: class -> (step, share of that class's labels predicted right).
   std::map<int64_t, std::vector<std::pair<int64_t, double>>> class_accuracy;
 };
-
-struct TaskInfo {
-  Task task = Task::Unknown;
-  std::string reason;  // "objective binary:logistic", "inferred: ..."
-};
-
-// From hyperparameters/objective when saved, else from the labels and predictions.
-TaskInfo detect_task(const std::map<std::string, std::string>& hyperparameters, const std::vector<double>& labels,
-                     const std::vector<double>& predictions, const std::vector<int64_t>& prediction_shape);
-
-// Classification: one predicted class per label (argmax of per-class scores; p > 0.5 for binary
-// probabilities; the value itself for class ids); -1 where no class can be read (NaN).
-std::vector<int64_t> predicted_classes(Task task, const std::vector<double>& predictions,
-                                       const std::vector<int64_t>& prediction_shape, size_t count);
-
-// Binary classification: the score of class 1 per label (the value, or column 1 of two columns).
-std::vector<double> positive_scores(const std::vector<double>& predictions, const std::vector<int64_t>& prediction_shape,
-                                    size_t count);
-
-// np.histogram(v, bins): counts over `bins` equal-width bins of [min, max] (last bin closed; a single
-// value v gives [v - 0.5, v + 0.5]); non-finite values are left out. Returns (edges, counts).
-std::pair<std::vector<double>, std::vector<int64_t>> histogram(const std::vector<double>& values, int bins);
-
-struct RocCurve {
-  std::vector<std::pair<double, double>> points;  // (false positive rate, true positive rate) from (0, 0)
-  double auc = 0;
-  int64_t positives = 0, negatives = 0;
-};
-// sklearn's roc_curve/auc: one point per distinct score, trapezoidal area. Pairs with a NaN score
-// are left out.
-std::optional<RocCurve> roc_curve(const std::vector<double>& labels, const std::vector<double>& scores);
 
 // The whole page.
 std::string render_report(const ReportData& data);

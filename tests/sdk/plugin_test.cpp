@@ -224,7 +224,7 @@ TEST_F(PluginTest, EntryAndDescriptors) {
   EXPECT_EQ(entry->abi.minor, VIGIL_ABI_MINOR);
   EXPECT_STREQ(entry->plugin_id, "vigil.test.in-process");
   EXPECT_STREQ(entry->plugin_version, "2.0.1");
-  EXPECT_NE(std::string(entry->build_info).find("vigil-sdk 1.0.0"), std::string::npos);
+  EXPECT_NE(std::string(entry->build_info).find("vigil-sdk " VIGIL_SDK_VERSION_STRING), std::string::npos);
   EXPECT_EQ(entry->get_factory("vigil.other-factory/1"), nullptr);
   EXPECT_EQ(entry->get_factory(nullptr), nullptr);
   EXPECT_EQ(vigil_plugin_entry_v1(VIGIL_ABI_MAJOR, 99), entry);  // static data

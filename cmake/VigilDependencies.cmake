@@ -1,0 +1,42 @@
+# The lookups the ABI and SDK targets need, in one place: used by the source tree (sdk/CMakeLists.txt)
+# and by the installed package (VigilConfig.cmake), which installs this file beside itself.
+include_guard(GLOBAL)
+
+# vigil_find_dlpack(<found_var>): defines dlpack::dlpack (Debian's libdlpack-dev ships a CMake
+# package; otherwise the bare header is enough) and sets <found_var> to TRUE or FALSE.
+function(vigil_find_dlpack found_var)
+  if(NOT TARGET dlpack::dlpack)
+    find_package(dlpack CONFIG QUIET)
+  endif()
+  if(NOT TARGET dlpack::dlpack)
+    find_path(VIGIL_DLPACK_INCLUDE_DIR dlpack/dlpack.h)
+    if(VIGIL_DLPACK_INCLUDE_DIR)
+      add_library(dlpack::dlpack INTERFACE IMPORTED GLOBAL)
+      set_target_properties(dlpack::dlpack PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${VIGIL_DLPACK_INCLUDE_DIR}")
+    endif()
+  endif()
+  if(TARGET dlpack::dlpack)
+    set(${found_var} TRUE PARENT_SCOPE)
+  else()
+    set(${found_var} FALSE PARENT_SCOPE)
+  endif()
+endfunction()
+
+# vigil_read_abi_version(<abi_include_dir>): sets VIGIL_ABI_VERSION (major.minor.patch) from
+# vigil/version.h, the one place the ABI version is written.
+function(vigil_read_abi_version abi_include_dir)
+  file(STRINGS "${abi_include_dir}/vigil/version.h" lines REGEX "^#define VIGIL_ABI_(MAJOR|MINOR|PATCH) ")
+  foreach(part MAJOR MINOR PATCH)
+    set(value "")
+    foreach(line ${lines})
+      if(line MATCHES "^#define VIGIL_ABI_${part} ([0-9]+)")
+        set(value "${CMAKE_MATCH_1}")
+      endif()
+    endforeach()
+    if(value STREQUAL "")
+      message(FATAL_ERROR "VIGIL_ABI_${part} not found in ${abi_include_dir}/vigil/version.h")
+    endif()
+    set(${part} "${value}")
+  endforeach()
+  set(VIGIL_ABI_VERSION "${MAJOR}.${MINOR}.${PATCH}" PARENT_SCOPE)
+endfunction()

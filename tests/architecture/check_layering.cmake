@@ -1,0 +1,93 @@
+# cmake -DROOT=<source tree> -P check_layering.cmake
+# The one-way arrows between the parts (docs/architecture.md), checked on every #include "...":
+# a part may include its own headers and those of the parts listed for it, nothing else. The table
+# below is the only statement of the arrows; the architecture document points here.
+#
+#   host/common       -> (nothing)
+#   host/format       -> common
+#   host/trial        -> common format
+#   host/writer       -> common format trial
+#   host/plugin_host  -> common format trial
+#   host/evaluate     -> common format trial plugin_host
+#   host/cli          -> common format trial writer plugin_host evaluate
+#   hooks/libtorch    -> common format trial writer          (a training hook writes; it never evaluates)
+#   bindings/src      -> every host part
+#   abi/include       -> vigil/*.h of the ABI itself          (plain C: also <dlpack/dlpack.h>, <std*.h>)
+#   sdk/include       -> the ABI and the SDK                   (never the host)
+#   plugins/          -> the ABI, the SDK, the plugin's own files   (built like any third-party plugin)
+cmake_policy(VERSION 3.25)
+set(host_parts common format trial writer plugin_host evaluate cli)
+set(allowed_common "")
+set(allowed_format common)
+set(allowed_trial common format)
+set(allowed_writer common format trial)
+set(allowed_plugin_host common format trial)
+set(allowed_evaluate common format trial plugin_host)
+set(allowed_cli common format trial writer plugin_host evaluate)
+set(allowed_libtorch common format trial writer)
+set(allowed_bindings ${host_parts})
+list(JOIN host_parts "|" host_alternatives)
+
+set(violations "")
+set(checked 0)
+
+# check(<files> <allowed host parts> <description>): every quoted include naming a host part must
+# name one of <allowed>; quoted includes of "host/..." paths are never allowed.
+function(check_files allowed)
+  foreach(file ${ARGN})
+    file(STRINGS "${file}" lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+    foreach(line ${lines})
+      if(line MATCHES "\"(${host_alternatives})/" )
+        set(part "${CMAKE_MATCH_1}")
+        list(FIND allowed "${part}" at)
+        if(at EQUAL -1)
+          file(RELATIVE_PATH rel "${ROOT}" "${file}")
+          list(APPEND violations "${rel}: ${line}")
+        endif()
+      elseif(line MATCHES "\"host/")
+        file(RELATIVE_PATH rel "${ROOT}" "${file}")
+        list(APPEND violations "${rel}: ${line}")
+      endif()
+    endforeach()
+    math(EXPR checked "${checked} + 1")
+  endforeach()
+  set(violations "${violations}" PARENT_SCOPE)
+  set(checked "${checked}" PARENT_SCOPE)
+endfunction()
+
+foreach(part ${host_parts})
+  file(GLOB files "${ROOT}/host/${part}/*.h" "${ROOT}/host/${part}/*.cpp")
+  if(NOT files)
+    message(FATAL_ERROR "host/${part}/ has no sources: update the table in check_layering.cmake")
+  endif()
+  # A part may always include itself.
+  check_files("${allowed_${part}};${part}" ${files})
+endforeach()
+file(GLOB_RECURSE files "${ROOT}/hooks/libtorch/*.h" "${ROOT}/hooks/libtorch/*.cpp")
+check_files("${allowed_libtorch}" ${files})
+file(GLOB_RECURSE files "${ROOT}/bindings/src/*.h" "${ROOT}/bindings/src/*.cpp")
+check_files("${allowed_bindings}" ${files})
+file(GLOB_RECURSE files "${ROOT}/sdk/include/*.hpp" "${ROOT}/plugins/*.h" "${ROOT}/plugins/*.cpp" "${ROOT}/plugins/*.c")
+check_files("" ${files})
+
+# The ABI headers: plain C, nothing but themselves, DLPack and the C standard headers.
+file(GLOB files "${ROOT}/abi/include/vigil/*.h")
+foreach(file ${files})
+  file(STRINGS "${file}" lines REGEX "^[ \t]*#[ \t]*include")
+  foreach(line ${lines})
+    if(NOT line MATCHES "^[ \t]*#[ \t]*include[ \t]*(\"vigil/[a-z_]+\\.h\"|<dlpack/dlpack\\.h>|<std[a-z]+\\.h>|<stddef\\.h>)")
+      file(RELATIVE_PATH rel "${ROOT}" "${file}")
+      list(APPEND violations "${rel}: ${line}")
+    endif()
+  endforeach()
+  math(EXPR checked "${checked} + 1")
+endforeach()
+
+if(checked LESS 100)
+  message(FATAL_ERROR "only ${checked} files checked: the globs no longer match the tree")
+endif()
+if(violations)
+  list(JOIN violations "\n  " text)
+  message(FATAL_ERROR "includes against the layering of docs/architecture.md:\n  ${text}")
+endif()
+message(STATUS "layering: ${checked} files follow the arrows")
