@@ -44,8 +44,7 @@ struct LabelPredictionPair {
 sdk::Result<std::vector<LabelPredictionPair>> read_pairs(const sdk::Trial& trial, std::vector<std::string> label_names,
                                                          std::vector<std::string> prediction_names, vigil_step step);
 
-// A JSON array of strings.
-std::string json_string_array(const std::vector<std::string>& items);
+using sdk::json_string_array;
 
 // Python's str() of a number as it reads in evidence: "3" for integral values, else the shortest
 // round-trip form; "nan", "inf", "-inf" for the rest.

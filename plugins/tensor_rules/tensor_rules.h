@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "common.h"
+#include "tensor_support.h"
 
 namespace vigil::rules::tensor {
 

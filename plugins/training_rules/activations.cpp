@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "rule_support.h"
+#include "training_support.h"
 #include "training_rules.h"
 
 namespace vigil::training {
@@ -56,14 +56,14 @@ DeadRelu::DeadRelu(sdk::RuleContext ctx)
 
 Result<bool> DeadRelu::invoke_at_step(vigil_step step) {
   if (regexes_.empty()) return false;
-  VIGIL_TRY(const auto names, select_tensors(base_trial(), {}, regexes_));
+  VIGIL_TRY(const auto names, selected_tensors(base_trial(), {.regexes = regexes_}));
   std::vector<std::string> fired;
   for (const std::string& name : names) {
     if (is_cancelled()) return sdk::fail(Error::cancelled());
     const sdk::Tensor tensor = base_trial().tensor(name);
     VIGIL_TRY(const auto workers, workers_at(tensor, step, VIGIL_MODE_GLOBAL));
     for (const std::string& worker : workers) {
-      VIGIL_TRY(const auto values, read_values(tensor, step, VIGIL_MODE_GLOBAL, worker));
+      VIGIL_TRY(const auto values, read_values_if_saved(tensor, step, VIGIL_MODE_GLOBAL, worker));
       if (!values) continue;
       const auto c = count_inactive(*values, threshold_inactivity_, [](double x) { return x > 0; });
       if (!c) continue;
@@ -101,7 +101,7 @@ SaturatedActivation::SaturatedActivation(sdk::RuleContext ctx)
       threshold_layer_(params().get_double("threshold_layer")) {}
 
 Result<bool> SaturatedActivation::invoke_at_step(vigil_step step) {
-  VIGIL_TRY(const auto names, select_tensors(base_trial(), collections_, regexes_));
+  VIGIL_TRY(const auto names, selected_tensors(base_trial(), {.collections = collections_, .regexes = regexes_}));
   std::vector<std::string> fired;
   for (const std::string& name : names) {
     if (is_cancelled()) return sdk::fail(Error::cancelled());
@@ -116,7 +116,7 @@ Result<bool> SaturatedActivation::invoke_at_step(vigil_step step) {
     const sdk::Tensor tensor = base_trial().tensor(name);
     VIGIL_TRY(const auto workers, workers_at(tensor, step, VIGIL_MODE_GLOBAL));
     for (const std::string& worker : workers) {
-      VIGIL_TRY(const auto values, read_values(tensor, step, VIGIL_MODE_GLOBAL, worker));
+      VIGIL_TRY(const auto values, read_values_if_saved(tensor, step, VIGIL_MODE_GLOBAL, worker));
       if (!values) continue;
       const auto c = count_inactive(*values, threshold_inactivity_, [lo, hi](double x) { return lo < x && x < hi; });
       if (!c) continue;

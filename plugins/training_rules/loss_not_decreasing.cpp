@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-#include "rule_support.h"
+#include "training_support.h"
 #include "training_rules.h"
 
 namespace vigil::training {
@@ -43,7 +43,7 @@ Result<std::vector<std::string>> LossNotDecreasing::loss_tensors() const {
   }
   // Nothing configured and no losses collection: every tensor; read_scalar keeps the scalars.
   if (collections_.empty() && regexes_.empty() && !losses_used) return base_trial().tensor_names();
-  return select_tensors(base_trial(), collections, regexes_);
+  return selected_tensors(base_trial(), {.collections = collections, .regexes = regexes_});
 }
 
 Result<vigil_mode> LossNotDecreasing::resolve_mode(const std::vector<std::string>& names) const {

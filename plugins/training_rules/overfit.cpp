@@ -2,7 +2,7 @@
 #include <utility>
 #include <vector>
 
-#include "rule_support.h"
+#include "training_support.h"
 #include "training_rules.h"
 
 namespace vigil::training {
@@ -20,9 +20,8 @@ Result<bool> Overfit::invoke_at_step(vigil_step step) {
   const bool training = mode == VIGIL_MODE_TRAIN || mode == VIGIL_MODE_GLOBAL;
   if (!training && mode != VIGIL_MODE_EVAL) return false;  // PREDICT
 
-  const std::vector<std::string> losses_collection{"losses"};
-  VIGIL_TRY(const auto names, regexes_.empty() ? select_tensors(base_trial(), losses_collection, {})
-                                               : select_tensors(base_trial(), {}, regexes_));
+  const Selection selection = regexes_.empty() ? Selection{.collections = {"losses"}} : Selection{.regexes = regexes_};
+  VIGIL_TRY(const auto names, selected_tensors(base_trial(), selection));
   std::vector<std::string> fired;
   for (const std::string& name : names) {
     const sdk::Tensor tensor = base_trial().tensor(name);

@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-#include "rule_support.h"
+#include "training_support.h"
 #include "training_rules.h"
 
 namespace vigil::training {

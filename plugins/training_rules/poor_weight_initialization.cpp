@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "rule_support.h"
+#include "training_support.h"
 #include "training_rules.h"
 
 namespace vigil::training {
@@ -60,13 +60,13 @@ Result<bool> PoorWeightInitialization::invoke_at_step(vigil_step step) {
 
   // 1. Activation inputs: max/min variance across the layers of each worker.
   if (!regexes_.empty()) {
-    VIGIL_TRY(const auto names, select_tensors(base_trial(), {}, regexes_));
+    VIGIL_TRY(const auto names, selected_tensors(base_trial(), {.regexes = regexes_}));
     std::map<std::string, std::vector<std::pair<std::string, double>>> by_worker;
     for (const std::string& name : names) {
       const sdk::Tensor tensor = base_trial().tensor(name);
       VIGIL_TRY(const auto workers, workers_at(tensor, step, VIGIL_MODE_GLOBAL));
       for (const std::string& worker : workers) {
-        VIGIL_TRY(const auto values, read_values(tensor, step, VIGIL_MODE_GLOBAL, worker));
+        VIGIL_TRY(const auto values, read_values_if_saved(tensor, step, VIGIL_MODE_GLOBAL, worker));
         if (!values || values->data.empty()) continue;
         by_worker[worker].emplace_back(name, population_variance(values->data));
       }
@@ -110,7 +110,7 @@ Result<bool> PoorWeightInitialization::invoke_at_step(vigil_step step) {
       const sdk::Tensor tensor = base_trial().tensor(name);
       VIGIL_TRY(const auto workers, workers_at(tensor, step, VIGIL_MODE_GLOBAL));
       for (const std::string& worker : workers) {
-        VIGIL_TRY(const auto values, read_values(tensor, step, VIGIL_MODE_GLOBAL, worker));
+        VIGIL_TRY(const auto values, read_values_if_saved(tensor, step, VIGIL_MODE_GLOBAL, worker));
         if (!values || values->data.empty()) continue;
         const double spread = quantile(values->data, 0.95) - quantile(values->data, 0.05);
         if (std::isnan(spread)) continue;  // comparisons with NaN are false

@@ -2,7 +2,7 @@
 #include <chrono>
 #include <utility>
 
-#include "rule_support.h"
+#include "training_support.h"
 #include "training_rules.h"
 
 namespace vigil::training {

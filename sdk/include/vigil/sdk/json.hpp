@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <concepts>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,26 @@ inline std::string json_quote(std::string_view text) {
 inline std::string json_number(double value) {
   if (!std::isfinite(value)) return "null";
   return fmt::format("{}", value);
+}
+
+// A JSON array of already-serialised JSON values (objects, numbers, quoted strings).
+inline std::string json_array(std::span<const std::string> items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ',';
+    out += items[i];
+  }
+  return out + "]";
+}
+
+// A JSON array of strings.
+inline std::string json_string_array(std::span<const std::string> items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ',';
+    out += json_quote(items[i]);
+  }
+  return out + "]";
 }
 
 class JsonObject {

@@ -1,9 +1,10 @@
-// Helpers shared by the tensor rules: tensor selection (collection_names ∪ tensor_regex), the
-// workers of a tensor at a step, numeric values as doubles, numpy's allclose, and the "no verdict"
-// error. Built on the SDK only.
+// Helpers of the tensor rules: numpy's allclose, saved reductions, the "no verdict" error and the
+// evidence lists; selection, workers and values come from plugins/rule_support/. SDK only.
 #pragma once
 
 #include <vigil/sdk.hpp>
+
+#include "rule_support.h"
 
 #include <cstdint>
 #include <optional>
@@ -17,53 +18,16 @@ namespace vigil::rules::tensor {
 using sdk::Error;
 using sdk::Result;
 
-// The tensors a rule reads: smdebug's `collection_names` and `tensor_regex` (both comma-separated
-// lists; a tensor is selected when it belongs to any collection or matches any regex with
-// re.search semantics).
-struct Selection {
-  std::vector<std::string> collections;
-  std::vector<std::string> regexes;
-
-  bool empty() const noexcept { return collections.empty() && regexes.empty(); }
-  // "collection_names [a, b] ∪ tensor_regex [.*x]" for messages and evidence.
-  std::string describe() const;
-};
-
-// Reads the `collection_names` and `tensor_regex` parameters (each may be unset).
-Selection selection_from_params(const sdk::Params& params);
-
-// The selection of a rule that has no default one: refused when empty (smdebug raised "please
-// provide either collection_names or tensor_regex") or when a regex does not compile.
-Result<Selection> required_selection(const sdk::RuleContext& ctx);
-
-// Refuses a regex the host cannot compile, before anything runs.
-Result<void> check_selection(const sdk::Trial& trial, const Selection& selection);
-
-// The names of the selected tensors saved at global `step` (sorted, unique). An empty selection
-// selects every tensor of the trial when `all_if_empty`, none otherwise.
-Result<std::vector<std::string>> selected_at_step(const sdk::Trial& trial, const Selection& selection,
-                                                  vigil_step step, bool all_if_empty);
-
-// True for the errors that mean "this tensor has no data here" (smdebug's TensorUnavailableForStep,
-// TensorUnavailable, StepUnavailable): the tensor gives no verdict at the step.
-bool is_missing(const Error& e) noexcept;
-
-// The workers that saved `tensor` at `step` (sorted; empty when none did).
-Result<std::vector<std::string>> workers_at(const sdk::Tensor& tensor, vigil_step step,
-                                            vigil_mode mode = VIGIL_MODE_GLOBAL);
-
-// A real-valued tensor read as doubles (exact for every float dtype; bool as 0/1).
-struct Values {
-  std::vector<double> data;
-  std::vector<int64_t> shape;
-  DLDataType dtype{};
-  bool is_float32() const noexcept { return dtype.code == kDLFloat && dtype.bits == 32 && dtype.lanes == 1; }
-};
-
-// The value of (tensor, step, mode, worker) as doubles; nullopt when the tensor is not real-valued
-// (strings, complex). Missing data comes back as the host's error (see is_missing).
-Result<std::optional<Values>> read_values(const sdk::Tensor& tensor, vigil_step step, vigil_mode mode,
-                                          std::string_view worker);
+// Shared with the other families (plugins/rule_support/).
+using builtin::is_missing;
+using builtin::read_values;
+using builtin::required_selection;
+using builtin::selected_at_step;
+using builtin::Selection;
+using builtin::selection_from_params;
+using builtin::check_selection;
+using builtin::Values;
+using builtin::workers_at;
 
 // Calls f(double) for every element of a real-valued view (floats of every width, integers, bool)
 // without copying the 32/64-bit ones. Returns false, calling nothing, for strings and complex values.
@@ -146,14 +110,11 @@ class Hits {
   }
   size_t count() const noexcept { return count_; }
   bool empty() const noexcept { return count_ == 0; }
-  std::string json_array() const;
+  std::string json_array() const { return sdk::json_array(items_); }
 
  private:
   size_t count_ = 0;
   std::vector<std::string> items_;
 };
-
-// "[a,b]" as a JSON array of strings.
-std::string json_string_array(const std::vector<std::string>& items);
 
 }  // namespace vigil::rules::tensor

@@ -1,4 +1,4 @@
-// Helpers shared by the data rules.
+// Helpers of the data rules: every worker's value, label/prediction pairs, evidence numbers.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -52,12 +52,6 @@ sdk::Result<std::vector<LabelPredictionPair>> read_pairs(const sdk::Trial& trial
     return sdk::fail(sdk::Error::tensor_unavailable_for_step(
         label_names.empty() ? std::string("labels") : label_names.front(), step));
   return out;
-}
-
-std::string json_string_array(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + sdk::json_quote(items[i]);
-  return out + "]";
 }
 
 std::string number_text(double v) {

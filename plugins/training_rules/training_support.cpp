@@ -1,0 +1,48 @@
+#include "training_support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace vigil::training {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+}  // namespace
+
+Result<std::optional<double>> read_scalar(const sdk::Tensor& tensor, vigil_step step, vigil_mode mode,
+                                          std::string_view worker) {
+  VIGIL_TRY(auto values, builtin::read_values_if_saved(tensor, step, mode, worker));
+  if (!values || values->data.size() != 1) return std::optional<double>{};
+  return std::optional<double>(values->data.front());
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return kNaN;
+  for (double x : v)
+    if (std::isnan(x)) return kNaN;
+  std::sort(v.begin(), v.end());
+  const double h = static_cast<double>(v.size() - 1) * q;
+  const auto lo = static_cast<size_t>(std::floor(h));
+  const auto hi = static_cast<size_t>(std::ceil(h));
+  if (lo == hi) return v[lo];
+  // numpy's _lerp, bit for bit: a + (b-a)*t, but b - (b-a)*(1-t) when t >= 0.5.
+  const double a = v[lo], b = v[hi], t = h - static_cast<double>(lo);
+  const double diff = b - a;
+  return t >= 0.5 ? b - diff * (1 - t) : a + diff * t;
+}
+
+double population_variance(std::span<const double> v) {
+  if (v.empty()) return kNaN;
+  double sum = 0;
+  for (double x : v) sum += x;
+  const double mean = sum / static_cast<double>(v.size());
+  double sq = 0;
+  for (double x : v) sq += (x - mean) * (x - mean);
+  return sq / static_cast<double>(v.size());
+}
+
+}  // namespace vigil::training
