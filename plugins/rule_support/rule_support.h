@@ -28,6 +28,14 @@ struct Selection {
   std::string describe() const;
 };
 
+// The two parameters of a rule whose selection is required (see required_selection).
+inline constexpr sdk::ParamSpec kRequiredCollectionNames =
+    sdk::param_string_list("collection_names", nullptr,
+                           "Collections whose tensors are inspected (comma-separated). This or tensor_regex is "
+                           "required; with both, the union.");
+inline constexpr sdk::ParamSpec kRequiredTensorRegex = sdk::param_string_list(
+    "tensor_regex", nullptr, "Regexes (comma-separated, matched anywhere in the name) of tensors to inspect.");
+
 // Reads the `collection_names` and `tensor_regex` parameters (each may be unset).
 Selection selection_from_params(const sdk::Params& params);
 

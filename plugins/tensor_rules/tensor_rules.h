@@ -99,11 +99,8 @@ saved with only its shape gives no verdict; a step where no selected tensor give
 class AllZero final : public sdk::Rule {
  public:
   static constexpr sdk::ParamSpec kParams[] = {
-      sdk::param_string_list("collection_names", nullptr,
-                             "Collections whose tensors are inspected (comma-separated). This or tensor_regex is "
-                             "required; with both, the union."),
-      sdk::param_string_list("tensor_regex", nullptr,
-                             "Regexes (comma-separated, matched anywhere in the name) of tensors to inspect."),
+      kRequiredCollectionNames,
+      kRequiredTensorRegex,
       sdk::param_double("threshold", "100",
                         "Percentage of zero elements at or above which a tensor fires the rule.")
           .range(0, 100),
@@ -141,11 +138,8 @@ one is skipped.
 class UnchangedTensor final : public sdk::Rule {
  public:
   static constexpr sdk::ParamSpec kParams[] = {
-      sdk::param_string_list("collection_names", nullptr,
-                             "Collections whose tensors are inspected (comma-separated). This or tensor_regex is "
-                             "required; with both, the union."),
-      sdk::param_string_list("tensor_regex", nullptr,
-                             "Regexes (comma-separated, matched anywhere in the name) of tensors to inspect."),
+      kRequiredCollectionNames,
+      kRequiredTensorRegex,
       sdk::param_int("num_steps", "3", "How many saved steps of a tensor (the current one included) must agree.")
           .min(1),
       sdk::param_double("rtol", "1e-05", "Relative tolerance of numpy.allclose.").min(0),
@@ -198,11 +192,8 @@ step where no selected tensor gives one is skipped.
 class TensorVariance final : public sdk::Rule {
  public:
   static constexpr sdk::ParamSpec kParams[] = {
-      sdk::param_string_list("collection_names", nullptr,
-                             "Collections whose tensors are inspected (comma-separated). This or tensor_regex is "
-                             "required; with both, the union."),
-      sdk::param_string_list("tensor_regex", nullptr,
-                             "Regexes (comma-separated, matched anywhere in the name) of tensors to inspect."),
+      kRequiredCollectionNames,
+      kRequiredTensorRegex,
       sdk::param_double("max_threshold", nullptr, "The rule fires when a tensor's variance is above this (strictly).")
           .min(0),
       sdk::param_double("min_threshold", nullptr, "The rule fires when a tensor's variance is below this (strictly).")

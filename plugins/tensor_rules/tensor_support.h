@@ -20,6 +20,8 @@ using sdk::Result;
 
 // Shared with the other families (plugins/rule_support/).
 using builtin::is_missing;
+using builtin::kRequiredCollectionNames;
+using builtin::kRequiredTensorRegex;
 using builtin::read_values;
 using builtin::required_selection;
 using builtin::selected_at_step;
