@@ -1,6 +1,8 @@
 // Plugin loading: what is accepted, every refusal and its reason, and parameter validation.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -111,6 +113,20 @@ TEST(PluginLoader, RefusesRelativeAndMissingPaths) {
   EXPECT_EQ(registry.refused()[0].code, ErrorCode::InvalidArgument);
   EXPECT_EQ(registry.refused()[1].code, ErrorCode::Io);
   EXPECT_EQ(file.error().code, ErrorCode::InvalidArgument);
+}
+
+// version.h: a plugin declines a host it cannot use in its entry function; the SDK's declines another
+// ABI major, before any init.
+TEST(PluginLoader, TheSdkEntryDeclinesAnotherMajor) {
+  const auto file = variant_dir("sdk_extensions") / "libvigil_test_plugin_sdk_extensions.so";
+  void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  auto entry = reinterpret_cast<vigil_plugin_entry_fn>(::dlsym(handle, VIGIL_PLUGIN_ENTRY_SYMBOL));
+  ASSERT_NE(entry, nullptr);
+  EXPECT_NE(entry(VIGIL_ABI_MAJOR, VIGIL_ABI_MINOR), nullptr);
+  EXPECT_NE(entry(VIGIL_ABI_MAJOR, 0), nullptr);  // any minor
+  EXPECT_EQ(entry(VIGIL_ABI_MAJOR + 1, 0), nullptr);
+  ::dlclose(handle);
 }
 
 TEST(PluginLoader, KeepsTheBuildInfo) {
