@@ -35,8 +35,8 @@ namespace vigil::cli {
 namespace {
 
 constexpr std::string_view kUsage = R"(usage: vigil evaluate --trial PATH (--job FILE | --group NAME | --rule NAME [--param KEY=VALUE]...)...
-                      [--plugins DIR]... [--status-file FILE] [--no-follow] [--idle-timeout SECONDS] [--quiet]
-                      [--isolate [--rule-timeout SECONDS] [--rule-memory-limit MIB]]
+                      [--plugins DIR]... [--allow-insecure-plugins] [--status-file FILE] [--no-follow]
+                      [--idle-timeout SECONDS] [--quiet] [--isolate [--rule-timeout SECONDS] [--rule-memory-limit MIB]]
 
 Runs debugger rules over a trial with smdebug's invoke_rule semantics: steps in order from each
 rule's start_step, waiting for new steps while the training job runs, until the end-of-training
@@ -60,6 +60,9 @@ job:
 running:
   --plugins DIR         load plugins from DIR too (absolute path; repeatable); VIGIL_PLUGIN_PATH
                         and the installation's lib/vigil/plugins are always searched
+  --allow-insecure-plugins
+                        load plugins that another user could write, or that belong to neither you
+                        nor root (refused otherwise; VIGIL_ALLOW_INSECURE_PLUGINS=1 does the same)
   --status-file FILE    write {"DebugRuleEvaluationStatuses": [...]} here, atomically, on every change
   --no-follow           treat what exists as the whole trial (a writer that never wrote the marker)
   --idle-timeout SECS   end when no new step has arrived for this long
@@ -168,7 +171,7 @@ void print_logs(evaluate::EvaluatorOptions& options, bool quiet) {
 
 // `vigil evaluate --isolated-child`: one plugin's share of an --isolate job. The parent hands the
 // rules over on stdin and reads every event from fd 3; the statuses are the parent's to print.
-int run_isolated_child(const std::vector<std::string>& plugin_files, bool quiet) {
+int run_isolated_child(const std::vector<std::string>& plugin_files, plugins::LoadOptions load, bool quiet) {
   // Nobody would read the events once the parent is gone.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   // Processes the rules start must not hold the events pipe open.
@@ -184,7 +187,7 @@ int run_isolated_child(const std::vector<std::string>& plugin_files, bool quiet)
     std::fprintf(stderr, "vigil evaluate: %s\n", work.error().message.c_str());
     return kExitUsage;
   }
-  plugins::PluginRegistry registry;
+  plugins::PluginRegistry registry(load);
   for (const auto& file : plugin_files) (void)registry.load_file(file);
   print_refusals(registry, stderr);
 
@@ -223,6 +226,7 @@ int run_evaluate(const std::vector<std::string>& args) {
   evaluate::EvaluatorOptions options;
   bool quiet = false;
   bool isolate = false, isolated_child = false;
+  bool allow_insecure = false;
   std::optional<std::chrono::milliseconds> rule_timeout;
   std::optional<uint64_t> memory_limit_mib;
   std::vector<std::string> plugin_files;  // --isolated-child only
@@ -243,6 +247,8 @@ int run_evaluate(const std::vector<std::string>& args) {
       isolate = true;
     } else if (a == "--isolated-child") {
       isolated_child = true;
+    } else if (a == kAllowInsecurePlugins) {
+      allow_insecure = true;
     } else if (a == "--job" || a == "--trial" || a == "--status-file" || a == "--plugins" || a == "--rule" ||
                a == "--param" || a == "--name" || a == "--idle-timeout" || a == "--group" || a == "--rule-timeout" ||
                a == "--rule-memory-limit" || a == "--plugin-file") {
@@ -288,8 +294,9 @@ int run_evaluate(const std::vector<std::string>& args) {
   if (isolated_child) {
     if (isolate || job_file || trial || status_file || !plugin_dirs.empty() || !cli_rules.empty() || !groups.empty() ||
         plugin_files.empty())
-      return usage_error("--isolated-child is internal to --isolate and takes only --plugin-file and --quiet");
-    return run_isolated_child(plugin_files, quiet);
+      return usage_error("--isolated-child is internal to --isolate and takes only --plugin-file, "
+                         "--allow-insecure-plugins and --quiet");
+    return run_isolated_child(plugin_files, load_options(allow_insecure), quiet);
   }
   if (!plugin_files.empty()) return usage_error("--plugin-file is internal to --isolate; use --plugins DIR");
   if (!isolate && (rule_timeout || memory_limit_mib))
@@ -321,7 +328,7 @@ int run_evaluate(const std::vector<std::string>& args) {
     job.rules.push_back(std::move(*rule));
   }
 
-  auto registry = load_plugins(plugin_dirs);
+  auto registry = load_plugins(plugin_dirs, load_options(allow_insecure));
   print_refusals(registry, stderr);
 
   if (status_file) options.status_file = *status_file;
@@ -354,6 +361,7 @@ int run_evaluate(const std::vector<std::string>& args) {
     isolation.rule_timeout = rule_timeout;
     if (memory_limit_mib) isolation.memory_limit_mib = *memory_limit_mib;
     if (quiet) isolation.child_arguments.push_back("--quiet");
+    if (allow_insecure) isolation.child_arguments.push_back(kAllowInsecurePlugins);
     return run_to_end(evaluate::IsolatedEvaluator::create(registry, std::move(job), options, std::move(isolation)));
   }
   return run_to_end(evaluate::Evaluator::create(registry, std::move(job), options));

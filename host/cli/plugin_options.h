@@ -1,4 +1,5 @@
-// Command-line handling shared by `vigil rules` and `vigil evaluate`: plugin directories.
+// Command-line handling shared by `vigil rules` and `vigil evaluate`: plugin directories and
+// --allow-insecure-plugins.
 #pragma once
 
 #include <cstdio>
@@ -9,9 +10,20 @@
 
 namespace vigil::cli {
 
+// Loads plugins that fail the ownership and permission checks (VIGIL_ALLOW_INSECURE_PLUGINS=1 too).
+inline constexpr const char* kAllowInsecurePlugins = "--allow-insecure-plugins";
+
+// The loader's options: from the environment, and --allow-insecure-plugins when given.
+inline plugins::LoadOptions load_options(bool allow_insecure_flag) {
+  auto options = plugins::LoadOptions::from_environment();
+  options.allow_insecure = options.allow_insecure || allow_insecure_flag;
+  return options;
+}
+
 // Loads every plugin from the search path (--plugins dirs, VIGIL_PLUGIN_PATH, the install folder).
-inline plugins::PluginRegistry load_plugins(const std::vector<std::string>& plugin_dirs) {
-  plugins::PluginRegistry registry;
+inline plugins::PluginRegistry load_plugins(const std::vector<std::string>& plugin_dirs,
+                                            plugins::LoadOptions options) {
+  plugins::PluginRegistry registry(options);
   for (const auto& dir : plugins::plugin_directories(plugin_dirs)) registry.load_directory(dir);
   return registry;
 }

@@ -16,15 +16,20 @@
 namespace vigil::cli {
 namespace {
 
-constexpr std::string_view kUsage = R"(usage: vigil rules [--plugins DIR]... [--group NAME] [--json | --markdown] [--groups]
+constexpr std::string_view kUsage = R"(usage: vigil rules [--plugins DIR]... [--allow-insecure-plugins] [--group NAME] [--json | --markdown]
+                   [--groups]
 
-Lists every rule the loaded plugins provide (name = the rule_to_invoke value, id, plugin,
-parameters with their types, defaults and bounds) and every plugin that was refused, with why.
-Plugins are searched in --plugins directories (absolute paths), then VIGIL_PLUGIN_PATH
-(':'-separated), then the installation's lib/vigil/plugins.
+Lists every rule the loaded plugins provide (name = the rule_to_invoke value, id, plugin and its
+build_info, parameters with their types, defaults and bounds) and every plugin that was refused,
+with why. Plugins are searched in --plugins directories (absolute paths), then VIGIL_PLUGIN_PATH
+(':'-separated), then the installation's lib/vigil/plugins. A plugin file, or a folder on its path,
+that another user could write or that belongs to neither you nor root is refused.
 
 options:
   --plugins DIR   also load plugins from DIR (repeatable)
+  --allow-insecure-plugins
+                  load plugins that fail the ownership and permission checks
+                  (VIGIL_ALLOW_INSECURE_PLUGINS=1 does the same)
   --group NAME    only the rules of a SageMaker rule group (see --groups)
   --groups        list the rule groups
   --json          machine-readable output
@@ -118,6 +123,7 @@ std::string markdown(const std::vector<const plugins::RuleType*>& rules) {
 
 int run_rules(const std::vector<std::string>& args) {
   std::vector<std::string> dirs;
+  bool allow_insecure = false;
   bool json = false;
   bool md = false;
   std::optional<std::string> group_name;
@@ -125,6 +131,8 @@ int run_rules(const std::vector<std::string>& args) {
     if (args[i] == "-h" || args[i] == "--help") {
       std::fputs(kUsage.data(), stdout);
       return kExitOk;
+    } else if (args[i] == kAllowInsecurePlugins) {
+      allow_insecure = true;
     } else if (args[i] == "--json") {
       json = true;
     } else if (args[i] == "--markdown") {
@@ -142,7 +150,7 @@ int run_rules(const std::vector<std::string>& args) {
       return kExitUsage;
     }
   }
-  auto registry = load_plugins(dirs);
+  auto registry = load_plugins(dirs, load_options(allow_insecure));
   // The rules to show: all loaded ones, or a group's (in the group's order).
   std::vector<const plugins::RuleType*> shown;
   if (group_name) {
@@ -176,6 +184,7 @@ int run_rules(const std::vector<std::string>& args) {
       j["description"] = d->description ? d->description : "";
       j["plugin"] = r.plugin_id;
       j["plugin_path"] = r.plugin_path.string();
+      j["build_info"] = r.build_info;
       j["multi_trial"] = (d->flags & VIGIL_RULEF_MULTI_TRIAL) != 0;
       auto params = nlohmann::ordered_json::array();
       for (uint32_t i = 0; i < d->param_count; ++i) params.push_back(param_json(d->params[i]));
@@ -184,7 +193,8 @@ int run_rules(const std::vector<std::string>& args) {
     }
     out["rules"] = rules;
     auto refused = nlohmann::ordered_json::array();
-    for (const auto& r : registry.refused()) refused.push_back({{"path", r.path.string()}, {"reason", r.reason}});
+    for (const auto& r : registry.refused())
+      refused.push_back({{"path", r.path.string()}, {"reason", r.reason}, {"status", int(r.code)}});
     out["refused_plugins"] = refused;
     std::cout << out.dump(2) << '\n';
     return kExitOk;
@@ -193,7 +203,8 @@ int run_rules(const std::vector<std::string>& args) {
   for (const auto* rp : shown) {
     const auto& r = *rp;
     const auto* d = r.descriptor;
-    std::cout << fmt::format("{}  ({}, plugin {})\n", d->name, d->id, r.plugin_path.filename().string());
+    std::cout << fmt::format("{}  ({}, plugin {}{}{})\n", d->name, d->id, r.plugin_path.filename().string(),
+                             r.build_info.empty() ? "" : ", built with ", r.build_info);
     if (d->description && *d->description) std::cout << "    " << d->description << '\n';
     for (uint32_t i = 0; i < d->param_count; ++i) {
       const auto& p = d->params[i];

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "format/dtype.h"
+#include "plugin_host/extensions.h"
 #include "trial/element_access.h"
 
 namespace vigil::plugins {
@@ -112,7 +113,7 @@ bool valid_key(const vigil_tensor_key* key) {
 
 // ---- the table's functions ----
 
-const void* VIGIL_CALL get_extension(const vigil_host_api*, const char*) { return nullptr; }
+const void* VIGIL_CALL get_extension(const vigil_host_api*, const char* id) { return id ? find_extension(id) : nullptr; }
 
 void VIGIL_CALL log_fn(vigil_session* s, vigil_log_level level, const char* utf8) {
   if (!s || !utf8 || !s->log) return;

@@ -1,12 +1,19 @@
 #include "plugin_host/plugin_loader.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <boost/dll/shared_library.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
 #include <set>
 
 #include "plugin_host/host_services.h"
@@ -16,22 +23,52 @@ namespace vigil::plugins {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Which plugin libraries are initialised, process-wide. A library loaded again while it is loaded
+// (by another registry, or through another path to the same file) is the same mapped code, so it has
+// the same entry: init runs for its first user only and deinit after its last, as plugin.h promises.
+// The mutex also serializes every init and deinit ([loader]).
+struct InitTable {
+  std::mutex mu;
+  std::map<const vigil_plugin_entry*, int> users;
+};
+
+InitTable& init_table() {
+  static InitTable table;  // built by the first load: outlives every registry, static ones included
+  return table;
+}
+
+}  // namespace
+
 struct LoadedPlugin {
   boost::dll::shared_library library;
   const vigil_plugin_entry* entry = nullptr;
-  bool initialised = false;
+  bool initialised = false;  // counted in init_table()
   ~LoadedPlugin() {
-    try {
-      if (initialised && entry->deinit) entry->deinit();
-    } catch (...) {
-      // A deinit that throws across the ABI is ignored: the library is going away anyway.
+    if (initialised) {
+      InitTable& table = init_table();
+      std::lock_guard lock(table.mu);
+      if (--table.users[entry] == 0) {
+        table.users.erase(entry);
+        try {
+          if (entry->deinit) entry->deinit();
+        } catch (...) {
+          // A deinit that throws across the ABI is ignored: the library is going away anyway.
+        }
+      }
     }
     // Plugins that ask never to be unloaded (an embedded interpreter) keep their code mapped.
     if (entry && (entry->flags & VIGIL_PLUGINF_NO_UNLOAD)) new boost::dll::shared_library(std::move(library));
   }
 };
 
-PluginRegistry::PluginRegistry() = default;
+LoadOptions LoadOptions::from_environment() {
+  const char* allow = std::getenv("VIGIL_ALLOW_INSECURE_PLUGINS");
+  return LoadOptions{.allow_insecure = allow && std::string_view(allow) == "1"};
+}
+
+PluginRegistry::PluginRegistry(LoadOptions options) : options_(options) {}
 PluginRegistry::~PluginRegistry() = default;
 PluginRegistry::PluginRegistry(PluginRegistry&&) noexcept = default;
 PluginRegistry& PluginRegistry::operator=(PluginRegistry&&) noexcept = default;
@@ -61,6 +98,43 @@ auto call_plugin(const char* what, Fn&& fn) -> std::expected<decltype(fn()), std
 constexpr size_t kEntryV1Size = offsetof(vigil_plugin_entry, get_factory) + sizeof(void*);
 constexpr size_t kFactoryV1Size = offsetof(vigil_rule_factory, create) + sizeof(void*);
 constexpr size_t kDescriptorV1Size = offsetof(vigil_rule_descriptor, flags) + sizeof(uint32_t);
+
+constexpr std::string_view kAllowHint =
+    "; pass --allow-insecure-plugins or set VIGIL_ALLOW_INSECURE_PLUGINS=1 to load it anyway";
+
+// Opens `file` and checks it (by its descriptor) and every folder above its real path against
+// trust_problem; returns that real path, which is what gets loaded. Checking the folders of the real
+// path, not of the path given, makes symlinks harmless: the checked chain is the loaded one. The
+// library is then opened again by that path, a window in which only a user the checks trust (its
+// owner, or root) could replace the file, since no folder on the way is writable by anyone else.
+Result<fs::path> trusted_path(const fs::path& file, bool allow_insecure) {
+  auto io_error = [&](std::string message) { return fail(Error{.code = ErrorCode::Io, .message = std::move(message)}); };
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return io_error(fmt::format("cannot open: {}", std::strerror(errno)));
+  struct stat st {};
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  const int stat_errno = errno;
+  std::error_code ec;
+  const fs::path real = fs::read_symlink(fmt::format("/proc/self/fd/{}", fd), ec);
+  ::close(fd);
+  if (!stat_ok) return io_error(fmt::format("cannot stat: {}", std::strerror(stat_errno)));
+  if (!S_ISREG(st.st_mode)) return io_error("not a regular file");
+  if (ec || !real.is_absolute()) return io_error(fmt::format("cannot resolve its real path: {}", ec.message()));
+  if (allow_insecure) return real;
+  const uid_t euid = ::geteuid();
+  if (std::string problem = trust_problem(st, euid); !problem.empty())
+    return io_error(fmt::format("not trusted: the file {} {}{}", real.string(), problem, kAllowHint));
+  for (fs::path dir = real.parent_path();; dir = dir.parent_path()) {
+    struct stat ds {};
+    if (::lstat(dir.c_str(), &ds) != 0) return io_error(fmt::format("cannot stat {}: {}", dir.string(), std::strerror(errno)));
+    // A real path holds no symlinks: one found now was put there since the path was resolved.
+    if (!S_ISDIR(ds.st_mode)) return io_error(fmt::format("not trusted: {} changed while it was checked", dir.string()));
+    if (std::string problem = trust_problem(ds, euid); !problem.empty())
+      return io_error(fmt::format("not trusted: the folder {} {}{}", dir.string(), problem, kAllowHint));
+    if (dir == dir.root_path()) break;
+  }
+  return real;
+}
 
 }  // namespace
 
@@ -93,73 +167,102 @@ std::string check_descriptor(const vigil_rule_descriptor* d) {
   return {};
 }
 
+std::string trust_problem(const struct stat& st, uid_t euid) {
+  if (st.st_uid != euid && st.st_uid != 0)
+    return fmt::format("belongs to uid {} (neither the user running vigil, uid {}, nor root)", st.st_uid, euid);
+  const bool sticky_root_folder = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && st.st_uid == 0;
+  if (sticky_root_folder) return {};
+  const unsigned mode = st.st_mode & 07777;
+  if (st.st_mode & S_IWOTH) return fmt::format("is writable by every user (mode {:04o})", mode);
+  if (st.st_mode & S_IWGRP) return fmt::format("is writable by its group, gid {} (mode {:04o})", st.st_gid, mode);
+  return {};
+}
+
 Result<void> PluginRegistry::load_file(const fs::path& file) {
-  auto refuse = [&](std::string reason) -> Result<void> {
-    refused_.push_back({file, reason});
-    return fail(Error{.code = ErrorCode::VersionMismatch, .message = fmt::format("{}: {}", file.string(), reason)});
+  auto refuse = [&](ErrorCode code, std::string reason) -> Result<void> {
+    refused_.push_back({file, reason, code});
+    return fail(Error{.code = code, .message = fmt::format("{}: {}", file.string(), reason)});
   };
-  if (!file.is_absolute()) return refuse("plugins are loaded from absolute paths only");
+  constexpr ErrorCode kBroken = ErrorCode::PluginFailure;  // the library breaks the contract
+  if (!file.is_absolute()) return refuse(ErrorCode::InvalidArgument, "plugins are loaded from absolute paths only");
+  auto real = trusted_path(file, options_.allow_insecure);
+  if (!real) return refuse(real.error().code, real.error().message);
   auto plugin = std::make_shared<LoadedPlugin>();
   try {
-    plugin->library.load(boost::dll::fs::path(file.string()),
+    plugin->library.load(boost::dll::fs::path(real->string()),
                          boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
-    return refuse(fmt::format("cannot load: {}", e.what()));
+    return refuse(kBroken, fmt::format("cannot load: {}", e.what()));
   }
   if (!plugin->library.has(VIGIL_PLUGIN_ENTRY_SYMBOL))
-    return refuse(fmt::format("no entry symbol {} (not a Vigil plugin, or built for another ABI major)",
+    return refuse(ErrorCode::VersionMismatch,
+                  fmt::format("no entry symbol {} (not a Vigil plugin, or built for another ABI major)",
                               VIGIL_PLUGIN_ENTRY_SYMBOL));
   auto entry_fn = plugin->library.get<const vigil_plugin_entry*(uint32_t, uint32_t)>(VIGIL_PLUGIN_ENTRY_SYMBOL);
   auto entry_or = call_plugin("the entry function", [&] { return entry_fn(VIGIL_ABI_MAJOR, VIGIL_ABI_MINOR); });
-  if (!entry_or) return refuse(entry_or.error());
+  if (!entry_or) return refuse(kBroken, entry_or.error());
   const vigil_plugin_entry* entry = *entry_or;
   if (!entry)
-    return refuse(fmt::format("the plugin declined host ABI {}.{} (it needs a newer host)", VIGIL_ABI_MAJOR,
-                              VIGIL_ABI_MINOR));
-  if (entry->struct_size < kEntryV1Size) return refuse(fmt::format("entry struct_size {} is too small", entry->struct_size));
+    return refuse(ErrorCode::VersionMismatch, fmt::format("the plugin declined host ABI {}.{} (it needs a newer host)",
+                                                          VIGIL_ABI_MAJOR, VIGIL_ABI_MINOR));
+  if (entry->struct_size < kEntryV1Size)
+    return refuse(kBroken, fmt::format("entry struct_size {} is too small", entry->struct_size));
+  // The one check that decides compatibility (version.h): the major the entry says it was built for.
   if (entry->abi.major != VIGIL_ABI_MAJOR)
-    return refuse(fmt::format("built for ABI {}.{}, the host speaks ABI {}.{}", entry->abi.major, entry->abi.minor,
-                              VIGIL_ABI_MAJOR, VIGIL_ABI_MINOR));
-  if (!nonempty(entry->plugin_id)) return refuse("the entry has no plugin_id");
-  if (!entry->init || !entry->get_factory) return refuse("the entry lacks init or get_factory");
+    return refuse(ErrorCode::VersionMismatch, fmt::format("built for ABI {}.{}, the host speaks ABI {}.{}",
+                                                          entry->abi.major, entry->abi.minor, VIGIL_ABI_MAJOR,
+                                                          VIGIL_ABI_MINOR));
+  if (!nonempty(entry->plugin_id)) return refuse(kBroken, "the entry has no plugin_id");
+  if (!entry->init || !entry->get_factory) return refuse(kBroken, "the entry lacks init or get_factory");
   plugin->entry = entry;
 
-  vigil_error err{};
-  err.struct_size = sizeof(err);
-  auto init_or = call_plugin("init", [&] { return entry->init(host_api(), file.c_str(), &err); });
-  if (!init_or) return refuse(init_or.error());
-  const vigil_status st = *init_or;
-  if (st != VIGIL_OK) {
-    std::string msg(err.message, strnlen(err.message, sizeof(err.message)));
-    if (st == VIGIL_E_VERSION_MISMATCH)
-      return refuse(fmt::format("init refused the host's ABI {}.{}: {}", VIGIL_ABI_MAJOR, VIGIL_ABI_MINOR, msg));
-    return refuse(fmt::format("init failed with status {}: {}", st, msg));
+  {
+    InitTable& table = init_table();
+    std::lock_guard lock(table.mu);
+    if (auto it = table.users.find(entry); it != table.users.end()) {
+      ++it->second;  // already initialised for another user of the same library
+    } else {
+      vigil_error err{};
+      err.struct_size = sizeof(err);
+      auto init_or = call_plugin("init", [&] { return entry->init(host_api(), file.c_str(), &err); });
+      if (!init_or) return refuse(kBroken, init_or.error());
+      if (const vigil_status st = *init_or; st != VIGIL_OK) {
+        const Error e = error_from_abi(st, err);
+        if (st == VIGIL_E_VERSION_MISMATCH)
+          return refuse(e.code, fmt::format("init refused the host's ABI {}.{}: {}", VIGIL_ABI_MAJOR, VIGIL_ABI_MINOR,
+                                            e.message));
+        return refuse(e.code, fmt::format("init failed with status {}: {}", st, e.message));
+      }
+      table.users.emplace(entry, 1);
+    }
+    plugin->initialised = true;
   }
-  plugin->initialised = true;
 
   auto factory_or = call_plugin("get_factory", [&] { return entry->get_factory(VIGIL_RULE_FACTORY_ID); });
-  if (!factory_or) return refuse(factory_or.error());
+  if (!factory_or) return refuse(kBroken, factory_or.error());
   auto* factory = static_cast<const vigil_rule_factory*>(*factory_or);
-  if (!factory) return refuse(fmt::format("no factory {}", VIGIL_RULE_FACTORY_ID));
+  if (!factory) return refuse(kBroken, fmt::format("no factory {}", VIGIL_RULE_FACTORY_ID));
   if (factory->struct_size < kFactoryV1Size || !factory->count || !factory->descriptor || !factory->create)
-    return refuse("the rule factory is incomplete");
+    return refuse(kBroken, "the rule factory is incomplete");
 
+  const std::string build_info = entry->build_info ? entry->build_info : "";
   std::vector<RuleType> found;
   auto count_or = call_plugin("the factory's count", [&] { return factory->count(factory); });
-  if (!count_or) return refuse(count_or.error());
+  if (!count_or) return refuse(kBroken, count_or.error());
   for (uint32_t i = 0; i < *count_or; ++i) {
     auto d_or = call_plugin("the factory's descriptor", [&] { return factory->descriptor(factory, i); });
-    if (!d_or) return refuse(d_or.error());
+    if (!d_or) return refuse(kBroken, d_or.error());
     const vigil_rule_descriptor* d = *d_or;
-    if (std::string problem = check_descriptor(d); !problem.empty()) return refuse(problem);
+    if (std::string problem = check_descriptor(d); !problem.empty()) return refuse(kBroken, problem);
     auto clash = [&](const RuleType& r) {
       return std::string_view(r.descriptor->id) == d->id || iequals(r.descriptor->name, d->name);
     };
     if (auto it = std::find_if(rules_.begin(), rules_.end(), clash); it != rules_.end())
-      return refuse(fmt::format("rule {} ({}) is already provided by {}", d->id, d->name, it->plugin_path.string()));
+      return refuse(ErrorCode::InvalidArgument, fmt::format("rule {} ({}) is already provided by {}", d->id, d->name,
+                                                            it->plugin_path.string()));
     if (std::any_of(found.begin(), found.end(), clash))
-      return refuse(fmt::format("rule {} ({}) is declared twice", d->id, d->name));
-    found.push_back(RuleType{d, factory, plugin, file, entry->plugin_id});
+      return refuse(kBroken, fmt::format("rule {} ({}) is declared twice", d->id, d->name));
+    found.push_back(RuleType{d, factory, plugin, file, entry->plugin_id, build_info});
   }
   rules_.insert(rules_.end(), found.begin(), found.end());
   return {};
@@ -168,13 +271,15 @@ Result<void> PluginRegistry::load_file(const fs::path& file) {
 void PluginRegistry::load_directory(const fs::path& dir) {
   if (!dir.is_absolute()) {
     // Never resolved against the working directory: that would load whatever it happens to hold.
-    refused_.push_back({dir, "plugin directories must be absolute paths (a relative one would depend on the working "
-                             "directory)"});
+    refused_.push_back({dir,
+                        "plugin directories must be absolute paths (a relative one would depend on the working "
+                        "directory)",
+                        ErrorCode::InvalidArgument});
     return;
   }
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    refused_.push_back({dir, "no such plugin directory"});
+    refused_.push_back({dir, "no such plugin directory", ErrorCode::Io});
     return;
   }
   std::vector<fs::path> files;

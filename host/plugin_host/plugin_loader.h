@@ -2,6 +2,9 @@
 // A plugin that cannot be used is refused with a reason and the others are still loaded.
 #pragma once
 
+#include <sys/stat.h>
+#include <sys/types.h>
+
 #include <vigil/vigil.h>
 
 #include <filesystem>
@@ -22,16 +25,27 @@ struct RuleType {
   std::shared_ptr<LoadedPlugin> plugin;
   std::filesystem::path plugin_path;
   std::string plugin_id;
+  std::string build_info;  // the entry's build_info ("" when the plugin gives none)
 };
 
 struct PluginRefusal {
   std::filesystem::path path;
   std::string reason;
+  ErrorCode code = ErrorCode::PluginFailure;
+};
+
+struct LoadOptions {
+  // Loads plugins that fail the ownership and permission checks (see trust_problem) instead of
+  // refusing them: `--allow-insecure-plugins`, or VIGIL_ALLOW_INSECURE_PLUGINS=1 in the environment.
+  bool allow_insecure = false;
+
+  // allow_insecure from VIGIL_ALLOW_INSECURE_PLUGINS ("1" allows; anything else does not).
+  static LoadOptions from_environment();
 };
 
 class PluginRegistry {
  public:
-  PluginRegistry();
+  explicit PluginRegistry(LoadOptions options = LoadOptions::from_environment());
   ~PluginRegistry();
   PluginRegistry(PluginRegistry&&) noexcept;
   PluginRegistry& operator=(PluginRegistry&&) noexcept;
@@ -39,7 +53,12 @@ class PluginRegistry {
   // Loads every "*.so" file of an absolute directory, in name order. A relative or missing
   // directory is recorded as a refusal.
   void load_directory(const std::filesystem::path& dir);
-  // Loads one plugin; on refusal records it and returns the reason.
+  // Loads one plugin; on refusal records it and returns the reason, with the code that says why:
+  // InvalidArgument (a relative path, a rule another plugin already provides), Io (cannot open or
+  // stat the file, or it fails the trust checks), VersionMismatch (another ABI major, or the
+  // plugin declines this host), the plugin's own status when its init fails, and PluginFailure for
+  // a library that does not load or breaks the contract (bad entry, factory or descriptor, a C++
+  // exception across the ABI).
   Result<void> load_file(const std::filesystem::path& file);
 
   const std::vector<RuleType>& rules() const { return rules_; }
@@ -48,6 +67,7 @@ class PluginRegistry {
   const RuleType* find(std::string_view name_or_id) const;
 
  private:
+  LoadOptions options_;
   std::vector<RuleType> rules_;
   std::vector<PluginRefusal> refused_;
 };
@@ -58,5 +78,11 @@ std::vector<std::filesystem::path> plugin_directories(const std::vector<std::str
 
 // Checks a descriptor's fields (ids, names, parameter specs and their defaults); empty when valid.
 std::string check_descriptor(const vigil_rule_descriptor* d);
+
+// Why a plugin file, or a folder on the way to it, is not to be trusted by a process running as
+// `euid` (empty when it is): another user could write it (group- or world-writable), or it belongs
+// to neither `euid` nor root. A root-owned folder with the sticky bit (like /tmp) is trusted, as the
+// dynamic loader's secure mode and sshd's StrictModes trust it: only a file's owner can replace it.
+std::string trust_problem(const struct stat& st, uid_t euid);
 
 }  // namespace vigil::plugins

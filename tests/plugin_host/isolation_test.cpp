@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -210,6 +211,56 @@ TEST(Isolation, OptionsAreChecked) {
   // The children's flag is internal.
   auto child = evaluate({"--isolated-child", "--plugin-file", "/nonexistent.so"}, dir);
   EXPECT_EQ(child.exit_code, 2) << child.output;
+}
+
+// A plugin in a folder every user may write is refused, and --allow-insecure-plugins reaches the
+// children of --isolate, which load the plugin again.
+TEST(Isolation, AllowInsecurePluginsReachesTheChildren) {
+  TempDir dir;
+  const auto open = dir.path() / "open";
+  std::filesystem::create_directories(open);
+  std::filesystem::copy_file(variant_dir("good") / "libvigil_test_plugin_good.so", open / "libgood.so");
+  std::filesystem::permissions(open, std::filesystem::perms::all);
+  const std::vector<std::string> job = {"--plugins", open.string(), "--trial", fixture("vanishing_gradient").string(),
+                                        "--quiet", "--isolate", "--rule", "StepsRule", "--name", "steps",
+                                        "--param", "fire_at=2"};
+  auto refused = evaluate(job, dir);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("vigil: refused plugin " + (open / "libgood.so").string() + ": not trusted"),
+            std::string::npos)
+      << refused.output;
+  auto args = job;
+  args.push_back("--allow-insecure-plugins");
+  auto allowed = evaluate(args, dir);
+  ASSERT_EQ(allowed.exit_code, 0) << allowed.output;
+  EXPECT_EQ(allowed.statuses["steps"]["RuleEvaluationStatus"], "IssuesFound") << allowed.output;
+  EXPECT_EQ(trigger_steps(allowed.statuses["steps"]), std::vector<int64_t>{2});
+}
+
+// VIGIL_PLUGINF_NOT_FORK_SAFE: the not_fork_safe plugin ends any child forked from a process that
+// has initialised it (a pthread_atfork handler), so its rules run under --isolate only because no
+// process that loaded it is ever forked: each child is `vigil` started again.
+TEST(Isolation, TheNotForkSafePluginEndsAChildForkedAfterItsInit) {
+  auto registry = testing::registry_with({"not_fork_safe"});
+  ASSERT_EQ(registry.rules().size(), 5u);
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);  // the plugin's handler exits with 86 first
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 86);
+}
+
+TEST(Isolation, ANotForkSafePluginRunsIsolatedWithoutBeingForked) {
+  TempDir dir;
+  auto run = evaluate({"--plugins", variant_dir("not_fork_safe").string(), "--trial",
+                       fixture("vanishing_gradient").string(), "--quiet", "--isolate", "--rule", "StepsRule",
+                       "--name", "steps", "--param", "fire_at=4"},
+                      dir);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.statuses["steps"]["RuleEvaluationStatus"], "IssuesFound") << run.output;
+  EXPECT_EQ(trigger_steps(run.statuses["steps"]), std::vector<int64_t>{4});
 }
 
 }  // namespace

@@ -1,10 +1,19 @@
 // Plugin loading: what is accepted, every refusal and its reason, and parameter validation.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
 
 #include "plugin_test_support.h"
+#include "plugin_host/extensions.h"
+#include "plugin_host/host_services.h"
 #include "plugin_host/param_values.h"
+#include "test_probe_extension.h"
 #include "test_trials.h"
 
 namespace vigil {
@@ -28,6 +37,7 @@ TEST(PluginLoader, LoadsAGoodPlugin) {
 struct RefusalCase {
   const char* variant;
   std::string reason_contains;
+  ErrorCode code;
 };
 
 // "1.1": the host's ABI version as refusal messages spell it.
@@ -42,22 +52,32 @@ TEST_P(PluginRefusal, IsRefusedWithAReason) {
   EXPECT_NE(registry.refused()[0].reason.find(GetParam().reason_contains), std::string::npos)
       << registry.refused()[0].reason;
   EXPECT_EQ(registry.refused()[0].path.parent_path(), variant_dir(GetParam().variant));
+  EXPECT_EQ(registry.refused()[0].code, GetParam().code);
+  // load_file reports the same reason with the same code.
+  plugins::PluginRegistry again;
+  const auto file = registry.refused()[0].path;
+  auto loaded = again.load_file(file);
+  ASSERT_FALSE(loaded.has_value());
+  EXPECT_EQ(loaded.error().code, GetParam().code);
+  EXPECT_EQ(loaded.error().message, file.string() + ": " + registry.refused()[0].reason);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Variants, PluginRefusal,
-    ::testing::Values(RefusalCase{"no_entry", "no entry symbol vigil_plugin_entry_v1"},
-                      RefusalCase{"abi_major_2", "built for ABI 2." + std::to_string(VIGIL_ABI_MINOR) + ", the host speaks ABI " + kHostAbi},
-                      RefusalCase{"declines_host", "declined host ABI " + kHostAbi},
-                      RefusalCase{"init_fails", "deliberate init failure"},
-                      RefusalCase{"needs_newer_minor", "needs host ABI 1.7 or newer"},
-                      RefusalCase{"bad_descriptor", "has no name"},
-                      RefusalCase{"bad_param_default", "the default of broken is invalid"},
-                      RefusalCase{"throw_in_entry", "the entry function threw a C++ exception"},
-                      RefusalCase{"throw_in_init", "init threw a C++ exception"},
-                      RefusalCase{"throw_in_get_factory", "get_factory threw a C++ exception"},
-                      RefusalCase{"throw_in_count", "count threw a C++ exception"},
-                      RefusalCase{"throw_in_descriptor", "descriptor threw a C++ exception"}),
+    ::testing::Values(
+        RefusalCase{"no_entry", "no entry symbol vigil_plugin_entry_v1", ErrorCode::VersionMismatch},
+        RefusalCase{"abi_major_2", "built for ABI 2." + std::to_string(VIGIL_ABI_MINOR) + ", the host speaks ABI " + kHostAbi,
+                    ErrorCode::VersionMismatch},
+        RefusalCase{"declines_host", "declined host ABI " + kHostAbi, ErrorCode::VersionMismatch},
+        RefusalCase{"init_fails", "deliberate init failure", ErrorCode::Internal},  // the plugin's own status
+        RefusalCase{"needs_newer_minor", "needs host ABI 1.7 or newer", ErrorCode::VersionMismatch},
+        RefusalCase{"bad_descriptor", "has no name", ErrorCode::PluginFailure},
+        RefusalCase{"bad_param_default", "the default of broken is invalid", ErrorCode::PluginFailure},
+        RefusalCase{"throw_in_entry", "the entry function threw a C++ exception", ErrorCode::PluginFailure},
+        RefusalCase{"throw_in_init", "init threw a C++ exception", ErrorCode::PluginFailure},
+        RefusalCase{"throw_in_get_factory", "get_factory threw a C++ exception", ErrorCode::PluginFailure},
+        RefusalCase{"throw_in_count", "count threw a C++ exception", ErrorCode::PluginFailure},
+        RefusalCase{"throw_in_descriptor", "descriptor threw a C++ exception", ErrorCode::PluginFailure}),
     [](const auto& info) { return std::string(info.param.variant); });
 
 TEST(PluginLoader, DuplicateRulesAreRefusedAndTheFirstKept) {
@@ -65,6 +85,7 @@ TEST(PluginLoader, DuplicateRulesAreRefusedAndTheFirstKept) {
   EXPECT_EQ(registry.rules().size(), 5u);
   ASSERT_EQ(registry.refused().size(), 1u);
   EXPECT_NE(registry.refused()[0].reason.find("is already provided by"), std::string::npos) << registry.refused()[0].reason;
+  EXPECT_EQ(registry.refused()[0].code, ErrorCode::InvalidArgument);
   EXPECT_STREQ(registry.find("StepsRule")->descriptor->id, "vigil.test.StepsRule");
 }
 
@@ -89,6 +110,140 @@ TEST(PluginLoader, RefusesRelativeAndMissingPaths) {
   EXPECT_NE(registry.refused()[0].reason.find("absolute"), std::string::npos);
   EXPECT_NE(registry.refused()[1].reason.find("no such plugin directory"), std::string::npos);
   EXPECT_NE(registry.refused()[2].reason.find("absolute paths only"), std::string::npos);
+  EXPECT_EQ(registry.refused()[0].code, ErrorCode::InvalidArgument);
+  EXPECT_EQ(registry.refused()[1].code, ErrorCode::Io);
+  EXPECT_EQ(file.error().code, ErrorCode::InvalidArgument);
+}
+
+// version.h: a plugin declines a host it cannot use in its entry function; the SDK's declines another
+// ABI major, before any init.
+TEST(PluginLoader, TheSdkEntryDeclinesAnotherMajor) {
+  const auto file = variant_dir("sdk_extensions") / "libvigil_test_plugin_sdk_extensions.so";
+  void* handle = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  auto entry = reinterpret_cast<vigil_plugin_entry_fn>(::dlsym(handle, VIGIL_PLUGIN_ENTRY_SYMBOL));
+  ASSERT_NE(entry, nullptr);
+  EXPECT_NE(entry(VIGIL_ABI_MAJOR, VIGIL_ABI_MINOR), nullptr);
+  EXPECT_NE(entry(VIGIL_ABI_MAJOR, 0), nullptr);  // any minor
+  EXPECT_EQ(entry(VIGIL_ABI_MAJOR + 1, 0), nullptr);
+  ::dlclose(handle);
+}
+
+TEST(PluginLoader, KeepsTheBuildInfo) {
+  auto registry = registry_with({"good", "sdk_extensions"});
+  ASSERT_NE(registry.find("StepsRule"), nullptr);
+  EXPECT_EQ(registry.find("StepsRule")->build_info, "test plugin");
+  ASSERT_NE(registry.find("ExtensionUser"), nullptr);
+  EXPECT_NE(registry.find("ExtensionUser")->build_info.find("vigil-sdk"), std::string::npos)
+      << registry.find("ExtensionUser")->build_info;
+}
+
+// ---- host extensions, and init once per loaded library ----
+
+// The test-only probe extension: counts the init and deinit calls each plugin reports.
+struct ProbeCounts {
+  std::mutex mu;
+  std::map<std::string, int> inits, deinits;
+  int init_count(const std::string& id) {
+    std::lock_guard lock(mu);
+    return inits[id];
+  }
+  int deinit_count(const std::string& id) {
+    std::lock_guard lock(mu);
+    return deinits[id];
+  }
+};
+ProbeCounts g_probe_counts;
+
+void VIGIL_CALL probe_init_called(const char* id) {
+  std::lock_guard lock(g_probe_counts.mu);
+  ++g_probe_counts.inits[id];
+}
+void VIGIL_CALL probe_deinit_called(const char* id) {
+  std::lock_guard lock(g_probe_counts.mu);
+  ++g_probe_counts.deinits[id];
+}
+const vigil_test_probe_ext kProbe{sizeof(vigil_test_probe_ext), probe_init_called, probe_deinit_called};
+
+const std::string kRawProbePlugin = "vigil.test.variant.probes_extensions";
+const std::string kSdkProbePlugin = "vigil.test.sdk-extensions";
+
+const void* host_extension(const char* id) { return plugins::host_api()->get_extension(plugins::host_api(), id); }
+
+TEST(HostExtensions, APluginAskingForAnExtensionTheHostLacksGetsNullAndLoads) {
+  EXPECT_EQ(host_extension(VIGIL_TEST_MISSING_EXTENSION_ID), nullptr);
+  EXPECT_EQ(host_extension(VIGIL_TEST_PROBE_EXTENSION_ID), nullptr);  // registered by tests only
+  EXPECT_EQ(host_extension(nullptr), nullptr);
+  const int raw_inits = g_probe_counts.init_count(kRawProbePlugin);
+  auto registry = registry_with({"probes_extensions", "sdk_extensions"});
+  ASSERT_TRUE(registry.refused().empty()) << registry.refused().front().reason;
+  EXPECT_EQ(registry.rules().size(), 6u);  // five raw test rules and the SDK plugin's one
+  EXPECT_EQ(g_probe_counts.init_count(kRawProbePlugin), raw_inits);  // no probe, nothing reported
+}
+
+TEST(HostExtensions, AnExtensionTheHostRegistersReachesRawAndSdkPlugins) {
+  const int raw_inits = g_probe_counts.init_count(kRawProbePlugin);
+  const int raw_deinits = g_probe_counts.deinit_count(kRawProbePlugin);
+  const int sdk_inits = g_probe_counts.init_count(kSdkProbePlugin);
+  {
+    plugins::ExtensionRegistration probe(VIGIL_TEST_PROBE_EXTENSION_ID, &kProbe);
+    EXPECT_EQ(host_extension(VIGIL_TEST_PROBE_EXTENSION_ID), &kProbe);
+    EXPECT_EQ(host_extension(VIGIL_TEST_MISSING_EXTENSION_ID), nullptr);
+    {
+      auto registry = registry_with({"probes_extensions", "sdk_extensions"});
+      ASSERT_TRUE(registry.refused().empty()) << registry.refused().front().reason;
+      EXPECT_EQ(g_probe_counts.init_count(kRawProbePlugin), raw_inits + 1);
+      EXPECT_EQ(g_probe_counts.init_count(kSdkProbePlugin), sdk_inits + 1);
+      EXPECT_EQ(g_probe_counts.deinit_count(kRawProbePlugin), raw_deinits);
+    }
+    EXPECT_EQ(g_probe_counts.deinit_count(kRawProbePlugin), raw_deinits + 1);  // unloaded with its registry
+  }
+  EXPECT_EQ(host_extension(VIGIL_TEST_PROBE_EXTENSION_ID), nullptr);  // the registration ended
+}
+
+TEST(HostExtensions, IdsAreVersionedAndOfferedOnce) {
+  for (const char* good : {"vigil.profiler/1", "vigil.test-probe/12", "com.acme.my_ext/3"})
+    EXPECT_TRUE(plugins::valid_extension_id(good)) << good;
+  for (const char* bad : {"", "vigil.profiler", "vigil.profiler/", "vigil.profiler/0", "vigil.profiler/01",
+                          "vigil.profiler/1a", "profiler/1", ".vigil/1", "vigil./1", "Vigil.Profiler/1",
+                          "vigil.pro filer/1", "/1"})
+    EXPECT_FALSE(plugins::valid_extension_id(bad)) << bad;
+  EXPECT_THROW(plugins::ExtensionRegistration("vigil.profiler", &kProbe), std::invalid_argument);
+  EXPECT_THROW(plugins::ExtensionRegistration("vigil.test-probe/1", nullptr), std::invalid_argument);
+  plugins::ExtensionRegistration probe(VIGIL_TEST_PROBE_EXTENSION_ID, &kProbe);
+  EXPECT_THROW(plugins::ExtensionRegistration(VIGIL_TEST_PROBE_EXTENSION_ID, &kProbe), std::invalid_argument);
+  EXPECT_EQ(host_extension(VIGIL_TEST_PROBE_EXTENSION_ID), &kProbe);  // the first one stands
+}
+
+// plugin.h: init is called once, before anything else, and deinit once after the last use, however
+// many registries load the library and through whichever path, at the same time or not.
+TEST(PluginLoader, InitRunsOncePerLoadedLibrary) {
+  plugins::ExtensionRegistration probe(VIGIL_TEST_PROBE_EXTENSION_ID, &kProbe);
+  const int inits = g_probe_counts.init_count(kRawProbePlugin);
+  const int deinits = g_probe_counts.deinit_count(kRawProbePlugin);
+  const auto file = variant_dir("probes_extensions") / "libvigil_test_plugin_probes_extensions.so";
+  testing::TempDir dir;
+  std::filesystem::create_symlink(file, dir.path() / "libalias.so");
+  {
+    std::vector<plugins::PluginRegistry> registries(6);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < registries.size(); ++i)
+      threads.emplace_back([&, i] {
+        (void)registries[i].load_file(i % 2 ? file : dir.path() / "libalias.so");
+      });
+    for (auto& t : threads) t.join();
+    for (const auto& r : registries) {
+      ASSERT_TRUE(r.refused().empty()) << r.refused().front().reason;
+      EXPECT_EQ(r.rules().size(), 5u);
+    }
+    EXPECT_EQ(g_probe_counts.init_count(kRawProbePlugin), inits + 1);
+    registries.resize(1);  // five users gone, one left: still initialised
+    EXPECT_EQ(g_probe_counts.deinit_count(kRawProbePlugin), deinits);
+  }
+  EXPECT_EQ(g_probe_counts.deinit_count(kRawProbePlugin), deinits + 1);
+  // Loaded again after its deinit: a fresh init.
+  auto again = registry_with({"probes_extensions"});
+  EXPECT_EQ(g_probe_counts.init_count(kRawProbePlugin), inits + 2);
 }
 
 TEST(PluginLoader, ThrowingDeinitIsContained) {

@@ -3,9 +3,17 @@
 // VARIANT macro picks what this build does wrong (0 = a well-behaved plugin with test rules).
 // The "misbehaves" variant has rules that take their whole process down (for `vigil evaluate
 // --isolate`): a segfault, abort(), exit(7), a call that never returns, unbounded allocation.
+// The "probes_extensions" variant asks for host extensions in init and reports every init and
+// deinit call to the test-only probe extension when the host offers it. The "not_fork_safe" variant
+// is flagged VIGIL_PLUGINF_NOT_FORK_SAFE and ends, with status 86, any child forked from a process
+// that initialised it.
+#include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <vigil/vigil.h>
+
+#include "test_probe_extension.h"
 
 #include <chrono>
 #include <cmath>
@@ -39,6 +47,8 @@
 #define VARIANT_THROW_IN_DESTROY 17
 #define VARIANT_THROW_IN_DEINIT 18
 #define VARIANT_MISBEHAVES 19
+#define VARIANT_PROBES_EXTENSIONS 20
+#define VARIANT_NOT_FORK_SAFE 21
 
 #ifndef VARIANT
 #error "define VARIANT"
@@ -47,6 +57,7 @@
 namespace {
 
 const vigil_host_api* g_host = nullptr;
+[[maybe_unused]] const vigil_test_probe_ext* g_probe = nullptr;
 
 [[noreturn, maybe_unused]] void deliberate_throw(const char* where) { throw std::runtime_error(std::string("deliberate throw in ") + where); }
 
@@ -193,6 +204,8 @@ const vigil_param_spec kValidatedParams[] = {
 #define ID_PREFIX "vigil.test.dup."
 #elif VARIANT == VARIANT_MISBEHAVES
 #define ID_PREFIX "vigil.test.misbehaves."
+#elif VARIANT == VARIANT_PROBES_EXTENSIONS
+#define ID_PREFIX "vigil.test.probes."
 #else
 #define ID_PREFIX "vigil.test."
 #endif
@@ -295,6 +308,19 @@ vigil_status plugin_init(const vigil_host_api* host, const char*, vigil_error* e
     return VIGIL_E_VERSION_MISMATCH;
   }
 #endif
+#if VARIANT == VARIANT_NOT_FORK_SAFE
+  // glibc drops the handler when the library is unloaded.
+  pthread_atfork(nullptr, nullptr, [] { _exit(86); });
+#endif
+#if VARIANT == VARIANT_PROBES_EXTENSIONS
+  // An extension the host lacks is NULL, and the plugin goes on without it.
+  if (host->get_extension(host, VIGIL_TEST_MISSING_EXTENSION_ID) != nullptr) {
+    set_error(err, VIGIL_E_INTERNAL, "the host offered an extension it cannot have");
+    return VIGIL_E_INTERNAL;
+  }
+  g_probe = static_cast<const vigil_test_probe_ext*>(host->get_extension(host, VIGIL_TEST_PROBE_EXTENSION_ID));
+  if (g_probe) g_probe->init_called("vigil.test.variant" VIGIL_TEST_VARIANT_NAME);
+#endif
   (void)err;
   g_host = host;
   return VIGIL_OK;
@@ -303,6 +329,10 @@ vigil_status plugin_init(const vigil_host_api* host, const char*, vigil_error* e
 void plugin_deinit() {
 #if VARIANT == VARIANT_THROW_IN_DEINIT
   deliberate_throw("deinit");
+#endif
+#if VARIANT == VARIANT_PROBES_EXTENSIONS
+  if (g_probe) g_probe->deinit_called("vigil.test.variant" VIGIL_TEST_VARIANT_NAME);
+  g_probe = nullptr;
 #endif
   g_host = nullptr;
 }
@@ -317,7 +347,7 @@ const void* plugin_get_factory(const char* id) {
 const vigil_plugin_entry kEntry = {
     sizeof(vigil_plugin_entry),
     {VARIANT == VARIANT_ABI_MAJOR_2 ? uint16_t(2) : uint16_t(VIGIL_ABI_MAJOR), VIGIL_ABI_MINOR, 0},
-    0,
+    VARIANT == VARIANT_NOT_FORK_SAFE ? uint32_t{VIGIL_PLUGINF_NOT_FORK_SAFE} : 0u,
     "vigil.test.variant" VIGIL_TEST_VARIANT_NAME,
     "1.0",
     "test plugin",

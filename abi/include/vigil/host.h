@@ -1,13 +1,22 @@
 /* Vigil rule-plugin C ABI: the host services table.
  *
  * The host hands this table to the plugin (init) and to every rule instance (its context); plugins
- * never link against host symbols. Append only: new functions go at the end and a plugin checks
- * VIGIL_HAS_FIELD(host, vigil_host_api, fn) before calling one newer than its ABI minor.
+ * never link against host symbols. The table is static: valid from init until the plugin's deinit
+ * returns.
  *
- * Thread tags: [any] may be called from any thread, concurrently. [blocking] may wait for data
- * (never call it while holding a lock the host might need); it returns VIGIL_E_CANCELLED promptly
- * once the evaluation is being stopped. During one invoke_at_step the host shows the rule a frozen
- * view of the trial (smdebug's no_refresh), so answers within one invocation agree. */
+ * How the ABI grows (docs/plugin-abi.md, "Extending the ABI"):
+ * - Core queries, the ones every host has, grow by slots appended at the end of this table; a plugin
+ *   checks VIGIL_HAS_FIELD(host, vigil_host_api, fn) (and non-NULL) before calling one newer than its
+ *   ABI minor.
+ * - Optional services are extensions: get_extension(host, "vigil.<name>/<revision>") returns the
+ *   service's own table or NULL. See get_extension.
+ *
+ * Thread tags: [any-thread] may be called from any thread, concurrently with any other call.
+ * [blocking] may wait for data (never call it while holding a lock the host might need); it returns
+ * VIGIL_E_CANCELLED promptly once the evaluation is being stopped. [in-call] means something only
+ * while one of the session's rule calls runs (create, required_tensors, invoke_at_step), from
+ * whichever thread the rule uses. During one invoke_at_step the host shows the rule a frozen view of
+ * the trial (smdebug's no_refresh), so answers within one invocation agree. */
 #ifndef VIGIL_HOST_H
 #define VIGIL_HOST_H
 
@@ -27,7 +36,9 @@ enum {
   VIGIL_LOG_INFO = 20,
   VIGIL_LOG_WARNING = 30,
   VIGIL_LOG_ERROR = 40,
-  VIGIL_LOG_PLUGIN_MISBEHAVING = 50 /* a plugin broke the contract (reported by the SDK or host) */
+  VIGIL_LOG_PLUGIN_MISBEHAVING = 50 /* for a plugin (or the SDK) that caught the contract being broken;
+                                       the host shows it as it shows ERROR, and reports its own
+                                       findings about a plugin as the rule's Error instead */
 };
 
 /* trial.tensor_names(step=, mode=, regex=, collection=). Caller-owned, read during the call. */
@@ -47,20 +58,27 @@ typedef struct vigil_host_api {
   const char *host_name;    /* "vigil" */
   const char *host_version;
 
-  /* [any] An extension table by id ("vigil.<name>/<rev>"), or NULL when the host lacks it. */
+  /* [any-thread] An extension by id, "vigil.<name>/<revision>" (Vigil's own; a third party's host
+   * would use its reverse-DNS name): a pointer to that revision's table, or NULL when the host lacks
+   * it (or id is NULL). The table starts with uint32_t struct_size; within one revision it only grows
+   * by appended fields (VIGIL_HAS_FIELD), an incompatible change is a new revision, and a host may
+   * offer several revisions at once. The table is static and valid until the plugin's deinit returns,
+   * so a plugin may ask once (in init) and keep the pointer; its functions carry their own thread
+   * tags. Each extension declares its id and table in a header of its own (none is defined yet). */
   const void *(VIGIL_CALL *get_extension)(const struct vigil_host_api *host, const char *id);
 
   /* ---- per rule instance ---- */
-  /* [any] Logs a UTF-8 line attributed to the session's rule. */
+  /* [any-thread] Logs a UTF-8 line attributed to the session's rule. */
   void(VIGIL_CALL *log)(vigil_session *session, vigil_log_level level, const char *utf8);
-  /* [any] True once the evaluation is being stopped (SIGINT/SIGTERM, timeout). */
+  /* [any-thread] True once the evaluation is being stopped (SIGINT/SIGTERM, timeout). */
   bool(VIGIL_CALL *is_cancelled)(vigil_session *session);
-  /* [any] Attaches evidence to the current step's verdict: a UTF-8 JSON object (tensor(s),
-   * observed values, thresholds). The host copies it and adds it to the status file when the
-   * rule's condition is met at this step. */
+  /* [any-thread] [in-call] Attaches evidence to the current step's verdict: a UTF-8 JSON object
+   * (tensor(s), observed values, thresholds). The host copies it and adds it to the status file when
+   * the rule's condition is met at this step; evidence reported outside invoke_at_step goes to the
+   * next step's. */
   vigil_status(VIGIL_CALL *report_evidence)(vigil_session *session, const char *json_object, vigil_error *err);
 
-  /* ---- trial queries (smdebug Trial) ---- */
+  /* ---- trial queries (smdebug Trial): [any-thread] each; [blocking] where marked ---- */
   vigil_status(VIGIL_CALL *tensor_names)(vigil_trial *trial, const vigil_name_query *query, vigil_str_sink out,
                                          vigil_error *err);
   vigil_status(VIGIL_CALL *has_tensor)(vigil_trial *trial, const char *name, bool *out, vigil_error *err);
@@ -81,7 +99,7 @@ typedef struct vigil_host_api {
   vigil_status(VIGIL_CALL *last_complete_step)(vigil_trial *trial, vigil_step *out, vigil_error *err);
   vigil_status(VIGIL_CALL *training_ended)(vigil_trial *trial, bool *out, vigil_error *err);
 
-  /* ---- tensor queries (smdebug Tensor) ---- */
+  /* ---- tensor queries (smdebug Tensor): [any-thread] each; [blocking] where marked ---- */
   vigil_status(VIGIL_CALL *tensor_steps)(vigil_trial *trial, const char *name, vigil_mode mode, bool show_incomplete,
                                          vigil_i64_sink out, vigil_error *err);
   vigil_status(VIGIL_CALL *tensor_workers)(vigil_trial *trial, const char *name, vigil_step step, vigil_mode mode,
@@ -99,7 +117,7 @@ typedef struct vigil_host_api {
   vigil_status(VIGIL_CALL *reduction_value)(vigil_trial *trial, const vigil_tensor_key *key, vigil_reduction reduction,
                                             bool abs, double *out, vigil_error *err);
 
-  /* ---- collections ---- */
+  /* ---- collections: [any-thread] ---- */
   vigil_status(VIGIL_CALL *collection_names)(vigil_trial *trial, vigil_str_sink out, vigil_error *err);
   /* The names of the collection's tensors that the trial holds (tensor_names(collection=...)). */
   vigil_status(VIGIL_CALL *collection_tensor_names)(vigil_trial *trial, const char *collection, vigil_str_sink out,
@@ -107,7 +125,7 @@ typedef struct vigil_host_api {
 
   /* ---- ABI 1.1+ slots are appended below this line; never insert above ---- */
 
-  /* ABI 1.1. [any] The folder where the session's rule may write reports (next to the evaluator's
+  /* ABI 1.1. [any-thread] The folder where the session's rule may write reports (next to the evaluator's
    * status file), as an absolute UTF-8 path owned by the host and valid for the session's life. */
   const char *(VIGIL_CALL *output_directory)(vigil_session *session);
   /* ABI 1.1. [blocking] The wall-clock time (seconds since the epoch) at which a step was saved: the

@@ -10,7 +10,10 @@
  * rule context and parameter values are host-owned and valid only during create().
  *
  * Thread tags: [loader] init/deinit are serialized and never concurrent with other calls into the
- * library; [any] may run concurrently; [rule-serial] calls on one rule instance never overlap. */
+ * library; [any-thread] may run concurrently; [rule-serial] calls on one rule instance never overlap.
+ *
+ * How the ABI grows: see host.h. The plugin's tables grow by appended fields and slots too; the host
+ * asks a plugin for optional tables by id (get_factory), never by new symbols. */
 #ifndef VIGIL_PLUGIN_H
 #define VIGIL_PLUGIN_H
 
@@ -63,7 +66,9 @@ typedef struct vigil_param_value {
 
 enum {
   VIGIL_RULEF_MULTI_TRIAL = 1u,         /* takes other trials (context->trials[1..]) */
-  VIGIL_RULEF_INSTANCE_THREADSAFE = 2u, /* calls on one instance may overlap */
+  VIGIL_RULEF_INSTANCE_THREADSAFE = 2u, /* calls on one instance may overlap. A permission the host
+                                           does not use: it never overlaps calls on one instance
+                                           (they stay [rule-serial]); kept for a host that would. */
   VIGIL_RULEF_EXTRA_PARAMS = 4u         /* ABI 1.1: parameters outside `params` are passed through as
                                            strings (context->extra_param_*) instead of refused */
 };
@@ -118,42 +123,53 @@ typedef struct vigil_rule {
    * condition is met; skip/stop statuses (see vigil_status_classify) are smdebug's exceptions. */
   vigil_status(VIGIL_CALL *invoke_at_step)(struct vigil_rule *rule, vigil_step step, bool *condition_met,
                                            vigil_error *err);
-  /* Optional (may be NULL). */
+  /* Reserved, may be NULL: for rule-side extensions the host would ask for by id, like the host's
+   * get_extension. None is defined, so the host never calls it; it stays so that the first one needs
+   * no new slot. */
   const void *(VIGIL_CALL *get_extension)(const struct vigil_rule *rule, const char *id);
 } vigil_rule;
 
 typedef struct vigil_rule_factory {
   uint32_t struct_size;
-  uint32_t(VIGIL_CALL *count)(const struct vigil_rule_factory *factory);                          /* [any] */
+  uint32_t(VIGIL_CALL *count)(const struct vigil_rule_factory *factory);                    /* [any-thread] */
   const vigil_rule_descriptor *(VIGIL_CALL *descriptor)(const struct vigil_rule_factory *factory,
-                                                        uint32_t index);                          /* [any] */
+                                                        uint32_t index);                    /* [any-thread] */
   vigil_status(VIGIL_CALL *create)(const struct vigil_rule_factory *factory, const char *rule_id,
-                                   const vigil_rule_context *context, vigil_rule **out, vigil_error *err); /* [any] */
+                                   const vigil_rule_context *context, vigil_rule **out,
+                                   vigil_error *err); /* [any-thread] */
 } vigil_rule_factory;
 
 #define VIGIL_RULE_FACTORY_ID "vigil.rule-factory/1"
 
 enum {
   VIGIL_PLUGINF_NO_UNLOAD = 1u,     /* never dlclose the library (e.g. an embedded interpreter) */
-  VIGIL_PLUGINF_NOT_FORK_SAFE = 2u
+  VIGIL_PLUGINF_NOT_FORK_SAFE = 2u  /* the library must not be used in a child forked (without exec)
+                                       from a process that initialised it. The host honours it for
+                                       every plugin: it never forks without exec (--isolate starts
+                                       `vigil` again, which loads the plugin afresh) */
 };
 
 typedef struct vigil_plugin_entry {
   uint32_t struct_size;
-  vigil_version abi;          /* the ABI the plugin was built against: VIGIL_ABI_MAJOR/MINOR */
+  vigil_version abi;          /* the ABI the plugin was built against: VIGIL_ABI_MAJOR/MINOR; the
+                                 host decides on its major (version.h) */
   uint32_t flags;             /* VIGIL_PLUGINF_* */
   const char *plugin_id;      /* reverse-DNS: "vigil.builtin.tensor-rules" */
   const char *plugin_version;
-  const char *build_info;     /* compiler, SDK version */
-  /* [loader] Called once before anything else; may fail with a message. */
+  const char *build_info;     /* compiler, SDK version (`vigil rules` shows it); may be NULL */
+  /* [loader] Called once per load of the library, before anything else; may fail with a message. A
+   * library that is already loaded and initialised (loaded again by another registry, or through
+   * another path to the same file) is not initialised again. */
   vigil_status(VIGIL_CALL *init)(const vigil_host_api *host, const char *plugin_path, vigil_error *err);
-  /* [loader] Called once before unloading. */
+  /* [loader] Called once, after the last rule and the last user of the library are gone and before
+   * it is unloaded; not called when init failed. */
   void(VIGIL_CALL *deinit)(void);
-  /* [any] A factory by id (VIGIL_RULE_FACTORY_ID), or NULL. */
+  /* [any-thread] A factory by id (VIGIL_RULE_FACTORY_ID), or NULL. */
   const void *(VIGIL_CALL *get_factory)(const char *factory_id);
 } vigil_plugin_entry;
 
-/* The one exported symbol. Returns static data, does no work and allocates nothing. */
+/* The one exported symbol. Returns static data, does no work and allocates nothing. It gets the
+ * host's ABI version and returns NULL to decline a host it cannot work with (version.h). */
 typedef const vigil_plugin_entry *(VIGIL_CALL *vigil_plugin_entry_fn)(uint32_t host_major, uint32_t host_minor);
 #define VIGIL_PLUGIN_ENTRY_SYMBOL "vigil_plugin_entry_v1"
 

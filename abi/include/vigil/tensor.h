@@ -2,8 +2,9 @@
  *
  * A vigil_tensor has exactly the layout of DLPack 1.x's DLManagedTensorVersioned, so it can be
  * handed to any DLPack consumer. The host owns it; the plugin releases it by calling
- * view->deleter(view) exactly once, from any thread, before the plugin is unloaded. The data is
- * read-only (VIGIL_TENSOR_FLAG_READ_ONLY is always set). */
+ * view->deleter(view) exactly once, from any thread, before the rule call that obtained it returns.
+ * The host counts the views of each rule around every invoke_at_step and fails (Error) a rule that
+ * returns still holding one. The data is read-only (VIGIL_TENSOR_FLAG_READ_ONLY is always set). */
 #ifndef VIGIL_TENSOR_H
 #define VIGIL_TENSOR_H
 
@@ -27,7 +28,7 @@ typedef struct vigil_tensor {
     uint32_t minor;
   } dlpack_version;                          /* the host writes {1, 0} */
   void *manager_ctx;                         /* host-private */
-  void (*deleter)(struct vigil_tensor *self); /* [any] exactly once */
+  void (*deleter)(struct vigil_tensor *self); /* [any-thread] exactly once */
   uint64_t flags;                            /* VIGIL_TENSOR_FLAG_* */
   DLTensor dl_tensor;                        /* kDLCPU; strides NULL (C order); shape valid until deleter */
 } vigil_tensor;

@@ -2,7 +2,14 @@
  *
  * Major: must match exactly (it is also the suffix of the entry symbol, vigil_plugin_entry_v1).
  * Minor: append-only growth. A host accepts any minor from a plugin; a plugin built against a
- * newer minor checks the host's struct sizes (VIGIL_HAS_FIELD) before using newer slots. */
+ * newer minor checks the host's struct sizes (VIGIL_HAS_FIELD) before using newer slots.
+ *
+ * Who decides: the host, from vigil_plugin_entry.abi.major, the one version check that refuses a
+ * plugin (VIGIL_E_VERSION_MISMATCH); the symbol's _v1 only keeps a library of another major from
+ * being found at all. A plugin that cannot use the host (too old a minor, say) declines it in its
+ * entry function, which gets the host's major and minor and returns NULL: before init, with nothing
+ * to undo. The SDK's entry does so for another major. (init may also fail with
+ * VIGIL_E_VERSION_MISMATCH and a message; the host reports that as the same refusal.) */
 #ifndef VIGIL_VERSION_H
 #define VIGIL_VERSION_H
 

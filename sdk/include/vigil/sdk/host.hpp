@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "vigil/sdk/error.hpp"
@@ -50,10 +52,21 @@ class Host {
     return api_->host_version;
   }
 
-  // An extension table by id ("vigil.<name>/<rev>"), or nullptr when the host lacks it.
+  // An extension table by id ("vigil.<name>/<revision>"), or nullptr when the host lacks it.
   const void* get_extension(const char* id) const noexcept {
     auto f = fn(&vigil_host_api::get_extension);
     return f && id ? f(api_, id) : nullptr;
+  }
+
+  // The same, typed: host.extension<vigil_foo_ext>("vigil.foo/1"). `T` is the struct the id's
+  // documentation names; it starts with uint32_t struct_size, and fields appended to it after the
+  // revision's first release are read after VIGIL_HAS_FIELD. nullptr when the host lacks the id.
+  // The table stays valid until the plugin's deinit returns: keep the pointer.
+  template <class T>
+  const T* extension(const char* id) const noexcept {
+    static_assert(std::is_same_v<decltype(T::struct_size), uint32_t>,
+                  "an extension table starts with uint32_t struct_size");
+    return static_cast<const T*>(get_extension(id));
   }
 
  private:

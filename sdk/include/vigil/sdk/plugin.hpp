@@ -46,7 +46,7 @@ namespace detail {
 // in a plugin built without -fvisibility=hidden, so nothing pins the library in memory.
 struct PluginState {
   std::atomic<const vigil_host_api*> host{nullptr};
-  int init_count = 0;  // [loader] init/deinit are serialized
+  int init_count = 0;  // [loader] init/deinit are serialized (by the host)
   std::string path;
 };
 
@@ -414,8 +414,9 @@ struct Plugin {
 
   static constexpr vigil_rule_factory factory{sizeof(vigil_rule_factory), &count, &descriptor, &create};
 
-  // [loader] Reference-counted: the first call checks the host and runs the rule classes'
-  // on_plugin_init hooks; later calls only count.
+  // [loader] The host calls it once per load (plugin.h); counting the calls keeps a host that calls
+  // it again harmless: the first call checks the host and runs the rule classes' on_plugin_init
+  // hooks, later calls only count.
   static vigil_status VIGIL_CALL init(const vigil_host_api* host, const char* plugin_path, vigil_error* err) noexcept {
     PluginState& state = plugin_state();
     const vigil_status checked = guard(err, [&]() -> Result<void> {
@@ -498,7 +499,9 @@ inline std::string_view plugin_path() noexcept { return detail::plugin_state().p
   VIGIL_SDK_HIDDEN ::vigil::sdk::detail::PluginState& ::vigil::sdk::detail::plugin_state() noexcept {          \
     return vigil_sdk_plugin_state_;                                                                            \
   }                                                                                                            \
-  extern "C" VIGIL_EXPORT const vigil_plugin_entry* VIGIL_CALL vigil_plugin_entry_v1(uint32_t, uint32_t) {     \
-    return &vigil_sdk_plugin_::entry;                                                                          \
+  /* Declines a host of another ABI major (version.h): before init, with nothing to undo. */                \
+  extern "C" VIGIL_EXPORT const vigil_plugin_entry* VIGIL_CALL vigil_plugin_entry_v1(uint32_t host_major,      \
+                                                                                     uint32_t) {               \
+    return host_major == VIGIL_ABI_MAJOR ? &vigil_sdk_plugin_::entry : nullptr;                                \
   }                                                                                                            \
   static_assert(true, "")

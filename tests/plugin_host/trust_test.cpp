@@ -1,0 +1,223 @@
+// Careful loading: a plugin file, or a folder on its path, that another user could write or that
+// belongs to neither the user running vigil nor root is refused, unless allowed knowingly.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "plugin_test_support.h"
+#include "test_trials.h"
+
+namespace vigil {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::variant_dir;
+
+constexpr uid_t kOtherUid = 54321;  // a user that is neither root nor the one running the tests
+
+fs::path good_plugin() { return variant_dir("good") / "libvigil_test_plugin_good.so"; }
+
+// A copy of the good plugin at dir/libgood.so (folders made as needed, with the umask's modes).
+fs::path copy_good_plugin_to(const fs::path& dir) {
+  fs::create_directories(dir);
+  fs::copy_file(good_plugin(), dir / "libgood.so");
+  return dir / "libgood.so";
+}
+
+void set_mode(const fs::path& p, mode_t mode) { ASSERT_EQ(::chmod(p.c_str(), mode), 0) << p; }
+
+// Loads `file` and expects a refusal (code Io) whose reason holds `part`.
+void expect_untrusted(const fs::path& file, const std::string& part) {
+  plugins::PluginRegistry registry(plugins::LoadOptions{});
+  auto loaded = registry.load_file(file);
+  ASSERT_FALSE(loaded.has_value());
+  EXPECT_EQ(loaded.error().code, ErrorCode::Io);
+  EXPECT_TRUE(registry.rules().empty());
+  ASSERT_EQ(registry.refused().size(), 1u);
+  EXPECT_EQ(registry.refused()[0].code, ErrorCode::Io);
+  const std::string& reason = registry.refused()[0].reason;
+  EXPECT_NE(reason.find("not trusted: "), std::string::npos) << reason;
+  EXPECT_NE(reason.find(part), std::string::npos) << reason;
+  EXPECT_NE(reason.find("--allow-insecure-plugins"), std::string::npos) << reason;
+}
+
+void expect_loads(const fs::path& file, plugins::LoadOptions options = {}) {
+  plugins::PluginRegistry registry(options);
+  auto loaded = registry.load_file(file);
+  ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+  EXPECT_EQ(registry.rules().size(), 5u);
+}
+
+struct stat stat_of(mode_t type_and_mode, uid_t uid) {
+  struct stat st {};
+  st.st_mode = type_and_mode;
+  st.st_uid = uid;
+  st.st_gid = 4242;
+  return st;
+}
+
+TEST(PluginTrust, TheTestFoldersAreTrusted) {
+  // Every plugin the other tests load sits in the build tree or a temporary folder under /tmp.
+  testing::TempDir dir;
+  expect_loads(good_plugin());
+  expect_loads(copy_good_plugin_to(dir.path() / "plugins"));
+}
+
+TEST(PluginTrust, AWorldWritableFileIsRefused) {
+  testing::TempDir dir;
+  const fs::path file = copy_good_plugin_to(dir.path());
+  set_mode(file, 0757);
+  expect_untrusted(file, "the file " + fs::canonical(file).string() + " is writable by every user (mode 0757)");
+}
+
+TEST(PluginTrust, AGroupWritableFileIsRefused) {
+  testing::TempDir dir;
+  const fs::path file = copy_good_plugin_to(dir.path());
+  set_mode(file, 0775);
+  expect_untrusted(file, "is writable by its group");
+}
+
+TEST(PluginTrust, AGroupWritableFolderIsRefused) {
+  testing::TempDir dir;
+  const fs::path file = copy_good_plugin_to(dir.path() / "plugins");
+  set_mode(dir.path() / "plugins", 0775);
+  expect_untrusted(file, "the folder " + fs::canonical(dir.path() / "plugins").string() + " is writable by its group");
+}
+
+TEST(PluginTrust, AWorldWritableAncestorFolderIsRefused) {
+  testing::TempDir dir;
+  const fs::path file = copy_good_plugin_to(dir.path() / "open" / "a" / "b");
+  set_mode(dir.path() / "open", 0777);  // no sticky bit: anyone may rename a/ away and put their own
+  expect_untrusted(file, "the folder " + fs::canonical(dir.path() / "open").string() + " is writable by every user");
+  // The whole directory is refused file by file, with the same reason.
+  plugins::PluginRegistry registry(plugins::LoadOptions{});
+  registry.load_directory(file.parent_path());
+  EXPECT_TRUE(registry.rules().empty());
+  ASSERT_EQ(registry.refused().size(), 1u);
+  EXPECT_NE(registry.refused()[0].reason.find("is writable by every user"), std::string::npos);
+}
+
+// A symlink is followed before the checks: what is checked, and loaded, is the real file's path.
+TEST(PluginTrust, ASymlinkIsJudgedByTheFileItLeadsTo) {
+  testing::TempDir dir;
+  const fs::path trusted = copy_good_plugin_to(dir.path() / "trusted");
+  const fs::path open = copy_good_plugin_to(dir.path() / "open");
+  set_mode(dir.path() / "open", 0777);
+  fs::create_directories(dir.path() / "links");
+  fs::create_symlink(open, dir.path() / "links" / "libopen.so");
+  fs::create_symlink(trusted, dir.path() / "links" / "libtrusted.so");
+  expect_untrusted(dir.path() / "links" / "libopen.so", "the folder " + fs::canonical(dir.path() / "open").string());
+  expect_loads(dir.path() / "links" / "libtrusted.so");
+}
+
+TEST(PluginTrust, AFileOrFolderOfAnotherUserIsRefused) {
+  if (::geteuid() == 0) {
+    // Running as root: make the owners foreign for real.
+    testing::TempDir dir;
+    const fs::path file = copy_good_plugin_to(dir.path() / "theirs");
+    ASSERT_EQ(::chown(file.c_str(), kOtherUid, 0), 0);
+    expect_untrusted(file, "belongs to uid " + std::to_string(kOtherUid) + " (neither the user running vigil, uid 0");
+    ASSERT_EQ(::chown(file.c_str(), 0, 0), 0);
+    ASSERT_EQ(::chown((dir.path() / "theirs").c_str(), kOtherUid, 0), 0);
+    expect_untrusted(file, "the folder " + fs::canonical(dir.path() / "theirs").string() + " belongs to uid " +
+                               std::to_string(kOtherUid));
+  } else {
+    // Files cannot be given away without root: judge the stat of one that belongs to someone else.
+    const uid_t other = ::geteuid() == kOtherUid ? kOtherUid + 1 : kOtherUid;
+    EXPECT_NE(plugins::trust_problem(stat_of(S_IFREG | 0755, other), ::geteuid()).find("belongs to uid"),
+              std::string::npos);
+    EXPECT_NE(plugins::trust_problem(stat_of(S_IFDIR | 0755, other), ::geteuid()).find("belongs to uid"),
+              std::string::npos);
+  }
+}
+
+TEST(PluginTrust, TheRulesOnStatFields) {
+  const uid_t me = 1000;
+  EXPECT_EQ(plugins::trust_problem(stat_of(S_IFREG | 0755, me), me), "");
+  EXPECT_EQ(plugins::trust_problem(stat_of(S_IFREG | 0755, 0), me), "");  // root's
+  EXPECT_EQ(plugins::trust_problem(stat_of(S_IFDIR | 0700, me), me), "");
+  EXPECT_EQ(plugins::trust_problem(stat_of(S_IFREG | 0755, 1001), me),
+            "belongs to uid 1001 (neither the user running vigil, uid 1000, nor root)");
+  EXPECT_EQ(plugins::trust_problem(stat_of(S_IFDIR | 0777, me), me), "is writable by every user (mode 0777)");
+  EXPECT_EQ(plugins::trust_problem(stat_of(S_IFDIR | 0770, me), me), "is writable by its group, gid 4242 (mode 0770)");
+  // A root-owned sticky folder (/tmp) is fine; one of another owner, or a sticky file, is not.
+  EXPECT_EQ(plugins::trust_problem(stat_of(S_IFDIR | 01777, 0), me), "");
+  EXPECT_NE(plugins::trust_problem(stat_of(S_IFDIR | 01777, me), me), "");
+  EXPECT_NE(plugins::trust_problem(stat_of(S_IFREG | 01777, 0), me), "");
+}
+
+TEST(PluginTrust, ARootOwnedStickyFolderIsAccepted) {
+  testing::TempDir dir;
+  const fs::path sticky = dir.path() / "shared";
+  const fs::path file = copy_good_plugin_to(sticky);
+  set_mode(sticky, 01777);  // like /tmp
+  struct stat st {};
+  ASSERT_EQ(::stat(sticky.c_str(), &st), 0);
+  if (st.st_uid == 0) {
+    expect_loads(file);
+  } else {
+    // Not root: the folder is this user's, so its sticky bit does not make it safe.
+    expect_untrusted(file, "is writable by every user (mode 1777)");
+  }
+  // Every temporary folder of these tests lies under /tmp, root-owned and sticky, and loads.
+  ASSERT_EQ(::stat(fs::temp_directory_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_TRUE(st.st_mode & S_ISVTX);
+  expect_loads(copy_good_plugin_to(dir.path() / "plain"));
+}
+
+TEST(PluginTrust, InsecurePluginsLoadWhenAllowed) {
+  testing::TempDir dir;
+  const fs::path file = copy_good_plugin_to(dir.path() / "open");
+  set_mode(dir.path() / "open", 0777);
+  set_mode(file, 0777);
+  expect_untrusted(file, "is writable by every user");
+  expect_loads(file, plugins::LoadOptions{.allow_insecure = true});
+
+  // VIGIL_ALLOW_INSECURE_PLUGINS=1 is the same; any other value is not, and neither is its absence.
+  ::setenv("VIGIL_ALLOW_INSECURE_PLUGINS", "1", 1);
+  EXPECT_TRUE(plugins::LoadOptions::from_environment().allow_insecure);
+  {
+    plugins::PluginRegistry registry;  // options from the environment
+    EXPECT_TRUE(registry.load_file(file).has_value());
+  }
+  ::setenv("VIGIL_ALLOW_INSECURE_PLUGINS", "yes", 1);
+  EXPECT_FALSE(plugins::LoadOptions::from_environment().allow_insecure);
+  ::unsetenv("VIGIL_ALLOW_INSECURE_PLUGINS");
+  EXPECT_FALSE(plugins::LoadOptions::from_environment().allow_insecure);
+  plugins::PluginRegistry registry;
+  EXPECT_FALSE(registry.load_file(file).has_value());
+}
+
+// `vigil rules` lists the refused plugin with its reason, and --allow-insecure-plugins loads it.
+TEST(PluginTrust, VigilRulesShowsTheRefusalAndTheAllowFlagLoads) {
+  testing::TempDir dir;
+  copy_good_plugin_to(dir.path() / "open");
+  set_mode(dir.path() / "open", 0777);
+  auto run = [&](const std::string& extra) {
+    const std::string command = std::string(VIGIL_BINARY) + " rules --plugins " + (dir.path() / "open").string() +
+                                extra + " 2>&1";
+    std::string out;
+    FILE* p = ::popen(command.c_str(), "r");
+    char buf[4096];
+    for (size_t n; p && (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+    EXPECT_EQ(p ? ::pclose(p) : -1, 0) << out;
+    return out;
+  };
+  const std::string refused = run("");
+  EXPECT_NE(refused.find("refused: " + (dir.path() / "open" / "libgood.so").string() + ": not trusted: the folder"),
+            std::string::npos)
+      << refused;
+  EXPECT_EQ(refused.find("StepsRule"), std::string::npos) << refused;
+  const std::string allowed = run(" --allow-insecure-plugins");
+  EXPECT_NE(allowed.find("StepsRule"), std::string::npos) << allowed;
+  EXPECT_EQ(allowed.find("not trusted"), std::string::npos) << allowed;
+}
+
+}  // namespace
+}  // namespace vigil
