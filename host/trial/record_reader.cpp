@@ -14,6 +14,34 @@
 
 namespace vigil {
 
+std::shared_ptr<AlignedBuffer> RecordBufferPool::get(size_t size) {
+  if (size < kMinPooledBytes) return std::make_shared<AlignedBuffer>(size);
+  std::unique_ptr<AlignedBuffer> buffer;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if ((*it)->size() >= size && (*it)->size() / 2 <= size) {  // fits, and wastes at most half
+        buffer = std::move(*it);
+        free_.erase(it);
+        break;
+      }
+  }
+  if (!buffer) buffer = std::make_unique<AlignedBuffer>(size);
+  return std::shared_ptr<AlignedBuffer>(buffer.release(),
+                                        [pool = shared_from_this()](AlignedBuffer* b) { pool->give_back(b); });
+}
+
+void RecordBufferPool::give_back(AlignedBuffer* buffer) {
+  std::unique_ptr<AlignedBuffer> owned(buffer);
+  std::lock_guard lock(mu_);
+  if (free_.size() < kMaxKept) free_.push_back(std::move(owned));
+}
+
+size_t RecordBufferPool::kept() {
+  std::lock_guard lock(mu_);
+  return free_.size();
+}
+
 Result<TensorValue> RecordReader::read(const RecordLocation& where) const {
   auto opened = files_.open(where.file);
   if (!opened) return fail(opened.error());
@@ -37,7 +65,7 @@ Result<TensorValue> RecordReader::read(const RecordLocation& where) const {
     std::lock_guard lock(mu_);
     if (auto it = content_shift_.find(where.length); it != content_shift_.end()) shift = it->second;
   }
-  auto buffer = std::make_shared<AlignedBuffer>(where.length + kMaxShift);
+  auto buffer = buffers_->get(where.length + kMaxShift);
   std::byte* const record_start = buffer->data() + shift;
   size_t done = 0;
   while (done < where.length) {

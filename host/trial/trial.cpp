@@ -700,16 +700,20 @@ Result<std::vector<int64_t>> Trial::tensor_steps(std::string_view name, Mode mod
   if (auto r = s.refresh_locked(); !r) return fail(r.error());
   auto rec = s.tensors.find(name);
   if (rec == s.tensors.end()) return fail(Error::tensor_unavailable(std::string(name)));
-  std::set<int64_t> out;
+  // A vector sorted once, not a set: inspect lists the steps of every tensor in every mode.
+  std::vector<int64_t> out;
+  out.reserve(rec->second.steps.size());
   for (const auto& [key, workers] : rec->second.steps) {
     auto [m, ms] = key;
+    if (mode != Mode::Global && m != mode) continue;
     auto g = s.to_global(m, ms);
     if (!g) continue;
     if (!show_incomplete_steps && !s.step_complete(*g)) continue;
-    if (mode == Mode::Global) out.insert(*g);
-    else if (m == mode) out.insert(ms);
+    out.push_back(mode == Mode::Global ? *g : ms);
   }
-  return std::vector<int64_t>(out.begin(), out.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 Result<TensorValue> Trial::value(std::string_view name, int64_t step, Mode mode,
