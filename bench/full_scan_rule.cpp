@@ -1,4 +1,6 @@
-// FullScan: the benchmark's rule. At every step it asks the host for mean(|x|) of every tensor the
+// The benchmark's rules.
+//
+// FullScan: At every step it asks the host for mean(|x|) of every tensor the
 // step saved, for every worker, as VanishingGradient does for gradients, and fires when one is above
 // `fire_above` (never, by default; the live-latency benchmark sets 0 so that every step fires and
 // writes a new trigger to the status file).
@@ -45,8 +47,17 @@ class FullScan final : public vigil::sdk::Rule {
   double fire_above_;
 };
 
+// Idle: reads nothing and never fires, so that an evaluation with it costs what the evaluator's
+// own walk over the steps costs (run_bench.py's many-steps workload).
+class Idle final : public vigil::sdk::Rule {
+ public:
+  explicit Idle(vigil::sdk::RuleContext ctx) : Rule(std::move(ctx)) {}
+  Result<bool> invoke_at_step(vigil_step) override { return false; }
+};
+
 }  // namespace
 
 VIGIL_PLUGIN("vigil.bench.rules", "1.0.0",
              VIGIL_RULE(FullScan, "vigil.bench.FullScan", "FullScan",
-                        "Benchmark rule: mean(|x|) of every tensor at every step, through the host."));
+                        "Benchmark rule: mean(|x|) of every tensor at every step, through the host."),
+             VIGIL_RULE(Idle, "vigil.bench.Idle", "Idle", "Benchmark rule: reads nothing, never fires."));

@@ -2,10 +2,11 @@
 // peak RSS. Each prints one JSON line with what it did (bytes, tensors, a checksum, seconds).
 //
 //   vigil_bench generate DIR [--size-mb N] [--workers W]   write the deterministic benchmark trial
+//   vigil_bench generate-steps DIR [--steps N]             many steps of 11 small tensors each
 //   vigil_bench raw-read DIR                               read every event file into a buffer
 //   vigil_bench scan DIR                                   mean(|x|) of every value through the C++ API
 //   vigil_bench raw-write FROM OUT                         write FROM's event bytes with plain write()
-//   vigil_bench live DIR --vigil EXE --plugins DIR [--steps N]
+//   vigil_bench live DIR --vigil EXE --plugins DIR [--steps N] [--python-rule FILE]
 //                                                          index file -> rule status latency
 #include <fcntl.h>
 #include <poll.h>
@@ -136,6 +137,51 @@ int cmd_generate(const fs::path& dir, double size_mb, int workers) {
   return 0;
 }
 
+// The many-steps trial: a long job saving scalars and a few small tensors at every step, where the
+// cost per step (index files, the evaluator's walk) matters more than the bytes. 11 tensors per
+// step: 5 weights and 5 gradients of 64 float32, and the loss.
+int cmd_generate_steps(const fs::path& dir, int64_t steps) {
+  constexpr int kTensors = 10;
+  constexpr int64_t kElements = 64;
+  const auto pool = make_pool(1 << 16);
+  const auto t0 = Clock::now();
+  vigil::writer::WriterOptions options;
+  for (auto& m : options.save_config) m.save_interval = 1;
+  auto writer = check(vigil::writer::TrialWriter::create(dir, options), "create");
+  uint64_t bytes = 0;
+  int64_t tensors = 0;
+  for (int64_t step = 0; step < steps; ++step) {
+    check(writer->begin_step(vigil::Mode::Train), "begin_step");
+    for (int i = 0; i < kTensors; ++i) {
+      const size_t offset = size_t((step * 131 + i * 977) % int64_t(pool.size() - kElements));
+      vigil::writer::TensorData data{.dtype = vigil::ElementType::Float32,
+                                     .shape = {kElements},
+                                     .bytes = std::as_bytes(std::span(pool.data() + offset, size_t(kElements)))};
+      check(writer->save_tensor(tensor_name(false, i), data), "save_tensor");
+      bytes += kElements * 4;
+    }
+    const float loss = 1.0f / float(step + 1);
+    vigil::writer::TensorData data{.dtype = vigil::ElementType::Float32,
+                                   .shape = {},
+                                   .bytes = std::as_bytes(std::span(&loss, 1))};
+    check(writer->save_tensor("CrossEntropyLoss_output_0", data), "save_tensor");  // the losses collection
+    bytes += 4;
+    tensors += kTensors + 1;
+    check(writer->end_step(), "end_step");
+  }
+  check(writer->close(), "close");
+  std::printf("%s\n", nlohmann::json{{"workload", "generate-steps"},
+                                     {"steps", steps},
+                                     {"workers", 1},
+                                     {"tensors", tensors},
+                                     {"tensor_bytes", bytes},
+                                     {"largest_tensor_bytes", kElements * 4},
+                                     {"seconds", seconds_since(t0)}}
+                          .dump()
+                          .c_str());
+  return 0;
+}
+
 // ---- raw reads and writes: the physical reference ----
 
 std::vector<fs::path> event_files(const fs::path& trial) {
@@ -254,7 +300,15 @@ std::vector<int64_t> triggered_steps(const fs::path& status_file) {
   }
 }
 
-int cmd_live(const fs::path& dir, const std::string& vigil_exe, const std::string& plugins, int steps) {
+// The evaluator follows `dir`/trial while this writes `steps` steps with random 20-80 ms pauses;
+// for each step, the time from the moment it can be judged to the moment the status file holds the
+// rule's trigger for it. A step can be judged once its index file is published (end_step()
+// returned), step 0 once the collection files are there too: the writer publishes them as the
+// second step begins, as smdebug does. `python_rule`: a Python rule file with class
+// FireAtEveryStep instead of the FullScan plugin rule.
+int cmd_live(const fs::path& dir, const std::string& vigil_exe, const std::string& plugins, int steps,
+             const std::string& python_rule) {
+  if (steps < 2) die("live needs at least 2 steps");
   fs::remove_all(dir);
   fs::create_directories(dir);
   const fs::path trial = dir / "trial";
@@ -266,9 +320,13 @@ int cmd_live(const fs::path& dir, const std::string& vigil_exe, const std::strin
   if (inotify < 0 || ::inotify_add_watch(inotify, status_dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
     die("inotify on " + status_dir.string());
 
-  std::vector<std::string> args = {vigil_exe, "evaluate", "--trial", trial.string(), "--plugins", plugins,
-                                   "--rule", "FullScan", "--param", "fire_above=-1", "--status-file",
-                                   status_file.string(), "--quiet"};
+  std::vector<std::string> args = {vigil_exe, "evaluate", "--trial", trial.string(), "--plugins", plugins};
+  if (python_rule.empty()) {
+    args.insert(args.end(), {"--rule", "FullScan", "--param", "fire_above=-1"});
+  } else {
+    args.insert(args.end(), {"--rule", "FireAtEveryStep", "--param", "source_s3_uri=" + python_rule});
+  }
+  args.insert(args.end(), {"--status-file", status_file.string(), "--quiet"});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -283,6 +341,22 @@ int cmd_live(const fs::path& dir, const std::string& vigil_exe, const std::strin
   posix_spawn_file_actions_destroy(&actions);
   g_child = pid;
 
+  // Waits for a status file that holds `step`'s trigger; the latency in ms from now.
+  auto wait_for_trigger = [&](int64_t step) {
+    const auto t0 = Clock::now();
+    while (true) {
+      const auto st = triggered_steps(status_file);
+      if (std::find(st.begin(), st.end(), step) != st.end()) break;
+      if (seconds_since(t0) > 10) die(fmt::format("no status for step {} after 10 s (see {})", step, log));
+      pollfd pfd{.fd = inotify, .events = POLLIN, .revents = 0};
+      if (::poll(&pfd, 1, 100) > 0) {
+        alignas(inotify_event) char buf[4096];
+        (void)!::read(inotify, buf, sizeof buf);
+      }
+    }
+    return seconds_since(t0) * 1000;
+  };
+
   vigil::writer::WriterOptions options;
   for (auto& m : options.save_config) m.save_interval = 1;
   auto writer = check(vigil::writer::TrialWriter::create(trial, options), "create");
@@ -290,9 +364,14 @@ int cmd_live(const fs::path& dir, const std::string& vigil_exe, const std::strin
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> pause_ms(20, 80);
   std::vector<double> latencies_ms;
+  double first_ms = 0;
   for (int64_t step = 0; step < steps; ++step) {
     std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));  // training between saves
     check(writer->begin_step(vigil::Mode::Train), "begin_step");
+    if (step == 1) {
+      first_ms = wait_for_trigger(0);  // the collection files have just been published
+      latencies_ms.push_back(first_ms);
+    }
     for (int i = 0; i < 10; ++i) {
       vigil::writer::TensorData data{.dtype = vigil::ElementType::Float32,
                                      .shape = {1024},
@@ -300,22 +379,7 @@ int cmd_live(const fs::path& dir, const std::string& vigil_exe, const std::strin
       check(writer->save_tensor(tensor_name(false, i), data), "save_tensor");
     }
     check(writer->end_step(), "end_step");  // the step's index file has appeared when this returns
-    // The writer publishes the collection files (which make the folder a trial) when the second step
-    // begins, as smdebug does; step 0 is judged once they exist, so it is not timed.
-    if (step == 0) continue;
-    const auto t0 = Clock::now();
-    // Wait for a status file that holds this step's trigger.
-    while (true) {
-      const auto st = triggered_steps(status_file);
-      if (std::find(st.begin(), st.end(), step) != st.end()) break;
-      if (seconds_since(t0) > 10) die(fmt::format("no status for step {} after 10 s", step));
-      pollfd pfd{.fd = inotify, .events = POLLIN, .revents = 0};
-      if (::poll(&pfd, 1, 100) > 0) {
-        alignas(inotify_event) char buf[4096];
-        (void)!::read(inotify, buf, sizeof buf);
-      }
-    }
-    latencies_ms.push_back(seconds_since(t0) * 1000);
+    if (step > 0) latencies_ms.push_back(wait_for_trigger(step));
   }
   check(writer->close(), "close");
   int wstatus = 0;
@@ -323,8 +387,9 @@ int cmd_live(const fs::path& dir, const std::string& vigil_exe, const std::strin
   g_child = 0;
   std::sort(latencies_ms.begin(), latencies_ms.end());
   auto at = [&](double q) { return latencies_ms[size_t(q * double(latencies_ms.size() - 1))]; };
-  std::printf("%s\n", nlohmann::json{{"workload", "live"},
+  std::printf("%s\n", nlohmann::json{{"workload", python_rule.empty() ? "live" : "live_python"},
                                      {"steps", latencies_ms.size()},
+                                     {"latency_ms_first", first_ms},
                                      {"latency_ms_median", at(0.5)},
                                      {"latency_ms_p90", at(0.9)},
                                      {"latency_ms_max", latencies_ms.back()},
@@ -337,10 +402,11 @@ int cmd_live(const fs::path& dir, const std::string& vigil_exe, const std::strin
 void usage() {
   std::puts(
       "usage: vigil_bench generate DIR [--size-mb N] [--workers W]\n"
+      "       vigil_bench generate-steps DIR [--steps N]\n"
       "       vigil_bench raw-read DIR\n"
       "       vigil_bench scan DIR\n"
       "       vigil_bench raw-write FROM OUT\n"
-      "       vigil_bench live DIR --vigil EXE --plugins DIR [--steps N]\n"
+      "       vigil_bench live DIR --vigil EXE --plugins DIR [--steps N] [--python-rule FILE]\n"
       "\n"
       "The workloads of bench/run_bench.py (scripts/bench.sh runs them all); each prints one JSON line.");
 }
@@ -361,11 +427,14 @@ int main(int argc, char** argv) {
   const std::string& cmd = args[0];
   if (cmd == "generate" && args.size() >= 2)
     return cmd_generate(args[1], std::stod(option("--size-mb", "500")), std::stoi(option("--workers", "1")));
+  if (cmd == "generate-steps" && args.size() >= 2)
+    return cmd_generate_steps(args[1], std::stoll(option("--steps", "5000")));
   if (cmd == "raw-read" && args.size() == 2) return cmd_raw_read(args[1]);
   if (cmd == "scan" && args.size() == 2) return cmd_scan(args[1]);
   if (cmd == "raw-write" && args.size() == 3) return cmd_raw_write(args[1], args[2]);
   if (cmd == "live" && args.size() >= 2)
-    return cmd_live(args[1], option("--vigil", ""), option("--plugins", ""), std::stoi(option("--steps", "100")));
+    return cmd_live(args[1], option("--vigil", ""), option("--plugins", ""), std::stoi(option("--steps", "100")),
+                    option("--python-rule", ""));
   usage();
   return 2;
 }

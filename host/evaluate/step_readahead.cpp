@@ -1,41 +1,79 @@
 #include "evaluate/step_readahead.h"
 
+#include <vigil/vigil.h>
+
 #include <utility>
 
 #include "trial/reductions.h"
 
 namespace vigil::evaluate {
 
-StepReadahead::StepReadahead(std::shared_ptr<Trial> trial, std::shared_ptr<plugins::StepValueCache> cache)
-    : trial_(std::move(trial)), cache_(std::move(cache)) {}
+StepReadahead::StepReadahead(std::shared_ptr<Trial> trial, std::shared_ptr<plugins::StepValueCache> cache,
+                             std::chrono::steady_clock::duration in_place_below)
+    : trial_(std::move(trial)), cache_(std::move(cache)), in_place_below_(in_place_below), worker_([this] { work(); }) {}
 
 StepReadahead::~StepReadahead() {
-  if (in_flight_.valid()) in_flight_.wait();
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  posted_.notify_one();
+  worker_.join();  // after the job in flight, if any
+}
+
+// Notifications are sent after unlocking, and the condition variables make no system call when
+// nobody waits: a step whose readahead is done before the rules are costs no wake-up at all.
+void StepReadahead::work() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    posted_.wait(lock, [&] { return job_ || stopping_; });
+    if (!job_) return;
+    lock.unlock();
+    read(*job_);  // job_ is left alone by begin_step until it is reset
+    lock.lock();
+    job_.reset();
+    lock.unlock();
+    finished_.notify_one();
+    lock.lock();
+  }
 }
 
 void StepReadahead::begin_step(int64_t step, std::optional<int64_t> next) {
-  if (in_flight_.valid()) in_flight_.wait();
+  {
+    std::unique_lock lock(mu_);
+    finished_.wait(lock, [&] { return !job_; });
+  }
   auto pattern = cache_->advance(step);  // what the rules read at the previous step
   const std::optional<int64_t> previous = last_step_;
   last_step_ = step;
   if (!next || !previous || pattern.empty()) return;
   ++steps_read_ahead_;
-  in_flight_ = std::async(std::launch::async, [this, previous = *previous, next = *next, p = std::move(pattern)]() mutable {
-    read(previous, next, std::move(p));
-  });
+  Job job{.previous = *previous, .next = *next, .pattern = std::move(pattern)};
+  if (last_job_took_ < in_place_below_) {  // the thread is idle here, so last_job_took_ is settled
+    ++steps_read_in_place_;
+    read(job);
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    job_ = std::move(job);
+  }
+  posted_.notify_one();
 }
 
-// Repeats `pattern` (read at global step `previous`) for global step `next`. Reads of other steps
-// (a rule looking back) are not repeated; errors are left for the rule's own read to report.
-void StepReadahead::read(int64_t previous, int64_t next, std::vector<plugins::StepValueCache::Access> pattern) {
-  const auto previous_mode = trial_->mode_modestep(previous);
-  const auto next_mode = trial_->mode_modestep(next);
-  for (auto& access : pattern) {
+// Repeats the pattern read at global step `job.previous` for global step `job.next`. Reads of
+// other steps (a rule looking back) are not repeated; errors are left for the rule's own read to
+// report.
+void StepReadahead::read(const Job& job) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto previous_mode = trial_->mode_modestep(job.previous);
+  const auto next_mode = trial_->mode_modestep(job.next);
+  for (auto access : job.pattern) {
     auto& [trial, name, step, mode, worker] = access.key;
     if (trial != trial_.get()) continue;
     if (mode == Mode::Global) {
-      if (step != previous) continue;
-      step = next;
+      if (step != job.previous) continue;
+      step = job.next;
     } else {
       if (!previous_mode || !next_mode || *previous_mode != std::pair{mode, step} || next_mode->first != mode) continue;
       step = next_mode->second;
@@ -43,14 +81,15 @@ void StepReadahead::read(int64_t previous, int64_t next, std::vector<plugins::St
     const std::optional<std::string_view> w = worker.empty() ? std::nullopt : std::optional<std::string_view>(worker);
     if (access.reduction == plugins::StepValueCache::kValue) {
       if (cache_->find(access.key)) continue;
-      if (auto v = trial_->value(name, step, mode, w)) cache_->put(access.key, std::move(*v), next);
+      if (auto v = trial_->value(name, step, mode, w)) cache_->put(access.key, std::move(*v), job.next);
     } else {
       if (cache_->find_reduction(access.key, access.reduction, access.abs)) continue;
       const auto op = kAllReductionOps[access.reduction - VIGIL_RED_MIN];
       if (auto r = trial_->reduction_value(name, step, reduction_name(op), access.abs, mode, w))
-        cache_->put_reduction(access.key, access.reduction, access.abs, r->value, next);
+        cache_->put_reduction(access.key, access.reduction, access.abs, r->value, job.next);
     }
   }
+  last_job_took_ = std::chrono::steady_clock::now() - started;
 }
 
 }  // namespace vigil::evaluate

@@ -1,6 +1,8 @@
 #include "format/trial_layout.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <utility>
 
 namespace vigil::format {
 namespace {
@@ -130,18 +133,65 @@ bool is_inside(const std::string& real_path, const std::string& root) {
 
 }  // namespace
 
-Result<int> open_trial_file(const std::filesystem::path& canonical_root, std::string_view relpath) {
-  namespace fs = std::filesystem;
-  const std::string file = (canonical_root / relpath).string();
-  auto refuse = [&](std::string_view why) {
-    return fail(Error::index_reader(fmt::format("{}: refused: {} (trial directory {})", file, why,
-                                                canonical_root.string()),
-                                    file));
-  };
-  if (auto why = unsafe_relative_path(relpath))
-    return refuse(fmt::format("the path '{}' {}, so it would leave the trial directory", relpath, *why));
+Result<TrialRoot> TrialRoot::open(const std::filesystem::path& path) {
+  std::error_code ec;
+  auto canonical = std::filesystem::canonical(path, ec);
+  if (ec) return fail(Error::io(path.string(), ec.message()));
+  const int fd = ::open(canonical.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return fail(Error::io(path.string(), std::strerror(errno)));
+  return TrialRoot(std::move(canonical), fd);
+}
 
+TrialRoot::TrialRoot(TrialRoot&& other) noexcept
+    : canonical_(std::move(other.canonical_)), fd_(std::exchange(other.fd_, -1)) {}
+
+TrialRoot& TrialRoot::operator=(TrialRoot&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    canonical_ = std::move(other.canonical_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+TrialRoot::~TrialRoot() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+namespace {
+
+Error refusal(const std::string& file, const std::filesystem::path& root, std::string_view why) {
+  return Error::index_reader(fmt::format("{}: refused: {} (trial directory {})", file, why, root.string()), file);
+}
+
+}  // namespace
+
+Result<TrialRoot::OpenedFile> TrialRoot::open_file(std::string_view relpath) const {
+  if (auto why = unsafe_relative_path(relpath))
+    return fail(refusal((canonical_ / relpath).string(), canonical_,
+                        fmt::format("the path '{}' {}, so it would leave the trial directory", relpath, *why)));
   // O_NONBLOCK: opening a FIFO planted in the trial must not block; regular files ignore the flag.
+  open_how how{};
+  how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  const std::string rel(relpath);
+  const int fd = int(::syscall(SYS_openat2, fd_, rel.c_str(), &how, sizeof how));
+  if (fd < 0) {
+    if (errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == EISDIR)
+      return fail(Error::io((canonical_ / relpath).string(), std::strerror(errno)));
+    return open_by_name(relpath);  // EXDEV (leaves the root on the way), ENOSYS, a seccomp filter, ...
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail(refusal((canonical_ / relpath).string(), canonical_, "it is not a regular file"));
+  }
+  return OpenedFile{fd, uint64_t(st.st_size)};
+}
+
+Result<TrialRoot::OpenedFile> TrialRoot::open_by_name(std::string_view relpath) const {
+  namespace fs = std::filesystem;
+  const std::string file = (canonical_ / relpath).string();
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return fail(Error::io(file, std::strerror(errno)));
   // Where the opened file really is, after every symlink: checked on the descriptor rather than the
@@ -152,15 +202,39 @@ Result<int> open_trial_file(const std::filesystem::path& canonical_root, std::st
   struct stat st {};
   std::string problem;
   if (ec) problem = fmt::format("cannot resolve where it points ({})", ec.message());
-  else if (!is_inside(real.string(), canonical_root.string()))
+  else if (!is_inside(real.string(), canonical_.string()))
     problem = fmt::format("it resolves to {}, outside the trial directory", real.string());
   else if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
     problem = "it is not a regular file";
   if (!problem.empty()) {
     ::close(fd);
-    return refuse(problem);
+    return fail(refusal(file, canonical_, problem));
   }
-  return fd;
+  return OpenedFile{fd, uint64_t(st.st_size)};
+}
+
+Result<std::string> TrialRoot::read_file(std::string_view relpath) const {
+  auto opened = open_file(relpath);
+  if (!opened) return fail(opened.error());
+  const int fd = opened->fd;
+  // One byte more than the size: a read that fills it means the file grew, so read on to the end.
+  std::string bytes(size_t(opened->size) + 1, '\0');
+  size_t done = 0;
+  while (true) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      return fail(Error::io((canonical_ / relpath).string(), std::strerror(error)));
+    }
+    done += size_t(n);
+    if (n == 0 || done < bytes.size()) break;  // a short read of a regular file is its end
+    bytes.resize(bytes.size() * 2);
+  }
+  ::close(fd);
+  bytes.resize(done);
+  return bytes;
 }
 
 }  // namespace vigil::format

@@ -43,10 +43,39 @@ std::optional<std::string> parse_collections_file_name(std::string_view basename
 // or a NUL byte), or nullopt when it is safe to join to the trial root.
 std::optional<std::string> unsafe_relative_path(std::string_view relpath);
 
-// Opens `relpath` read-only inside the trial whose root is `canonical_root` (fs::canonical of the
-// trial folder); the caller closes the descriptor. Refused with an IndexReader error: an unsafe
-// relpath (above), a file that, after symlinks, lies outside the trial root, and anything that is not
-// a regular file (a FIFO would block the reader). Io errors when the file cannot be opened.
-Result<int> open_trial_file(const std::filesystem::path& canonical_root, std::string_view relpath);
+// The trial folder, held open: every file the trial reads is opened through it. Files are refused
+// with an IndexReader error for an unsafe relpath (above), for resolving (after symlinks) outside the
+// trial root, and for not being a regular file (a FIFO would block the reader); Io errors when a file
+// cannot be opened or read.
+class TrialRoot {
+ public:
+  // Resolves `path` (fs::canonical) and keeps a descriptor on the folder.
+  static Result<TrialRoot> open(const std::filesystem::path& path);
+  TrialRoot(TrialRoot&& other) noexcept;
+  TrialRoot& operator=(TrialRoot&& other) noexcept;
+  TrialRoot(const TrialRoot&) = delete;
+  TrialRoot& operator=(const TrialRoot&) = delete;
+  ~TrialRoot();
+
+  const std::filesystem::path& canonical() const { return canonical_; }
+
+  struct OpenedFile {
+    int fd;         // the caller closes it
+    uint64_t size;  // at opening
+  };
+  // Opens `relpath` read-only. Usually one openat2 (the kernel keeps it beneath the root) and one
+  // fstat; a path the kernel will not resolve that way (an absolute symlink, or no openat2) is
+  // opened by name and checked through /proc/self/fd.
+  Result<OpenedFile> open_file(std::string_view relpath) const;
+  // The whole file: open_file, one read (more only if the file grew since), close.
+  Result<std::string> read_file(std::string_view relpath) const;
+
+ private:
+  TrialRoot(std::filesystem::path canonical, int fd) : canonical_(std::move(canonical)), fd_(fd) {}
+  Result<OpenedFile> open_by_name(std::string_view relpath) const;
+
+  std::filesystem::path canonical_;
+  int fd_ = -1;
+};
 
 }  // namespace vigil::format

@@ -1,26 +1,15 @@
 #include "trial/trial.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <condition_variable>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <limits>
-#include <list>
 #include <map>
 #include <mutex>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 
 #include "common/search_regex.h"
@@ -29,6 +18,8 @@
 #include "format/tfrecord.h"
 #include "format/trial_layout.h"
 #include "trial/element_access.h"
+#include "trial/event_file_cache.h"
+#include "trial/record_reader.h"
 #include "trial/trial_watcher.h"
 
 namespace vigil {
@@ -60,11 +51,7 @@ TrialOptions trial_options_from_env(TrialOptions base) {
 
 namespace {
 
-struct Location {
-  uint32_t file = 0;  // index into State::event_files
-  uint64_t start = 0;
-  uint64_t length = 0;
-};
+using Location = RecordLocation;
 
 struct SavedReductionLocation {
   ReductionOp op;
@@ -88,57 +75,28 @@ struct TensorRecord {
 
 constexpr std::string_view kReductionPrefix = "smdebug/reductions/";
 
-class FileHandle {
- public:
-  explicit FileHandle(int fd) : fd_(fd) {}
-  FileHandle(FileHandle&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  ~FileHandle() { if (fd_ >= 0) ::close(fd_); }
-  FileHandle(const FileHandle&) = delete;
-  FileHandle& operator=(const FileHandle&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-// Reads a whole file of the trial. Every file is opened through format::open_trial_file, which
-// refuses paths (and symlinks) that lead outside the trial directory.
-Result<std::string> read_trial_file(const fs::path& canonical_root, std::string_view relpath) {
-  auto opened = format::open_trial_file(canonical_root, relpath);
-  if (!opened) return fail(opened.error());
-  FileHandle fd(*opened);
-  std::string bytes;
-  char chunk[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd.get(), chunk, sizeof(chunk));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(Error::io((canonical_root / relpath).string(), std::strerror(errno)));
-    if (n == 0) return bytes;
-    bytes.append(chunk, size_t(n));
-  }
-}
-
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-
 }  // namespace
 
 struct Trial::State {
+  State(fs::path path, format::TrialRoot root) : path(std::move(path)), root(std::move(root)) {}
+
   fs::path path;
-  fs::path real_path;  // fs::canonical(path): every file the trial reads must resolve inside it
+  format::TrialRoot root;  // every file the trial reads is opened through it
+  EventFileCache event_files{root, path};
+  RecordReader records{event_files};
   std::string name;
   TrialOptions options;
 
   std::mutex mu;  // guards everything below
-  std::vector<std::string> event_files;  // relative to path
-  std::unordered_map<std::string, uint32_t> event_file_ids;
   std::map<std::string, TensorRecord, std::less<>> tensors;
   std::map<Mode, std::map<int64_t, int64_t>> mode_to_global;
   std::map<int64_t, StepKey> global_to_mode;
-  std::map<int64_t, std::set<std::string>> global_step_to_tensors;
-  std::map<Mode, std::set<std::string>> mode_to_tensors;
+  std::map<int64_t, std::set<std::string_view>> global_step_to_tensors;  // views of the keys of `tensors`
+  std::map<Mode, std::set<std::string_view>> mode_to_tensors;
   std::map<int64_t, std::set<std::string>> workers_for_global_step;
   std::map<int64_t, std::set<uint32_t>> event_files_of_step;  // global step -> event files (ids)
   std::set<std::string> read_index_files;
@@ -183,21 +141,6 @@ struct Trial::State {
   const std::vector<WorkerStep>* lookup(const TensorRecord& rec, int64_t step, Mode mode) const;
   Result<WorkerStep> locate(std::string_view name, int64_t step, Mode mode, std::optional<std::string_view> worker);
 
-  Result<TensorValue> read_value(const Location& where) const;
-
-  // Event files stay open between reads (each checked once by open_trial_file): a full scan reads
-  // thousands of records from the same files. Published event files are complete and never change.
-  struct OpenEventFile {
-    FileHandle fd;
-    uint64_t size;
-  };
-  static constexpr size_t kMaxOpenEventFiles = 64;
-  mutable std::mutex files_mu;  // guards open_files and content_shift
-  mutable std::list<std::pair<uint32_t, std::shared_ptr<const OpenEventFile>>> open_files;  // most recent first
-  // Record length -> where to place the record in its buffer so that the tensor's content is
-  // aligned and can be used in place: records of one tensor have the same length and layout.
-  mutable std::unordered_map<uint64_t, uint8_t> content_shift;
-  Result<std::shared_ptr<const OpenEventFile>> event_file(uint32_t id) const;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -209,27 +152,35 @@ Result<void> Trial::State::register_index(const format::StepIndex& index, int64_
     return fail(Error::invalid_argument(fmt::format("negative mode step {} in {}", index.mode_step, file)));
   std::optional<uint32_t> file_id;
   if (index.event_file_name) {
-    auto [it, inserted] = event_file_ids.try_emplace(*index.event_file_name, uint32_t(event_files.size()));
-    if (inserted) event_files.push_back(*index.event_file_name);
-    file_id = it->second;
+    file_id = event_files.intern(*index.event_file_name);
   }
   const StepKey key{index.mode, index.mode_step};
   if (file_id) event_files_of_step[g].insert(*file_id);
 
-  auto entry_for = [&](const std::string& tensor_name) -> WorkerStep& {
-    auto& workers = tensors[tensor_name].steps[key];
+  // The step is registered with its first tensor (an index without tensors registers nothing).
+  std::set<std::string_view>* step_tensors = nullptr;
+  std::set<std::string_view>* mode_tensors = nullptr;
+  auto entry_for = [&](std::string_view tensor_name) -> WorkerStep& {
+    if (!step_tensors) {
+      if (index.mode != Mode::Global) mode_to_global[index.mode].try_emplace(index.mode_step, g);
+      global_to_mode.try_emplace(g, key);
+      auto& ws = workers_for_global_step[g];
+      ws.insert(worker);
+      if (int64_t(ws.size()) >= num_workers && g > last_complete_step) last_complete_step = g;
+      step_tensors = &global_step_to_tensors[g];
+      if (index.mode != Mode::Global) mode_tensors = &mode_to_tensors[index.mode];
+    }
+    auto rec = tensors.find(tensor_name);
+    if (rec == tensors.end()) rec = tensors.emplace(std::string(tensor_name), TensorRecord{}).first;
+    // Views of the map's keys, which never move.
+    step_tensors->insert(rec->first);
+    if (mode_tensors) mode_tensors->insert(rec->first);
+    auto& workers = rec->second.steps[key];
     auto w = std::find_if(workers.begin(), workers.end(), [&](const WorkerStep& s) { return s.worker == worker; });
     if (w == workers.end()) {
       workers.push_back(WorkerStep{.worker = worker});
       w = workers.end() - 1;
     }
-    if (index.mode != Mode::Global) mode_to_global[index.mode].try_emplace(index.mode_step, g);
-    global_to_mode.try_emplace(g, key);
-    global_step_to_tensors[g].insert(tensor_name);
-    if (index.mode != Mode::Global) mode_to_tensors[index.mode].insert(tensor_name);
-    auto& ws = workers_for_global_step[g];
-    ws.insert(worker);
-    if (int64_t(ws.size()) >= num_workers && g > last_complete_step) last_complete_step = g;
     return *w;
   };
 
@@ -242,7 +193,7 @@ Result<void> Trial::State::register_index(const format::StepIndex& index, int64_
       if (slash == std::string_view::npos)
         return fail(Error::index_reader(fmt::format("malformed reduction name '{}' in {}", name, file), file));
       std::string_view token = rest.substr(0, slash);
-      std::string base(rest.substr(slash + 1));
+      std::string_view base = rest.substr(slash + 1);
       bool abs = false;
       if (auto a = token.find("abs_"); a != std::string_view::npos) {
         abs = true;
@@ -330,7 +281,7 @@ Result<void> Trial::State::load_new_index_files(bool writers_done) {
       continue;
     }
     const std::string full = (path / rel).string();
-    auto text = read_trial_file(real_path, rel);
+    auto text = root.read_file(rel);
     if (!text) {
       // A file that vanished between listing and reading was a writer's rename race; retry later.
       if (!fs::exists(path / rel)) continue;
@@ -455,92 +406,6 @@ Result<WorkerStep> Trial::State::locate(std::string_view name, int64_t step, Mod
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reading values
-
-Result<std::shared_ptr<const Trial::State::OpenEventFile>> Trial::State::event_file(uint32_t id) const {
-  {
-    std::lock_guard lock(files_mu);
-    for (auto it = open_files.begin(); it != open_files.end(); ++it)
-      if (it->first == id) {
-        open_files.splice(open_files.begin(), open_files, it);
-        return it->second;
-      }
-  }
-  const std::string rel = event_files.at(id);
-  if (rel.empty())
-    return fail(Error::index_reader(
-        fmt::format("{}: the index of this step has an empty meta.event_file_name, so its values cannot be read",
-                    path.string())));
-  auto opened = format::open_trial_file(real_path, rel);
-  if (!opened) return fail(opened.error());
-  FileHandle fd(*opened);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return fail(Error::io((path / rel).string(), std::strerror(errno)));
-  auto file = std::make_shared<const OpenEventFile>(OpenEventFile{std::move(fd), uint64_t(st.st_size)});
-  std::lock_guard lock(files_mu);
-  open_files.emplace_front(id, file);
-  if (open_files.size() > kMaxOpenEventFiles) open_files.pop_back();  // readers keep their own reference
-  return file;
-}
-
-Result<TensorValue> Trial::State::read_value(const Location& where) const {
-  const std::string file = (path / event_files.at(where.file)).string();
-  auto opened = event_file(where.file);
-  if (!opened) return fail(opened.error());
-  const OpenEventFile& ef = **opened;
-  uint64_t file_size = ef.size;
-  auto outside = [&] {
-    return where.length < format::kRecordOverhead || where.start > file_size || where.length > file_size - where.start;
-  };
-  if (outside()) {
-    // A writer that appends to its event files instead of publishing them whole: look again.
-    struct stat st {};
-    if (::fstat(ef.fd.get(), &st) == 0) file_size = uint64_t(st.st_size);
-  }
-  if (outside())
-    return fail(Error::corrupt(file, where.start,
-                               fmt::format("index entry (start {}, length {}) lies outside the file ({} bytes)",
-                                           where.start, where.length, file_size)));
-  constexpr size_t kMaxShift = 16;  // the largest element (complex128)
-  size_t shift = 0;
-  {
-    std::lock_guard lock(files_mu);
-    if (auto it = content_shift.find(where.length); it != content_shift.end()) shift = it->second;
-  }
-  auto buffer = std::make_shared<AlignedBuffer>(where.length + kMaxShift);
-  std::byte* const record_start = buffer->data() + shift;
-  size_t done = 0;
-  while (done < where.length) {
-    ssize_t n = ::pread(ef.fd.get(), record_start + done, where.length - done, off_t(where.start + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail(Error::io(file, n < 0 ? std::strerror(errno) : "unexpected end of file"));
-    done += size_t(n);
-  }
-  std::span<const uint8_t> bytes{reinterpret_cast<const uint8_t*>(record_start), where.length};
-  auto record = format::parse_record(bytes);
-  if (!record) return fail(Error::corrupt(file, where.start, record.error()));
-  if (record->record_size() != where.length)
-    return fail(Error::corrupt(file, where.start,
-                               fmt::format("record is {} bytes but the index says {}", record->record_size(),
-                                           where.length)));
-  auto event = format::decode_event(record->payload);
-  if (!event) return fail(Error::corrupt(file, where.start, event.error()));
-  if (event->values.empty() || event->values.front().kind != format::SummaryValueView::Kind::Tensor)
-    return fail(Error::corrupt(file, where.start, "value is not tensor"));
-  const auto& content = event->values.front().tensor.tensor_content;
-  if (!content.empty()) {
-    // The shift that puts the content on a kMaxShift boundary, for the next record of this length.
-    const size_t offset = size_t(content.data() - reinterpret_cast<const uint8_t*>(record_start));
-    const auto aligned = uint8_t((kMaxShift - offset % kMaxShift) % kMaxShift);
-    if (aligned != shift) {
-      std::lock_guard lock(files_mu);
-      content_shift[where.length] = aligned;
-    }
-  }
-  return decode_tensor_value(event->values.front().tensor, buffer, file, where.start);
-}
-
-// ---------------------------------------------------------------------------------------------
 // Opening
 
 Trial::Trial(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -550,10 +415,9 @@ Result<std::shared_ptr<Trial>> Trial::open(const fs::path& path, TrialOptions op
   std::error_code ec;
   if (!fs::is_directory(path, ec))
     return fail(Error::io(path.string(), "no such trial directory"));
-  auto state = std::make_unique<State>();
-  state->path = path;
-  state->real_path = fs::canonical(path, ec);
-  if (ec) return fail(Error::io(path.string(), ec.message()));
+  auto root = format::TrialRoot::open(path);
+  if (!root) return fail(root.error());
+  auto state = std::make_unique<State>(path, std::move(*root));
   state->name = path.filename().empty() ? path.parent_path().filename().string() : path.filename().string();
   state->options = options;
 
@@ -578,8 +442,8 @@ Result<std::shared_ptr<Trial>> Trial::open(const fs::path& path, TrialOptions op
   while (true) {
     files = list_collection_files();
     if (!files.empty() && !parsed_first) {
-      auto text = read_trial_file(state->real_path,
-                                  (fs::path("collections") / files.front().lexically_relative(path / "collections")).string());
+      auto text = state->root.read_file(
+          (fs::path("collections") / files.front().lexically_relative(path / "collections")).string());
       if (!text) return fail(text.error());
       auto parsed = format::parse_collections_json(*text, files.front().string());
       if (!parsed) return fail(parsed.error());
@@ -836,16 +700,20 @@ Result<std::vector<int64_t>> Trial::tensor_steps(std::string_view name, Mode mod
   if (auto r = s.refresh_locked(); !r) return fail(r.error());
   auto rec = s.tensors.find(name);
   if (rec == s.tensors.end()) return fail(Error::tensor_unavailable(std::string(name)));
-  std::set<int64_t> out;
+  // A vector sorted once, not a set: inspect lists the steps of every tensor in every mode.
+  std::vector<int64_t> out;
+  out.reserve(rec->second.steps.size());
   for (const auto& [key, workers] : rec->second.steps) {
     auto [m, ms] = key;
+    if (mode != Mode::Global && m != mode) continue;
     auto g = s.to_global(m, ms);
     if (!g) continue;
     if (!show_incomplete_steps && !s.step_complete(*g)) continue;
-    if (mode == Mode::Global) out.insert(*g);
-    else if (m == mode) out.insert(ms);
+    out.push_back(mode == Mode::Global ? *g : ms);
   }
-  return std::vector<int64_t>(out.begin(), out.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 Result<TensorValue> Trial::value(std::string_view name, int64_t step, Mode mode,
@@ -854,7 +722,7 @@ Result<TensorValue> Trial::value(std::string_view name, int64_t step, Mode mode,
   if (!ws) return fail(ws.error());
   if (!ws->value)
     return fail(Error::tensor_unavailable_for_step(std::string(name), step, mode, !ws->reductions.empty()));
-  return state_->read_value(*ws->value);
+  return state_->records.read(*ws->value);
 }
 
 Result<ReductionValue> Trial::reduction_value(std::string_view name, int64_t step, std::string_view reduction,
@@ -865,7 +733,7 @@ Result<ReductionValue> Trial::reduction_value(std::string_view name, int64_t ste
   if (op) {
     for (const auto& saved : ws->reductions) {
       if (saved.op != *op || saved.abs != abs) continue;
-      auto v = state_->read_value(saved.where);
+      auto v = state_->records.read(saved.where);
       if (!v) return fail(v.error());
       if (v->size() != 1 || v->is_string())
         return fail(Error::corrupt(state_->path.string(), saved.where.start, "saved reduction is not a scalar"));
@@ -877,7 +745,7 @@ Result<ReductionValue> Trial::reduction_value(std::string_view name, int64_t ste
   if (!ws->value)
     return fail(Error::tensor_unavailable_for_step(std::string(reduction), step, mode, false));
   if (!op) return fail(Error::invalid_argument(fmt::format("Invalid reduction type {}", reduction)));
-  auto v = state_->read_value(*ws->value);
+  auto v = state_->records.read(*ws->value);
   if (!v) return fail(v.error());
   return compute_reduction(*v, *op, abs);
 }
@@ -888,7 +756,7 @@ Result<std::vector<SavedReduction>> Trial::reduction_values(std::string_view nam
   if (!ws) return fail(ws.error());
   std::vector<SavedReduction> out;
   for (const auto& saved : ws->reductions) {
-    auto v = state_->read_value(saved.where);
+    auto v = state_->records.read(saved.where);
     if (!v) return fail(v.error());
     out.push_back({saved.op, saved.abs, std::move(*v)});
   }
@@ -901,7 +769,7 @@ Result<std::vector<int64_t>> Trial::shape(std::string_view name, int64_t step, M
   if (!ws) return fail(ws.error());
   if (ws->shape) return *ws->shape;
   if (!ws->value) return fail(Error::shape_unavailable_for_step(std::string(name), step, mode));
-  auto v = state_->read_value(*ws->value);
+  auto v = state_->records.read(*ws->value);
   if (!v) return fail(v.error());
   return v->shape();
 }
@@ -923,14 +791,14 @@ Result<double> Trial::step_wall_time(int64_t step, Mode mode) {
       }
     }
     if (auto it = s.event_files_of_step.find(*g); it != s.event_files_of_step.end())
-      for (uint32_t id : it->second) files.push_back(s.event_files.at(id));
+      for (uint32_t id : it->second) files.push_back(s.event_files.relpath(id));
   }
   if (files.empty())
     return fail(Error::not_supported(fmt::format("step {} saved no tensor records, so it has no wall time", step)));
   double latest = 0;
   for (const auto& rel : files) {
     const std::string file = (state_->path / rel).string();
-    auto read = read_trial_file(state_->real_path, rel);
+    auto read = state_->root.read_file(rel);
     if (!read) return fail(read.error());
     const std::string& bytes = *read;
     auto records = format::split_records({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});

@@ -1,10 +1,12 @@
 // The evaluator's shared step cache (memory budget, generations) and its readahead of the next step.
 #include <gtest/gtest.h>
+#include <vigil/vigil.h>
 
+#include <chrono>
 #include <vector>
 
 #include "evaluate/step_readahead.h"
-#include "plugin_host/host_services.h"
+#include "plugin_host/step_value_cache.h"
 #include "test_trials.h"
 
 namespace vigil {
@@ -60,14 +62,15 @@ TEST(StepValueCache, AdvanceDropsEarlierGenerationsAndReportsWhatThePreviousOneR
   EXPECT_EQ(cache.size(), 0u);
 }
 
-TEST(StepReadahead, RepeatsThePreviousStepsReadsForTheNextStep) {
+// Both ways of reading ahead, on the thread and in place, must fill the cache alike.
+void repeats_the_previous_steps_reads(std::chrono::steady_clock::duration in_place_below, size_t in_place) {
   TempDir dir;
   testing::write_worker(dir.path(), "worker_0", 1, testing::range_steps(0, 5), true);
   auto trial = Trial::open(dir.path());
   ASSERT_TRUE(trial.has_value()) << trial.error().message;
   auto cache = std::make_shared<StepValueCache>();
   const Trial* t = trial->get();
-  evaluate::StepReadahead readahead(*trial, cache);
+  evaluate::StepReadahead readahead(*trial, cache, in_place_below);
 
   readahead.begin_step(0, 1);  // nothing read before: nothing to repeat
   EXPECT_EQ(readahead.steps_read_ahead(), 0u);
@@ -77,9 +80,10 @@ TEST(StepReadahead, RepeatsThePreviousStepsReadsForTheNextStep) {
   cache->put({t, "w", 0, Mode::Train, ""}, *(*trial)->value("w", 0, Mode::Train));
   cache->put({t, "w", 5, Mode::Global, ""}, *(*trial)->value("w", 5));  // a look at another step: not repeated
 
-  readahead.begin_step(1, 2);  // step 0's reads are repeated for step 2 in the background
+  readahead.begin_step(1, 2);  // step 0's reads are repeated for step 2
   readahead.begin_step(2, 3);  // waits for it
   EXPECT_EQ(readahead.steps_read_ahead(), 1u);
+  EXPECT_EQ(readahead.steps_read_in_place(), in_place);
   auto v = cache->find({t, "w", 2, Mode::Global, ""});
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->as<float>()[0], 2.0f);
@@ -90,6 +94,14 @@ TEST(StepReadahead, RepeatsThePreviousStepsReadsForTheNextStep) {
   // No next step (the last one, or a live trial's step not complete yet): nothing is started.
   readahead.begin_step(5, std::nullopt);
   EXPECT_EQ(readahead.steps_read_ahead(), 1u);
+}
+
+TEST(StepReadahead, RepeatsThePreviousStepsReadsForTheNextStepOnItsThread) {
+  repeats_the_previous_steps_reads(std::chrono::steady_clock::duration::zero(), 0);
+}
+
+TEST(StepReadahead, RepeatsThePreviousStepsReadsForTheNextStepInPlaceWhenThatIsCheaper) {
+  repeats_the_previous_steps_reads(std::chrono::hours(1), 1);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // trial with the writer, then damages it.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "format/index_json.h"
+#include "format/trial_layout.h"
 #include "test_trials.h"
 #include "trial/trial.h"
 
@@ -182,6 +184,44 @@ TEST_F(UntrustedTrial, SymlinksThatStayInsideTheTrialAreFollowed) {
   ASSERT_TRUE(t.has_value()) << t.error().message;
   auto v = (*t)->value("w", 0);
   ASSERT_TRUE(v.has_value()) << v.error().message;
+}
+
+TEST_F(UntrustedTrial, RelativeSymlinksThatStayInsideTheTrialAreFollowed) {
+  fs::create_directories(trial() / "store");
+  fs::rename(event_file, trial() / "store" / "kept.tfevents");
+  // events/<step>/file -> ../../store/kept.tfevents: resolved by the kernel beneath the trial root
+  fs::create_symlink(fs::path("../../store/kept.tfevents"), event_file);
+  auto t = Trial::open(trial());
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  auto v = (*t)->value("w", 0);
+  ASSERT_TRUE(v.has_value()) << v.error().message;
+}
+
+TEST_F(UntrustedTrial, TheTrialRootReadsWholeFilesAndRefusesPathsLeavingIt) {
+  auto root = format::TrialRoot::open(trial());
+  ASSERT_TRUE(root.has_value()) << root.error().message;
+  std::string big(200'000, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = char('a' + i % 26);
+  write_text(trial() / "big.txt", big);
+  write_text(trial() / "empty.txt", "");
+  auto read_big = root->read_file("big.txt");
+  ASSERT_TRUE(read_big.has_value()) << read_big.error().message;
+  EXPECT_EQ(*read_big, big);
+  auto read_empty = root->read_file("empty.txt");
+  ASSERT_TRUE(read_empty.has_value()) << read_empty.error().message;
+  EXPECT_EQ(*read_empty, "");
+  auto opened = root->open_file("big.txt");
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  EXPECT_EQ(opened->size, big.size());
+  ::close(opened->fd);
+
+  write_text(outside() / "secret.txt", "secret");
+  auto climbing = root->read_file("../outside/secret.txt");
+  ASSERT_FALSE(climbing.has_value());
+  expect_refused(climbing.error(), "contains a '..' component");
+  auto missing = root->read_file("no_such_file.txt");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code, ErrorCode::Io);
 }
 
 TEST_F(UntrustedTrial, ATrialOpenedThroughASymlinkReads) {
