@@ -47,6 +47,6 @@ std::optional<std::string> unsafe_relative_path(std::string_view relpath);
 // trial folder); the caller closes the descriptor. Refused with an IndexReader error: an unsafe
 // relpath (above), a file that, after symlinks, lies outside the trial root, and anything that is not
 // a regular file (a FIFO would block the reader). Io errors when the file cannot be opened.
-Result<int> open_trial_file(const std::filesystem::path& canonical_root, std::string_view relpath);
+[[nodiscard]] Result<int> open_trial_file(const std::filesystem::path& canonical_root, std::string_view relpath);
 
 }  // namespace vigil::format

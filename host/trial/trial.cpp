@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/file_read.h"
 #include "common/search_regex.h"
 #include "format/event_proto.h"
 #include "format/index_json.h"
@@ -34,15 +35,6 @@
 namespace vigil {
 
 namespace fs = std::filesystem;
-
-std::string_view step_state_name(StepState s) {
-  switch (s) {
-    case StepState::Unavailable: return "UNAVAILABLE";
-    case StepState::Available: return "AVAILABLE";
-    case StepState::NotYetAvailable: return "NOT_YET_AVAILABLE";
-  }
-  return "?";
-}
 
 TrialOptions trial_options_from_env(TrialOptions base) {
   if (const char* w = std::getenv("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW")) {
@@ -107,15 +99,7 @@ Result<std::string> read_trial_file(const fs::path& canonical_root, std::string_
   auto opened = format::open_trial_file(canonical_root, relpath);
   if (!opened) return fail(opened.error());
   FileHandle fd(*opened);
-  std::string bytes;
-  char chunk[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd.get(), chunk, sizeof(chunk));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(Error::io((canonical_root / relpath).string(), std::strerror(errno)));
-    if (n == 0) return bytes;
-    bytes.append(chunk, size_t(n));
-  }
+  return read_all(fd.get(), (canonical_root / relpath).string());
 }
 
 bool ends_with(std::string_view s, std::string_view suffix) {

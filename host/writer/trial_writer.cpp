@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <limits>
 #include <regex>
@@ -20,7 +19,9 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <vigil/sdk/half.hpp>
 
+#include "common/file_read.h"
 #include "common/search_regex.h"
 #include "format/event_proto.h"
 #include "format/index_json.h"
@@ -64,10 +65,10 @@ std::string reduction_tensor_name(std::string_view base, std::string_view op, bo
 }
 
 // The writer's failures to write (its few reads use Error::io).
-Error io_error(const fs::path& path, int err) { return Error::io_write(path.string(), std::strerror(err)); }
-Error io_error(const fs::path& path, const std::error_code& ec) { return Error::io_write(path.string(), ec.message()); }
+[[nodiscard]] Error io_error(const fs::path& path, int err) { return Error::io_write(path.string(), std::strerror(err)); }
+[[nodiscard]] Error io_error(const fs::path& path, const std::error_code& ec) { return Error::io_write(path.string(), ec.message()); }
 
-Result<void> make_dirs(const fs::path& dir) {
+[[nodiscard]] Result<void> make_dirs(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return fail(io_error(dir, ec));
@@ -156,18 +157,11 @@ class TmpFile {
   int fd_ = -1;
 };
 
-Result<void> write_file(const fs::path& path, std::string_view content) {
+[[nodiscard]] Result<void> write_file(const fs::path& path, std::string_view content) {
   auto file = TmpFile::open(path);
   if (!file) return fail(file.error());
   if (auto w = file->write(content); !w) return w;
   return file->publish();
-}
-
-Result<std::string> read_whole_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad() || !in.is_open()) return fail(Error::io(path.string(), "cannot read the file"));
-  return bytes;
 }
 
 // Element count of a shape; nullopt for negative dims or overflow.
@@ -182,7 +176,7 @@ std::optional<uint64_t> element_count(std::span<const int64_t> shape) {
 }
 
 // Checks that `data` is self-consistent and returns its element count.
-Result<uint64_t> validate(std::string_view name, const TensorData& data) {
+[[nodiscard]] Result<uint64_t> validate(std::string_view name, const TensorData& data) {
   auto count = element_count(data.shape);
   if (!count) return fail(Error::invalid_argument(fmt::format("tensor {}: invalid shape", name)));
   if (data.dtype == ElementType::String) {
@@ -201,36 +195,8 @@ Result<uint64_t> validate(std::string_view name, const TensorData& data) {
   return *count;
 }
 
-// IEEE binary16 / bfloat16 from a double, rounded to nearest even. `mant_bits` and the exponent
-// range describe the target format.
-uint16_t to_small_float(double v, int mant_bits, int exp_bias) {
-  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
-  const int exp_bits = 15 - mant_bits;
-  const uint16_t inf = static_cast<uint16_t>(((1u << exp_bits) - 1) << mant_bits);
-  if (std::isnan(v)) return sign | inf | static_cast<uint16_t>(1u << (mant_bits - 1));
-  double a = std::fabs(v);
-  if (std::isinf(a)) return sign | inf;
-  if (a == 0) return sign;
-  int e2 = 0;
-  std::frexp(a, &e2);
-  int e = e2 - 1;  // a = 1.f * 2^e
-  const int min_exp = 1 - exp_bias;
-  if (e < min_exp) {
-    // Subnormal: a multiple of 2^(min_exp - mant_bits). A result of 2^mant_bits is the smallest normal.
-    double k = std::nearbyint(std::ldexp(a, mant_bits - min_exp));
-    return sign | static_cast<uint16_t>(k);
-  }
-  double q = std::nearbyint(std::ldexp(a, mant_bits - e));  // in [2^m, 2^(m+1)]
-  if (q == std::ldexp(1.0, mant_bits + 1)) {
-    q /= 2;
-    ++e;
-  }
-  if (e > exp_bias) return sign | inf;
-  return sign | static_cast<uint16_t>(((e + exp_bias) << mant_bits) | (static_cast<uint32_t>(q) - (1u << mant_bits)));
-}
-
 template <typename T>
-Result<std::vector<std::byte>> integer_bytes(double v) {
+[[nodiscard]] Result<std::vector<std::byte>> integer_bytes(double v) {
   const double lo = static_cast<double>(std::numeric_limits<T>::min());
   const double hi = std::ldexp(1.0, std::numeric_limits<T>::digits);  // exclusive; NaN fails both tests
   T t{};
@@ -254,10 +220,10 @@ std::vector<std::byte> raw_bytes(T t) {
 }
 
 // One element of `type` holding `v`: how a computed reduction is stored (a 0-d tensor).
-Result<std::vector<std::byte>> scalar_bytes(ElementType type, double v) {
+[[nodiscard]] Result<std::vector<std::byte>> scalar_bytes(ElementType type, double v) {
   switch (type) {
-    case ElementType::Float16: return raw_bytes(to_small_float(v, 10, 15));
-    case ElementType::BFloat16: return raw_bytes(to_small_float(v, 7, 127));
+    case ElementType::Float16: return raw_bytes(sdk::double_to_half(v));
+    case ElementType::BFloat16: return raw_bytes(sdk::double_to_bfloat16(v));
     case ElementType::Float32: return raw_bytes(static_cast<float>(v));
     case ElementType::Float64: return raw_bytes(v);
     case ElementType::Int8: return integer_bytes<int8_t>(v);
@@ -288,7 +254,7 @@ bool regex_search(const std::string& text, const std::regex& r) {
 }
 
 // std::regex stands in for Python's re.search (common/search_regex.h).
-Result<std::vector<std::regex>> compile_regexes(const format::CollectionConfig& c) {
+[[nodiscard]] Result<std::vector<std::regex>> compile_regexes(const format::CollectionConfig& c) {
   std::vector<std::regex> out;
   for (const auto& pattern : c.include_regex) {
     auto re = compile_search_regex(pattern);
