@@ -34,7 +34,7 @@ void register_errors(py::module_& m) {
       [] {
         py::dict out;
 #define VIGIL_PY_STATUS_CLASS_(name, cpp_name, value, cls, exception, origin) \
-  if (name != VIGIL_OK) out[py::int_(name)] = py::str(std::string(smdebug_class_name(ErrorCode::cpp_name)));
+  if (name != VIGIL_OK) out[py::int_(int(name))] = py::str(std::string(smdebug_class_name(ErrorCode::cpp_name)));
         VIGIL_STATUS_LIST(VIGIL_PY_STATUS_CLASS_)
 #undef VIGIL_PY_STATUS_CLASS_
         return out;

@@ -69,7 +69,7 @@ bool is_string_list(const ojson& v) {
 
 struct Context {
   std::string file;
-  Error error(std::string message) const {
+  [[nodiscard]] Error error(std::string message) const {
     Error e = Error::invalid_argument(std::move(message));
     e.file = file;
     return e;

@@ -79,7 +79,7 @@ std::string reduction_tensor_name(std::string_view base, std::string_view op, bo
 // it half written (§1.6). Dropped without publish(), the .tmp is removed.
 class TmpFile {
  public:
-  static Result<TmpFile> open(fs::path final_path) {
+  [[nodiscard]] static Result<TmpFile> open(fs::path final_path) {
     if (auto made = make_dirs(final_path.parent_path()); !made) return fail(made.error());
     TmpFile f;
     f.final_ = std::move(final_path);
@@ -102,14 +102,14 @@ class TmpFile {
   }
   ~TmpFile() { discard(); }
 
-  Result<void> write(std::string_view bytes) {
+  [[nodiscard]] Result<void> write(std::string_view bytes) {
     iovec part{const_cast<char*>(bytes.data()), bytes.size()};
     return write_parts({&part, 1});
   }
 
   // Writes the parts in order with as few system calls as the kernel allows (writev), resuming
   // after a partial write. `parts` is consumed.
-  Result<void> write_parts(std::span<iovec> parts) {
+  [[nodiscard]] Result<void> write_parts(std::span<iovec> parts) {
     while (!parts.empty()) {
       const ssize_t n = ::writev(fd_, parts.data(), int(std::min<size_t>(parts.size(), IOV_MAX)));
       if (n < 0) {
@@ -129,7 +129,7 @@ class TmpFile {
     return {};
   }
 
-  Result<void> publish() {
+  [[nodiscard]] Result<void> publish() {
     int fd = std::exchange(fd_, -1);
     if (::close(fd) != 0) {
       int err = errno;
@@ -383,7 +383,7 @@ struct TrialWriter::State {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   }
 
-  Result<void> require_step() const {
+  [[nodiscard]] Result<void> require_step() const {
     if (closed) return fail(Error::invalid_argument("the writer is closed"));
     if (!step) return fail(Error::invalid_argument("no step is open: call begin_step() first"));
     if (step->failed) return fail(*step->failed);
@@ -392,7 +392,7 @@ struct TrialWriter::State {
 
   // Appends one tensor event as a record: framing and encoded fields around the tensor's content,
   // which is written from the caller's buffer (no copy of large tensors).
-  Result<void> append_event(const std::string& tag, const format::EncodedTensorEvent& event) {
+  [[nodiscard]] Result<void> append_event(const std::string& tag, const format::EncodedTensorEvent& event) {
     auto& s = *step;
     const std::string rel = format::event_file_relpath(s.global_step, options.worker);
     if (!s.events) {
@@ -417,7 +417,7 @@ struct TrialWriter::State {
     return {};
   }
 
-  Result<void> write_tensor(const std::string& name, const TensorData& data) {
+  [[nodiscard]] Result<void> write_tensor(const std::string& name, const TensorData& data) {
     if (auto r = require_step(); !r) return r;
     auto count = validate(name, data);
     if (!count) return fail(count.error());
@@ -439,7 +439,7 @@ struct TrialWriter::State {
     return append_event(name, format::encode_tensor_event_pieces(spec));
   }
 
-  Result<void> end_step() {
+  [[nodiscard]] Result<void> end_step() {
     if (!step) return {};
     OpenStep s = std::move(*step);
     step.reset();
@@ -457,7 +457,7 @@ struct TrialWriter::State {
     return {};
   }
 
-  Result<void> write_collections() {
+  [[nodiscard]] Result<void> write_collections() {
     ensure_collections();
     format::CollectionsFile file;
     file.num_workers = options.num_workers;
@@ -479,7 +479,7 @@ struct TrialWriter::State {
   }
 
   // Ends the open step and, once a step has been saved, publishes the collections (§1.4).
-  Result<void> finish_previous_step() {
+  [[nodiscard]] Result<void> finish_previous_step() {
     if (auto e = end_step(); !e) return e;
     if (saved_any && !collections_written && options.write_collections) return write_collections();
     return {};
@@ -488,7 +488,7 @@ struct TrialWriter::State {
   // resume(): takes over what this worker left in out_dir (see trial_writer.h). Only files whose
   // names are exactly the ones this writer would produce for options.worker are touched, so other
   // workers' files (and their shared folders, which they may be creating files in) are left alone.
-  Result<void> adopt_published_files() {
+  [[nodiscard]] Result<void> adopt_published_files() {
     const std::string& worker = options.worker;
     auto list_dir = [](const fs::path& dir, std::vector<fs::path>& out) -> Result<void> {
       std::error_code ec;
@@ -576,7 +576,7 @@ struct TrialWriter::State {
 
   // The marker is empty, so it cannot be seen half written: created in place, not through a .tmp
   // file, which every worker of a multi-worker run would share (and race to rename).
-  Result<void> write_end_marker() {
+  [[nodiscard]] Result<void> write_end_marker() {
     const fs::path marker = out_dir / format::kEndOfTrainingMarker;
     const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) return fail(io_error(marker, errno));
@@ -584,7 +584,7 @@ struct TrialWriter::State {
     return {};
   }
 
-  Result<void> close(bool end_marker) {
+  [[nodiscard]] Result<void> close(bool end_marker) {
     if (closed) return {};
     closed = true;
     // Keep going after a failure so that as much as possible is published; report the first.
