@@ -1,6 +1,7 @@
 // Host buffers as numpy arrays (zero-copy, read-only) and as DLPack capsules; numpy dtypes <->
 // Vigil's element types.
 #include <dlpack/dlpack.h>
+#include <vigil/sdk/half.hpp>
 #include <vigil/tensor.h>
 
 #include <cstring>

@@ -194,7 +194,7 @@ bool start_python(std::string* why) {
     } catch (py::error_already_set& e) {
       vigil_error err{};
       err.struct_size = sizeof(err);
-      report_python(e, &err);
+      (void)report_python(e, &err);  // only its message is wanted: starting Python fails as a whole
       g_python_error = std::string("cannot import the vigil Python package: ") + err.message;
     }
   }
