@@ -25,7 +25,7 @@ namespace {
 
 constexpr int64_t kWaitSliceMs = 200;
 
-vigil_status push_string(void* ctx, const char* utf8, size_t len) {
+[[nodiscard]] vigil_status push_string(void* ctx, const char* utf8, size_t len) {
   try {
     static_cast<std::vector<std::string>*>(ctx)->emplace_back(utf8, len);
   } catch (...) {
@@ -34,7 +34,7 @@ vigil_status push_string(void* ctx, const char* utf8, size_t len) {
   return VIGIL_OK;
 }
 
-vigil_status push_i64(void* ctx, const int64_t* values, size_t count) {
+[[nodiscard]] vigil_status push_i64(void* ctx, const int64_t* values, size_t count) {
   try {
     auto* out = static_cast<std::vector<int64_t>*>(ctx);
     out->insert(out->end(), values, values + count);

@@ -27,19 +27,19 @@ void register_errors(py::module_& m) {
     }
   });
 
-  // The one status table: every code the host defines, with the class name it stands for.
+  // The one status table (status.h's VIGIL_STATUS_LIST): every failure or signal code, with the class
+  // name it stands for.
   m.def(
       "status_classes",
       [] {
         py::dict out;
-        for (int code = 0; code <= 200; ++code) {
-          const bool defined = (code >= 1 && code <= 11) || (code >= 100 && code <= 112);
-          if (!defined) continue;
-          out[py::int_(code)] = py::str(std::string(smdebug_class_name(static_cast<ErrorCode>(code))));
-        }
+#define VIGIL_PY_STATUS_CLASS_(name, cpp_name, value, cls, exception, origin) \
+  if (name != VIGIL_OK) out[py::int_(int(name))] = py::str(std::string(smdebug_class_name(ErrorCode::cpp_name)));
+        VIGIL_STATUS_LIST(VIGIL_PY_STATUS_CLASS_)
+#undef VIGIL_PY_STATUS_CLASS_
         return out;
       },
-      "{status code: exception class name} for every host status code (vigil::smdebug_class_name).");
+      "{status code: exception class name} for every host status code but VIGIL_OK (vigil::smdebug_class_name).");
   m.def(
       "status_class_abi",
       [](int code) -> py::object {

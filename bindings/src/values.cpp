@@ -1,12 +1,12 @@
 // Host buffers as numpy arrays (zero-copy, read-only) and as DLPack capsules; numpy dtypes <->
 // Vigil's element types.
 #include <dlpack/dlpack.h>
+#include <vigil/sdk/half.hpp>
 #include <vigil/tensor.h>
 
 #include <cstring>
 
 #include "bindings.h"
-#include "common/half.h"
 #include "plugin_host/host_services.h"
 
 namespace vigil::python {
@@ -111,7 +111,7 @@ py::object numpy_array(const std::shared_ptr<HostBuffer>& b) {
     for (size_t i = 0; i < n; ++i) {
       uint16_t bits;
       std::memcpy(&bits, b->data + 2 * i, 2);
-      out[i] = bfloat16_to_float(bits);
+      out[i] = sdk::bfloat16_to_float(bits);
     }
     py::array base = a;
     make_read_only(base);

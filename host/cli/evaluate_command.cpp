@@ -17,7 +17,6 @@
 
 #include <charconv>
 #include <cstdio>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -25,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "common/file_read.h"
 #include "cli/plugin_options.h"
 #include "evaluate/evaluator.h"
 #include "evaluate/isolated_evaluator.h"
@@ -86,14 +86,6 @@ exit status: 0 when the evaluation ran (whatever the rules found), 2 for a bad c
 job (refused before anything ran), 3 for an internal failure. SIGINT/SIGTERM stop the rules
 (Stopping, then Stopped) and exit 0.
 )";
-
-std::string read_file(const std::string& path, bool& ok) {
-  std::ifstream in(path, std::ios::binary);
-  ok = bool(in);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "vigil evaluate: %s\n(see vigil evaluate --help)\n", message.c_str());
@@ -312,10 +304,9 @@ int run_evaluate(const std::vector<std::string>& args) {
 
   evaluate::JobConfig job;
   if (job_file) {
-    bool ok = false;
-    std::string text = read_file(*job_file, ok);
-    if (!ok) return usage_error("cannot read the job file " + *job_file);
-    auto parsed = evaluate::parse_job_json(text, trial.value_or(""));
+    auto text = read_whole_file(*job_file);
+    if (!text) return usage_error("cannot read the job file " + *job_file + ": " + text.error().message);
+    auto parsed = evaluate::parse_job_json(*text, trial.value_or(""));
     if (!parsed) return usage_error("invalid job " + *job_file + ": " + parsed.error().message);
     job = std::move(*parsed);
   }

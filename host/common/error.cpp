@@ -1,6 +1,7 @@
 #include "common/error.h"
 
 #include <fmt/format.h>
+#include <vigil/sdk/messages.hpp>
 
 #include <cctype>
 
@@ -19,42 +20,15 @@ std::optional<Mode> mode_from_int(int64_t value) {
   return std::nullopt;
 }
 
-std::string_view smdebug_class_name(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::InvalidArgument: return "SMDebugValueError";
-    case ErrorCode::OutOfMemory: return "MemoryError";
-    case ErrorCode::NotSupported: return "SMDebugNotImplementedError";
-    case ErrorCode::VersionMismatch: return "VersionMismatch";
-    case ErrorCode::Cancelled: return "Cancelled";
-    case ErrorCode::Timeout: return "Timeout";
-    case ErrorCode::Internal: return "SMDebugRuntimeError";
-    case ErrorCode::PluginFailure: return "PluginFailure";
-    case ErrorCode::CorruptData: return "SMDebugRuntimeError";
-    case ErrorCode::Io: return "SMDebugRuntimeError";
-    case ErrorCode::TypeError: return "SMDebugTypeError";
-    case ErrorCode::TensorUnavailableForStep: return "TensorUnavailableForStep";
-    case ErrorCode::TensorUnavailable: return "TensorUnavailable";
-    case ErrorCode::StepUnavailable: return "StepUnavailable";
-    case ErrorCode::StepNotYetAvailable: return "StepNotYetAvailable";
-    case ErrorCode::NoMoreData: return "NoMoreData";
-    case ErrorCode::IndexReader: return "IndexReaderException";
-    case ErrorCode::InvalidWorker: return "InvalidWorker";
-    case ErrorCode::RuleConditionMet: return "RuleEvaluationConditionMet";
-    case ErrorCode::InsufficientInformation: return "InsufficientInformationForRuleInvocation";
-    case ErrorCode::ShapeUnavailableForStep: return "ShapeUnavailableForStep";
-    case ErrorCode::NoMoreProfilerData: return "NoMoreProfilerData";
-    case ErrorCode::MissingCollectionFiles: return "MissingCollectionFiles";
-    case ErrorCode::InvalidCollectionConfiguration: return "InvalidCollectionConfiguration";
-  }
-  return "SMDebugError";
-}
+std::string_view smdebug_class_name(ErrorCode code) { return sdk::exception_name(static_cast<vigil_status>(code)); }
+
+namespace {
+vigil_mode abi_mode(Mode m) { return static_cast<vigil_mode>(m); }
+}  // namespace
 
 Error Error::tensor_unavailable_for_step(std::string tensor, int64_t step, Mode mode, bool has_reductions) {
-  Error e{.code = ErrorCode::TensorUnavailableForStep};
-  e.message = fmt::format("Value for tensor {} is not available for step {} with mode {} as it was not saved.",
-                          tensor, step, mode_name(mode));
-  if (has_reductions)
-    e.message += "This tensor has reductions saved for this step. You might want to query for the reductions.";
+  Error e{.code = ErrorCode::TensorUnavailableForStep,
+          .message = sdk::messages::tensor_unavailable_for_step(tensor, step, abi_mode(mode), has_reductions)};
   e.tensor = std::move(tensor);
   e.step = step;
   e.mode = mode;
@@ -63,32 +37,27 @@ Error Error::tensor_unavailable_for_step(std::string tensor, int64_t step, Mode 
 }
 
 Error Error::tensor_unavailable(std::string tensor) {
-  Error e{.code = ErrorCode::TensorUnavailable};
-  e.message = fmt::format("Tensor {} was not saved.", tensor);
+  Error e{.code = ErrorCode::TensorUnavailable, .message = sdk::messages::tensor_unavailable(tensor)};
   e.tensor = std::move(tensor);
   return e;
 }
 
 Error Error::step_unavailable(int64_t step, Mode mode) {
-  Error e{.code = ErrorCode::StepUnavailable};
-  e.message = fmt::format("Step {} of mode {} is not available as it was not saved", step, mode_name(mode));
+  Error e{.code = ErrorCode::StepUnavailable, .message = sdk::messages::step_unavailable(step, abi_mode(mode))};
   e.step = step;
   e.mode = mode;
   return e;
 }
 
 Error Error::step_not_yet_available(int64_t step, Mode mode) {
-  Error e{.code = ErrorCode::StepNotYetAvailable};
-  e.message = fmt::format("Step {} of mode {} not yet available", step, mode_name(mode));
+  Error e{.code = ErrorCode::StepNotYetAvailable, .message = sdk::messages::step_not_yet_available(step, abi_mode(mode))};
   e.step = step;
   e.mode = mode;
   return e;
 }
 
 Error Error::no_more_data(int64_t step, Mode mode, int64_t last_step) {
-  Error e{.code = ErrorCode::NoMoreData};
-  e.message = fmt::format("Looking for step {} of mode {} and reached end of training. Max step available is {}",
-                          step, mode_name(mode), last_step);
+  Error e{.code = ErrorCode::NoMoreData, .message = sdk::messages::no_more_data(step, abi_mode(mode), last_step)};
   e.step = step;
   e.mode = mode;
   e.last_step = last_step;
@@ -103,16 +72,14 @@ Error Error::index_reader(std::string message, std::string file) {
 }
 
 Error Error::invalid_worker(std::string worker) {
-  Error e{.code = ErrorCode::InvalidWorker};
-  e.message = fmt::format("Invalid Worker: {}", worker);
+  Error e{.code = ErrorCode::InvalidWorker, .message = sdk::messages::invalid_worker(worker)};
   e.worker = std::move(worker);
   return e;
 }
 
 Error Error::shape_unavailable_for_step(std::string tensor, int64_t step, Mode mode) {
-  Error e{.code = ErrorCode::ShapeUnavailableForStep};
-  e.message = fmt::format("Shape for tensor {} is not available for step {} with mode {} as it was not saved.",
-                          tensor, step, mode_name(mode));
+  Error e{.code = ErrorCode::ShapeUnavailableForStep,
+          .message = sdk::messages::shape_unavailable_for_step(tensor, step, abi_mode(mode))};
   e.tensor = std::move(tensor);
   e.step = step;
   e.mode = mode;
@@ -120,21 +87,18 @@ Error Error::shape_unavailable_for_step(std::string tensor, int64_t step, Mode m
 }
 
 Error Error::missing_collection_files() {
-  return Error{.code = ErrorCode::MissingCollectionFiles,
-               .message = "Training job has ended. All the collection files could not be loaded"};
+  return Error{.code = ErrorCode::MissingCollectionFiles, .message = std::string(sdk::messages::kMissingCollectionFiles)};
 }
 
 Error Error::condition_met(std::string rule, int64_t step) {
-  Error e{.code = ErrorCode::RuleConditionMet};
-  e.message = fmt::format("Evaluation of the rule {} at step {} resulted in the condition being met", rule, step);
+  Error e{.code = ErrorCode::RuleConditionMet, .message = sdk::messages::condition_met(rule, step)};
   e.rule = std::move(rule);
   e.step = step;
   return e;
 }
 
 Error Error::insufficient_information(std::string rule, std::string message) {
-  Error e{.code = ErrorCode::InsufficientInformation};
-  e.message = fmt::format("Insufficient information to invoke rule {}: {}", rule, message);
+  Error e{.code = ErrorCode::InsufficientInformation, .message = sdk::messages::insufficient_information(rule, message)};
   e.rule = std::move(rule);
   return e;
 }

@@ -5,21 +5,16 @@
 #include <optional>
 #include <string_view>
 
+#include <vigil/sdk/messages.hpp>
+
 namespace vigil {
 
 enum class Mode : int32_t { Train = 1, Eval = 2, Predict = 3, Global = 4 };
 
 inline constexpr Mode kAllModes[] = {Mode::Train, Mode::Eval, Mode::Predict, Mode::Global};
 
-constexpr std::string_view mode_name(Mode m) {
-  switch (m) {
-    case Mode::Train: return "TRAIN";
-    case Mode::Eval: return "EVAL";
-    case Mode::Predict: return "PREDICT";
-    case Mode::Global: return "GLOBAL";
-  }
-  return "UNKNOWN";
-}
+// smdebug's ModeKeys names ("TRAIN", ...): the SDK's one table.
+constexpr std::string_view mode_name(Mode m) { return sdk::mode_name(static_cast<vigil_mode>(m)); }
 
 // Accepts the names smdebug writes ("TRAIN", ...) with surrounding whitespace, like smdebug's reader.
 std::optional<Mode> parse_mode_name(std::string_view name);

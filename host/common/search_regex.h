@@ -14,7 +14,7 @@
 namespace vigil {
 
 // InvalidArgument naming the pattern (cut to 100 characters) and why.
-Result<std::regex> compile_search_regex(std::string_view pattern);
+[[nodiscard]] Result<std::regex> compile_search_regex(std::string_view pattern);
 
 // The pattern std::regex is given: `pattern`, or its look-ahead form (see above).
 std::string ecmascript_form(std::string_view pattern);

@@ -69,12 +69,12 @@ struct ResolvedRule {
 
 // Validates the job and resolves every rule, as Evaluator::create does before anything runs;
 // errors name the failing field.
-Result<std::vector<ResolvedRule>> resolve_job(const plugins::PluginRegistry& registry, JobConfig job);
+[[nodiscard]] Result<std::vector<ResolvedRule>> resolve_job(const plugins::PluginRegistry& registry, JobConfig job);
 
 class Evaluator {
  public:
   // Resolves rules, validates parameters and opens trials; errors name the failing field.
-  static Result<std::unique_ptr<Evaluator>> create(const plugins::PluginRegistry& registry, JobConfig job,
+  [[nodiscard]] static Result<std::unique_ptr<Evaluator>> create(const plugins::PluginRegistry& registry, JobConfig job,
                                                    EvaluatorOptions options);
   ~Evaluator();
 

@@ -82,7 +82,7 @@ std::string errno_text(int err) { return std::strerror(err); }
 
 // The child's stdin: an anonymous in-memory file holding its job (no pipe, so no blocking write
 // and no SIGPIPE should the child die before reading it).
-Result<int> job_file(const std::string& text) {
+[[nodiscard]] Result<int> job_file(const std::string& text) {
   int fd = ::memfd_create("vigil-isolated-job", MFD_CLOEXEC);
   if (fd < 0) return fail(Error::io("memfd_create", errno_text(errno)));
   for (size_t done = 0; done < text.size();) {
@@ -102,7 +102,7 @@ Result<int> job_file(const std::string& text) {
 // fork+exec of `argv` with `stdin_fd` as its stdin and `events_fd` as fd 3, with default signal
 // handling. SIGINT and SIGTERM stay blocked: a stop that arrives before the child's signal thread
 // waits for them stays pending for it instead of killing the child.
-Result<pid_t> spawn(const fs::path& executable, const std::vector<std::string>& args, int stdin_fd, int events_fd) {
+[[nodiscard]] Result<pid_t> spawn(const fs::path& executable, const std::vector<std::string>& args, int stdin_fd, int events_fd) {
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&actions);

@@ -15,7 +15,7 @@ std::string dump_line(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
 }
 
-Error bad_work(std::string what) {
+[[nodiscard]] Error bad_work(std::string what) {
   return Error::invalid_argument("the isolated child's job is malformed: " + std::move(what));
 }
 

@@ -41,7 +41,7 @@ struct ChildWork {
 
 // Lossless: the rules are not re-checked against SageMaker's limits (the parent did that).
 std::string encode_child_work(const ChildWork& work);
-Result<ChildWork> decode_child_work(std::string_view text);
+[[nodiscard]] Result<ChildWork> decode_child_work(std::string_view text);
 
 struct ChildEvent {
   enum class Kind { Status, Trigger, Progress, CallBegan, CallEnded, Finished };

@@ -13,7 +13,7 @@ namespace vigil::evaluate {
 
 namespace {
 
-Error invalid(std::string_view field, std::string_view what) {
+[[nodiscard]] Error invalid(std::string_view field, std::string_view what) {
   return Error::invalid_argument(fmt::format("{}: {}", field, what));
 }
 
@@ -36,7 +36,7 @@ bool truthy(const nlohmann::json& v) {
 }
 
 // Debugger's unsupported setups (sagemaker-api §9.3), read from CreateTrainingJob members.
-Result<void> check_supported(const nlohmann::json& job) {
+[[nodiscard]] Result<void> check_supported(const nlohmann::json& job) {
   const auto hp = job.value("HyperParameters", nlohmann::json::object());
   const auto dist = job.value("Distribution", nlohmann::json::object());
   auto hp_true = [&](const char* key) { return hp.is_object() && hp.contains(key) && truthy(hp[key]); };

@@ -36,14 +36,14 @@ struct JobConfig {
 // members that decide whether Debugger supports the job (CheckpointConfig, ResourceConfig,
 // HyperParameters, Distribution), or a bare list of rule configurations. `default_trial` fills
 // rules without a base_trial. Errors are InvalidArgument naming the failing field.
-Result<JobConfig> parse_job_json(std::string_view text, const std::string& default_trial);
+[[nodiscard]] Result<JobConfig> parse_job_json(std::string_view text, const std::string& default_trial);
 
 // Checks what the JSON parser and the command line share: names, counts, step ranges, trials.
-Result<void> validate_job(const JobConfig& job);
+[[nodiscard]] Result<void> validate_job(const JobConfig& job);
 
 // Splits reserved RuleParameters keys (rule_to_invoke, base_trial, other_trial_N, other_trials,
 // start_step, end_step, action_json, source_s3_uri) from the rule's own parameters.
-Result<RuleConfig> rule_from_parameters(std::string configuration_name, const std::map<std::string, std::string>& params,
+[[nodiscard]] Result<RuleConfig> rule_from_parameters(std::string configuration_name, const std::map<std::string, std::string>& params,
                                         const std::string& default_trial, std::string_view field);
 
 }  // namespace vigil::evaluate

@@ -9,10 +9,10 @@ namespace vigil::evaluate {
 
 namespace {
 
-// The statuses the ABI defines; any other fails the rule.
-bool known_status(vigil_status s) { return (s >= 0 && s <= 11) || (s >= 100 && s <= 112); }
+// The statuses the ABI defines (status.h's list); any other fails the rule.
+bool known_status(vigil_status s) { return vigil_status_name(s) != nullptr; }
 
-Error plugin_failure(std::string message) {
+[[nodiscard]] Error plugin_failure(std::string message) {
   return Error{.code = ErrorCode::PluginFailure, .message = std::move(message)};
 }
 
@@ -23,7 +23,7 @@ struct RequiredTensor {
   std::vector<int64_t> steps;
 };
 
-vigil_status add_required(void* ctx, uint32_t trial_index, const char* name, bool is_regex, const vigil_step* steps,
+[[nodiscard]] vigil_status add_required(void* ctx, uint32_t trial_index, const char* name, bool is_regex, const vigil_step* steps,
                           size_t count) {
   if (!name || (count > 0 && !steps)) return VIGIL_E_INVALID_ARGUMENT;
   try {
@@ -101,8 +101,7 @@ Result<std::unique_ptr<RuleInstance>> RuleInstance::create(const plugins::RuleTy
     if (st == VIGIL_OK) return fail(plugin_failure("create() returned no rule"));
     return fail(plugins::error_from_abi(st, err));
   }
-  if (r->rule_->struct_size < offsetof(vigil_rule, invoke_at_step) + sizeof(void*) || !r->rule_->invoke_at_step ||
-      !r->rule_->destroy) {
+  if (!VIGIL_HAS_FIELD(r->rule_, vigil_rule, invoke_at_step) || !r->rule_->invoke_at_step || !r->rule_->destroy) {
     r->rule_ = nullptr;  // not safe to call anything on it
     return fail(plugin_failure("the plugin returned an incomplete rule (no invoke_at_step or destroy)"));
   }

@@ -39,7 +39,7 @@ class RuleInstance {
  public:
   // Creates the rule through its plugin. `trials[0]` is the base trial. The values are read
   // through `cache` when one is given (shared by the rules of one step).
-  static Result<std::unique_ptr<RuleInstance>> create(const plugins::RuleType& type, const plugins::BoundParams& params,
+  [[nodiscard]] static Result<std::unique_ptr<RuleInstance>> create(const plugins::RuleType& type, const plugins::BoundParams& params,
                                                       const std::string& configuration_name,
                                                       std::vector<std::shared_ptr<Trial>> trials,
                                                       std::shared_ptr<plugins::StepValueCache> cache,

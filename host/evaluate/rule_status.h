@@ -53,11 +53,11 @@ class StatusBoard {
   RuleStatus get(size_t rule) const;
   std::vector<RuleStatus> all() const;
   // Writes the file now (also used for the first write).
-  Result<void> flush();
+  [[nodiscard]] Result<void> flush();
   nlohmann::ordered_json to_json() const;
 
  private:
-  Result<void> write_locked();
+  [[nodiscard]] Result<void> write_locked();
   mutable std::mutex mu_;
   std::vector<RuleStatus> rules_;
   std::optional<std::filesystem::path> file_;

@@ -69,7 +69,7 @@ bool is_string_list(const ojson& v) {
 
 struct Context {
   std::string file;
-  Error error(std::string message) const {
+  [[nodiscard]] Error error(std::string message) const {
     Error e = Error::invalid_argument(std::move(message));
     e.file = file;
     return e;
@@ -78,14 +78,14 @@ struct Context {
 
 // SaveConfigMode applies `int(x or default)`: a missing, null, 0 or "" value means "default"
 // (for end_step: no end). nullopt here means exactly that.
-Result<std::optional<int64_t>> int_field(const ojson& v, const char* key, const std::string& where, const Context& ctx) {
+[[nodiscard]] Result<std::optional<int64_t>> int_field(const ojson& v, const char* key, const std::string& where, const Context& ctx) {
   if (!v.contains(key) || is_falsy(v[key])) return std::optional<int64_t>{};
   auto n = v[key].is_boolean() ? std::nullopt : as_int_like(v[key]);
   if (!n) return fail(ctx.error(fmt::format("{}.{} must be an integer", where, key)));
   return n;
 }
 
-Result<SaveConfigMode> parse_save_config_mode(const ojson& v, const std::string& where, const Context& ctx) {
+[[nodiscard]] Result<SaveConfigMode> parse_save_config_mode(const ojson& v, const std::string& where, const Context& ctx) {
   SaveConfigMode m;
   auto interval = int_field(v, "save_interval", where, ctx);
   if (!interval) return fail(interval.error());
@@ -108,7 +108,7 @@ Result<SaveConfigMode> parse_save_config_mode(const ojson& v, const std::string&
   return m;
 }
 
-Result<CollectionConfig> parse_collection(const std::string& key, const ojson& c, const Context& ctx) {
+[[nodiscard]] Result<CollectionConfig> parse_collection(const std::string& key, const ojson& c, const Context& ctx) {
   const std::string where = fmt::format("collection '{}'", key);
   if (!c.is_object()) return fail(ctx.error(where + " must be a JSON object"));
   CollectionConfig out;

@@ -35,7 +35,7 @@ struct ReductionConfig {
 };
 
 // Parses smdebug's comma-separated reduction list ("min,l2_norm,abs_mean,abs_l1_norm").
-Result<std::vector<ReductionSpec>> parse_reduction_list(std::string_view text);
+[[nodiscard]] Result<std::vector<ReductionSpec>> parse_reduction_list(std::string_view text);
 // Writes it in smdebug's token order: plain reductions, norms, abs reductions, abs norms.
 std::string format_reduction_list(const std::vector<ReductionSpec>& reductions);
 
@@ -55,7 +55,7 @@ struct CollectionsFile {
 };
 
 // `file` names the collection file in error messages.
-Result<CollectionsFile> parse_collections_json(std::string_view text, std::string_view file);
+[[nodiscard]] Result<CollectionsFile> parse_collections_json(std::string_view text, std::string_view file);
 std::string serialize_collections_json(const CollectionsFile& file);
 
 }  // namespace vigil::format

@@ -60,7 +60,7 @@ struct EventView {
 };
 
 // Decodes one Event. On failure returns a short reason; the caller adds file and offset.
-std::expected<EventView, std::string> decode_event(std::span<const uint8_t> payload);
+[[nodiscard]] std::expected<EventView, std::string> decode_event(std::span<const uint8_t> payload);
 
 // One tensor record as smdebug's writer emits it (§3.6): fields in ascending order, proto3
 // defaults omitted, dim names "<tag>_<size>", plugin data mode_step then mode.

@@ -36,13 +36,13 @@ struct StepIndex {
 // "meta section is not present", "meta section is empty", ...) and additionally refuses what would
 // be unsafe or meaningless: unknown mode names, negative offsets or lengths, an event_file_name
 // that is absolute or escapes the trial ("..").  `file` names the index file in messages.
-Result<StepIndex> parse_index_json(std::string_view text, std::string_view file);
+[[nodiscard]] Result<StepIndex> parse_index_json(std::string_view text, std::string_view file);
 
 // The two ways parse_index_json reads, apart for tests and the fuzzer: the one-pass reader of the
 // exact layout smdebug writes (nullopt for anything else), and the full JSON parser that decides
 // everything the first leaves. Whatever both accept, they read the same.
 std::optional<StepIndex> parse_canonical_index_json(std::string_view text);
-Result<StepIndex> parse_index_json_generic(std::string_view text, std::string_view file);
+[[nodiscard]] Result<StepIndex> parse_index_json_generic(std::string_view text, std::string_view file);
 
 // Byte-compatible with smdebug's writer (single line, Python json.dumps defaults, meta key order).
 std::string serialize_index_json(const StepIndex& index);

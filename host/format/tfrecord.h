@@ -24,7 +24,7 @@ struct RecordView {
 
 // Parses the record that starts at bytes[0] (bytes may run past its end). On failure returns a
 // short reason ("truncated record header", "length CRC mismatch", ...); the caller adds file and offset.
-std::expected<RecordView, std::string> parse_record(std::span<const uint8_t> bytes);
+[[nodiscard]] std::expected<RecordView, std::string> parse_record(std::span<const uint8_t> bytes);
 
 // Appends one framed record to `out`.
 void append_record(std::string& out, std::span<const uint8_t> payload, Footer footer = Footer::Magic);
@@ -43,6 +43,6 @@ struct RecordSplitError {
   std::string reason;
 };
 // Splits a whole file into records; fails at the first damaged record, naming its offset.
-std::expected<std::vector<RecordAt>, RecordSplitError> split_records(std::span<const uint8_t> file_bytes);
+[[nodiscard]] std::expected<std::vector<RecordAt>, RecordSplitError> split_records(std::span<const uint8_t> file_bytes);
 
 }  // namespace vigil::format

@@ -1,5 +1,7 @@
 #include "format/trial_layout.h"
 
+#include "common/file_read.h"
+
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
@@ -216,24 +218,8 @@ Result<TrialRoot::OpenedFile> TrialRoot::open_by_name(std::string_view relpath) 
 Result<std::string> TrialRoot::read_file(std::string_view relpath) const {
   auto opened = open_file(relpath);
   if (!opened) return fail(opened.error());
-  const int fd = opened->fd;
-  // One byte more than the size: a read that fills it means the file grew, so read on to the end.
-  std::string bytes(size_t(opened->size) + 1, '\0');
-  size_t done = 0;
-  while (true) {
-    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      ::close(fd);
-      return fail(Error::io((canonical_ / relpath).string(), std::strerror(error)));
-    }
-    done += size_t(n);
-    if (n == 0 || done < bytes.size()) break;  // a short read of a regular file is its end
-    bytes.resize(bytes.size() * 2);
-  }
-  ::close(fd);
-  bytes.resize(done);
+  auto bytes = read_all(opened->fd, (canonical_ / relpath).string(), opened->size);
+  ::close(opened->fd);
   return bytes;
 }
 

@@ -50,7 +50,7 @@ std::optional<std::string> unsafe_relative_path(std::string_view relpath);
 class TrialRoot {
  public:
   // Resolves `path` (fs::canonical) and keeps a descriptor on the folder.
-  static Result<TrialRoot> open(const std::filesystem::path& path);
+  [[nodiscard]] static Result<TrialRoot> open(const std::filesystem::path& path);
   TrialRoot(TrialRoot&& other) noexcept;
   TrialRoot& operator=(TrialRoot&& other) noexcept;
   TrialRoot(const TrialRoot&) = delete;
@@ -66,13 +66,13 @@ class TrialRoot {
   // Opens `relpath` read-only. Usually one openat2 (the kernel keeps it beneath the root) and one
   // fstat; a path the kernel will not resolve that way (an absolute symlink, or no openat2) is
   // opened by name and checked through /proc/self/fd.
-  Result<OpenedFile> open_file(std::string_view relpath) const;
+  [[nodiscard]] Result<OpenedFile> open_file(std::string_view relpath) const;
   // The whole file: open_file, one read (more only if the file grew since), close.
-  Result<std::string> read_file(std::string_view relpath) const;
+  [[nodiscard]] Result<std::string> read_file(std::string_view relpath) const;
 
  private:
   TrialRoot(std::filesystem::path canonical, int fd) : canonical_(std::move(canonical)), fd_(fd) {}
-  Result<OpenedFile> open_by_name(std::string_view relpath) const;
+  [[nodiscard]] Result<OpenedFile> open_by_name(std::string_view relpath) const;
 
   std::filesystem::path canonical_;
   int fd_ = -1;

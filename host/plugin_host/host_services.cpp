@@ -8,6 +8,8 @@
 #include <exception>
 #include <string_view>
 
+#include <vigil/sdk/error.hpp>
+
 #include "format/dtype.h"
 #include "plugin_host/extensions.h"
 #include "trial/element_access.h"
@@ -16,22 +18,16 @@ namespace vigil::plugins {
 
 namespace {
 
-// Copies `src` into a fixed buffer, NUL-terminated; reports whether it had to cut.
-bool copy_text(char* dst, size_t capacity, std::string_view src) {
-  if (capacity == 0) return !src.empty();
-  size_t n = std::min(src.size(), capacity - 1);
-  std::memcpy(dst, src.data(), n);
-  dst[n] = '\0';
-  return n < src.size();
-}
-
-vigil_status status_of(const Error& e) { return static_cast<vigil_status>(e.code); }
+[[nodiscard]] vigil_status status_of(const Error& e) { return static_cast<vigil_status>(e.code); }
 
 // Runs `fn`, turning anything it throws into VIGIL_E_INTERNAL: nothing crosses the ABI.
+// On VIGIL_OK it sets err->code as status.h promises.
 template <typename Fn>
-vigil_status guarded(vigil_error* err, Fn&& fn) noexcept {
+[[nodiscard]] vigil_status guarded(vigil_error* err, Fn&& fn) noexcept {
   try {
-    return fn();
+    const vigil_status status = fn();
+    if (status == VIGIL_OK) sdk::write_error_ok(err);
+    return status;
   } catch (const std::bad_alloc&) {
     fill_abi_error(Error{.code = ErrorCode::OutOfMemory, .message = "out of memory"}, err);
     return VIGIL_E_OUT_OF_MEMORY;
@@ -44,25 +40,25 @@ vigil_status guarded(vigil_error* err, Fn&& fn) noexcept {
   }
 }
 
-vigil_status fail_with(const Error& e, vigil_error* err) {
+[[nodiscard]] vigil_status fail_with(const Error& e, vigil_error* err) {
   fill_abi_error(e, err);
   return status_of(e);
 }
 
-vigil_status bad_argument(const char* what, vigil_error* err) {
+[[nodiscard]] vigil_status bad_argument(const char* what, vigil_error* err) {
   return fail_with(Error::invalid_argument(what), err);
 }
 
 Mode to_mode(vigil_mode m) { return mode_from_int(m).value_or(Mode::Global); }
 
-vigil_status push_strings(const std::vector<std::string>& values, vigil_str_sink sink) {
+[[nodiscard]] vigil_status push_strings(const std::vector<std::string>& values, vigil_str_sink sink) {
   if (!sink.push) return VIGIL_OK;
   for (const auto& v : values)
     if (vigil_status s = sink.push(sink.ctx, v.data(), v.size()); s != VIGIL_OK) return s;
   return VIGIL_OK;
 }
 
-vigil_status push_i64(const std::vector<int64_t>& values, vigil_i64_sink sink) {
+[[nodiscard]] vigil_status push_i64(const std::vector<int64_t>& values, vigil_i64_sink sink) {
   if (!sink.push || values.empty()) return VIGIL_OK;
   return sink.push(sink.ctx, values.data(), values.size());
 }
@@ -96,7 +92,7 @@ StepValueCache::Key cache_key_of(vigil_trial* t, const vigil_tensor_key* key) {
 }
 
 // The value at a key, through the session's per-step cache when there is one.
-Result<std::shared_ptr<const TensorValue>> read_value(vigil_trial* t, const vigil_tensor_key* key) {
+[[nodiscard]] Result<std::shared_ptr<const TensorValue>> read_value(vigil_trial* t, const vigil_tensor_key* key) {
   const StepValueCache::Key cache_key = cache_key_of(t, key);
   auto* cache = step_cache(t);
   if (cache)
@@ -108,7 +104,7 @@ Result<std::shared_ptr<const TensorValue>> read_value(vigil_trial* t, const vigi
 }
 
 bool valid_key(const vigil_tensor_key* key) {
-  return key && key->struct_size >= offsetof(vigil_tensor_key, worker) + sizeof(key->worker) && key->name;
+  return VIGIL_HAS_FIELD(key, vigil_tensor_key, worker) && key->name;
 }
 
 // ---- the table's functions ----
@@ -127,7 +123,7 @@ bool VIGIL_CALL is_cancelled(vigil_session* s) { return s && s->stop.stop_reques
 
 const char* VIGIL_CALL output_directory(vigil_session* s) { return s ? s->output_directory.c_str() : nullptr; }
 
-vigil_status VIGIL_CALL step_wall_time(vigil_trial* t, vigil_step step, vigil_mode mode, double* out, vigil_error* err) {
+[[nodiscard]] vigil_status VIGIL_CALL step_wall_time(vigil_trial* t, vigil_step step, vigil_mode mode, double* out, vigil_error* err) {
   if (!t || !out) return bad_argument("step_wall_time: NULL argument", err);
   return guarded(err, [&]() -> vigil_status {
     auto w = t->trial->step_wall_time(step, to_mode(mode));
@@ -137,7 +133,7 @@ vigil_status VIGIL_CALL step_wall_time(vigil_trial* t, vigil_step step, vigil_mo
   });
 }
 
-vigil_status VIGIL_CALL report_evidence(vigil_session* s, const char* json, vigil_error* err) {
+[[nodiscard]] vigil_status VIGIL_CALL report_evidence(vigil_session* s, const char* json, vigil_error* err) {
   if (!s || !json) return bad_argument("report_evidence: session and json are required", err);
   return guarded(err, [&]() -> vigil_status {
     std::lock_guard lock(s->evidence_mu);
@@ -146,7 +142,7 @@ vigil_status VIGIL_CALL report_evidence(vigil_session* s, const char* json, vigi
   });
 }
 
-vigil_status VIGIL_CALL tensor_names(vigil_trial* t, const vigil_name_query* q, vigil_str_sink out, vigil_error* err) {
+[[nodiscard]] vigil_status VIGIL_CALL tensor_names(vigil_trial* t, const vigil_name_query* q, vigil_str_sink out, vigil_error* err) {
   if (!t) return bad_argument("tensor_names: trial is NULL", err);
   return guarded(err, [&]() -> vigil_status {
     TensorNameQuery query;
@@ -163,7 +159,7 @@ vigil_status VIGIL_CALL tensor_names(vigil_trial* t, const vigil_name_query* q, 
   });
 }
 
-vigil_status VIGIL_CALL has_tensor(vigil_trial* t, const char* name, bool* out, vigil_error* err) {
+[[nodiscard]] vigil_status VIGIL_CALL has_tensor(vigil_trial* t, const char* name, bool* out, vigil_error* err) {
   if (!t || !name || !out) return bad_argument("has_tensor: NULL argument", err);
   return guarded(err, [&]() -> vigil_status {
     *out = t->trial->has_tensor(name);
@@ -171,7 +167,7 @@ vigil_status VIGIL_CALL has_tensor(vigil_trial* t, const char* name, bool* out, 
   });
 }
 
-vigil_status VIGIL_CALL steps(vigil_trial* t, vigil_mode mode, bool show_incomplete, vigil_i64_sink out,
+[[nodiscard]] vigil_status VIGIL_CALL steps(vigil_trial* t, vigil_mode mode, bool show_incomplete, vigil_i64_sink out,
                               vigil_error* err) {
   if (!t) return bad_argument("steps: trial is NULL", err);
   return guarded(err, [&]() -> vigil_status {
@@ -181,7 +177,7 @@ vigil_status VIGIL_CALL steps(vigil_trial* t, vigil_mode mode, bool show_incompl
   });
 }
 
-vigil_status VIGIL_CALL modes(vigil_trial* t, vigil_i64_sink out, vigil_error* err) {
+[[nodiscard]] vigil_status VIGIL_CALL modes(vigil_trial* t, vigil_i64_sink out, vigil_error* err) {
   if (!t) return bad_argument("modes: trial is NULL", err);
   return guarded(err, [&]() -> vigil_status {
     std::vector<int64_t> values;
@@ -190,7 +186,7 @@ vigil_status VIGIL_CALL modes(vigil_trial* t, vigil_i64_sink out, vigil_error* e
   });
 }
 
-vigil_status VIGIL_CALL workers(vigil_trial* t, vigil_str_sink out, vigil_error* err) {
+[[nodiscard]] vigil_status VIGIL_CALL workers(vigil_trial* t, vigil_str_sink out, vigil_error* err) {
   if (!t) return bad_argument("workers: trial is NULL", err);
   return guarded(err, [&]() -> vigil_status {
     auto w = t->trial->workers();
@@ -199,7 +195,7 @@ vigil_status VIGIL_CALL workers(vigil_trial* t, vigil_str_sink out, vigil_error*
   });
 }
 
-vigil_status VIGIL_CALL global_step(vigil_trial* t, vigil_mode mode, vigil_step mode_step, bool* found,
+[[nodiscard]] vigil_status VIGIL_CALL global_step(vigil_trial* t, vigil_mode mode, vigil_step mode_step, bool* found,
                                     vigil_step* out, vigil_error* err) {
   if (!t || !found || !out) return bad_argument("global_step: NULL argument", err);
   return guarded(err, [&]() -> vigil_status {
@@ -210,7 +206,7 @@ vigil_status VIGIL_CALL global_step(vigil_trial* t, vigil_mode mode, vigil_step 
   });
 }
 
-vigil_status VIGIL_CALL mode_modestep(vigil_trial* t, vigil_step global, bool* found, vigil_mode* mode,
+[[nodiscard]] vigil_status VIGIL_CALL mode_modestep(vigil_trial* t, vigil_step global, bool* found, vigil_mode* mode,
                                       vigil_step* mode_step, vigil_error* err) {
   if (!t || !found || !mode || !mode_step) return bad_argument("mode_modestep: NULL argument", err);
   return guarded(err, [&]() -> vigil_status {
@@ -222,7 +218,7 @@ vigil_status VIGIL_CALL mode_modestep(vigil_trial* t, vigil_step global, bool* f
   });
 }
 
-vigil_status VIGIL_CALL has_passed_step(vigil_trial* t, vigil_step step, vigil_mode mode, vigil_step_state* out,
+[[nodiscard]] vigil_status VIGIL_CALL has_passed_step(vigil_trial* t, vigil_step step, vigil_mode mode, vigil_step_state* out,
                                         vigil_error* err) {
   if (!t || !out) return bad_argument("has_passed_step: NULL argument", err);
   return guarded(err, [&]() -> vigil_status {
@@ -233,7 +229,7 @@ vigil_status VIGIL_CALL has_passed_step(vigil_trial* t, vigil_step step, vigil_m
   });
 }
 
-vigil_status VIGIL_CALL wait_for_steps(vigil_trial* t, const vigil_step* step_list, size_t count, vigil_mode mode,
+[[nodiscard]] vigil_status VIGIL_CALL wait_for_steps(vigil_trial* t, const vigil_step* step_list, size_t count, vigil_mode mode,
                                        int64_t timeout_ms, vigil_error* err) {
   if (!t || (count > 0 && !step_list)) return bad_argument("wait_for_steps: NULL argument", err);
   return guarded(err, [&]() -> vigil_status {
@@ -246,7 +242,7 @@ vigil_status VIGIL_CALL wait_for_steps(vigil_trial* t, const vigil_step* step_li
   });
 }
 
-vigil_status VIGIL_CALL last_complete_step(vigil_trial* t, vigil_step* out, vigil_error* err) {
+[[nodiscard]] vigil_status VIGIL_CALL last_complete_step(vigil_trial* t, vigil_step* out, vigil_error* err) {
   if (!t || !out) return bad_argument("last_complete_step: NULL argument", err);
   return guarded(err, [&]() -> vigil_status {
     *out = t->trial->last_complete_step();
@@ -254,7 +250,7 @@ vigil_status VIGIL_CALL last_complete_step(vigil_trial* t, vigil_step* out, vigi
   });
 }
 
-vigil_status VIGIL_CALL training_ended(vigil_trial* t, bool* out, vigil_error* err) {
+[[nodiscard]] vigil_status VIGIL_CALL training_ended(vigil_trial* t, bool* out, vigil_error* err) {
   if (!t || !out) return bad_argument("training_ended: NULL argument", err);
   return guarded(err, [&]() -> vigil_status {
     *out = t->trial->training_ended();
@@ -262,7 +258,7 @@ vigil_status VIGIL_CALL training_ended(vigil_trial* t, bool* out, vigil_error* e
   });
 }
 
-vigil_status VIGIL_CALL tensor_steps(vigil_trial* t, const char* name, vigil_mode mode, bool show_incomplete,
+[[nodiscard]] vigil_status VIGIL_CALL tensor_steps(vigil_trial* t, const char* name, vigil_mode mode, bool show_incomplete,
                                      vigil_i64_sink out, vigil_error* err) {
   if (!t || !name) return bad_argument("tensor_steps: NULL argument", err);
   return guarded(err, [&]() -> vigil_status {
@@ -272,7 +268,7 @@ vigil_status VIGIL_CALL tensor_steps(vigil_trial* t, const char* name, vigil_mod
   });
 }
 
-vigil_status VIGIL_CALL tensor_workers(vigil_trial* t, const char* name, vigil_step step, vigil_mode mode,
+[[nodiscard]] vigil_status VIGIL_CALL tensor_workers(vigil_trial* t, const char* name, vigil_step step, vigil_mode mode,
                                        vigil_str_sink out, vigil_error* err) {
   if (!t || !name) return bad_argument("tensor_workers: NULL argument", err);
   return guarded(err, [&]() -> vigil_status {
@@ -282,7 +278,7 @@ vigil_status VIGIL_CALL tensor_workers(vigil_trial* t, const char* name, vigil_s
   });
 }
 
-vigil_status VIGIL_CALL tensor_shape(vigil_trial* t, const vigil_tensor_key* key, vigil_i64_sink dims,
+[[nodiscard]] vigil_status VIGIL_CALL tensor_shape(vigil_trial* t, const vigil_tensor_key* key, vigil_i64_sink dims,
                                      vigil_error* err) {
   if (!t || !valid_key(key)) return bad_argument("tensor_shape: NULL or undersized argument", err);
   return guarded(err, [&]() -> vigil_status {
@@ -293,7 +289,7 @@ vigil_status VIGIL_CALL tensor_shape(vigil_trial* t, const vigil_tensor_key* key
   });
 }
 
-vigil_status VIGIL_CALL tensor_value(vigil_trial* t, const vigil_tensor_key* key, vigil_tensor** out,
+[[nodiscard]] vigil_status VIGIL_CALL tensor_value(vigil_trial* t, const vigil_tensor_key* key, vigil_tensor** out,
                                      vigil_error* err) {
   if (!t || !valid_key(key) || !out) return bad_argument("tensor_value: NULL or undersized argument", err);
   *out = nullptr;
@@ -327,7 +323,7 @@ vigil_status VIGIL_CALL tensor_value(vigil_trial* t, const vigil_tensor_key* key
   });
 }
 
-vigil_status VIGIL_CALL tensor_strings(vigil_trial* t, const vigil_tensor_key* key, vigil_str_sink out,
+[[nodiscard]] vigil_status VIGIL_CALL tensor_strings(vigil_trial* t, const vigil_tensor_key* key, vigil_str_sink out,
                                        vigil_error* err) {
   if (!t || !valid_key(key)) return bad_argument("tensor_strings: NULL or undersized argument", err);
   return guarded(err, [&]() -> vigil_status {
@@ -341,7 +337,7 @@ vigil_status VIGIL_CALL tensor_strings(vigil_trial* t, const vigil_tensor_key* k
   });
 }
 
-vigil_status VIGIL_CALL reduction_value(vigil_trial* t, const vigil_tensor_key* key, vigil_reduction reduction,
+[[nodiscard]] vigil_status VIGIL_CALL reduction_value(vigil_trial* t, const vigil_tensor_key* key, vigil_reduction reduction,
                                         bool abs, double* out, vigil_error* err) {
   if (!t || !valid_key(key) || !out) return bad_argument("reduction_value: NULL or undersized argument", err);
   if (reduction < VIGIL_RED_MIN || reduction > VIGIL_RED_L2)
@@ -364,7 +360,7 @@ vigil_status VIGIL_CALL reduction_value(vigil_trial* t, const vigil_tensor_key* 
   });
 }
 
-vigil_status VIGIL_CALL collection_names(vigil_trial* t, vigil_str_sink out, vigil_error* err) {
+[[nodiscard]] vigil_status VIGIL_CALL collection_names(vigil_trial* t, vigil_str_sink out, vigil_error* err) {
   if (!t) return bad_argument("collection_names: trial is NULL", err);
   return guarded(err, [&]() -> vigil_status {
     std::vector<std::string> names;
@@ -373,7 +369,7 @@ vigil_status VIGIL_CALL collection_names(vigil_trial* t, vigil_str_sink out, vig
   });
 }
 
-vigil_status VIGIL_CALL collection_tensor_names(vigil_trial* t, const char* collection, vigil_str_sink out,
+[[nodiscard]] vigil_status VIGIL_CALL collection_tensor_names(vigil_trial* t, const char* collection, vigil_str_sink out,
                                                 vigil_error* err) {
   if (!t || !collection) return bad_argument("collection_tensor_names: NULL argument", err);
   return guarded(err, [&]() -> vigil_status {
@@ -383,7 +379,7 @@ vigil_status VIGIL_CALL collection_tensor_names(vigil_trial* t, const char* coll
   });
 }
 
-vigil_status VIGIL_CALL saved_reductions(vigil_trial* t, const vigil_tensor_key* key, vigil_reduction_sink out,
+[[nodiscard]] vigil_status VIGIL_CALL saved_reductions(vigil_trial* t, const vigil_tensor_key* key, vigil_reduction_sink out,
                                          vigil_error* err) {
   if (!t || !valid_key(key)) return bad_argument("saved_reductions: NULL or undersized argument", err);
   return guarded(err, [&]() -> vigil_status {
@@ -462,40 +458,28 @@ DLDataType dl_type(ElementType t) {
 }
 
 void fill_abi_error(const Error& e, vigil_error* err) {
-  if (!err || err->struct_size < offsetof(vigil_error, code) + sizeof(err->code)) return;
-  const size_t size = err->struct_size;
-  auto has = [&](size_t offset, size_t field) { return size >= offset + field; };
-  err->code = static_cast<vigil_status>(e.code);
-  uint32_t flags = 0;
-  if (e.has_reductions) flags |= VIGIL_ERRF_HAS_REDUCTIONS;
-  bool cut = false;
-  if (has(offsetof(vigil_error, mode), sizeof(err->mode))) err->mode = vigil_mode(e.mode);
-  if (has(offsetof(vigil_error, step), sizeof(err->step))) err->step = e.step;
-  if (has(offsetof(vigil_error, last_step), sizeof(err->last_step))) err->last_step = e.last_step;
-  if (has(offsetof(vigil_error, tensor), sizeof(err->tensor))) cut |= copy_text(err->tensor, sizeof(err->tensor), e.tensor);
-  if (has(offsetof(vigil_error, worker), sizeof(err->worker))) cut |= copy_text(err->worker, sizeof(err->worker), e.worker);
-  if (has(offsetof(vigil_error, rule), sizeof(err->rule))) cut |= copy_text(err->rule, sizeof(err->rule), e.rule);
-  if (has(offsetof(vigil_error, message), sizeof(err->message)))
-    cut |= copy_text(err->message, sizeof(err->message), e.message);
-  if (cut) flags |= VIGIL_ERRF_TRUNCATED;
-  if (has(offsetof(vigil_error, flags), sizeof(err->flags))) err->flags = flags;
+  sdk::write_error_record(err, sdk::ErrorRecord{.code = static_cast<vigil_status>(e.code),
+                                                .flags = e.has_reductions ? uint32_t{VIGIL_ERRF_HAS_REDUCTIONS} : 0u,
+                                                .mode = static_cast<vigil_mode>(e.mode),
+                                                .step = e.step,
+                                                .last_step = e.last_step,
+                                                .tensor = e.tensor,
+                                                .worker = e.worker,
+                                                .rule = e.rule,
+                                                .message = e.message});
 }
 
 Error error_from_abi(vigil_status status, const vigil_error& err) {
-  Error e;
-  e.code = static_cast<ErrorCode>(status);
-  auto text = [](const char* buf, size_t cap) { return std::string(buf, strnlen(buf, cap)); };
-  if (err.struct_size >= sizeof(vigil_error)) {
-    e.message = text(err.message, sizeof(err.message));
-    e.tensor = text(err.tensor, sizeof(err.tensor));
-    e.worker = text(err.worker, sizeof(err.worker));
-    e.rule = text(err.rule, sizeof(err.rule));
-    e.step = err.step;
-    e.mode = mode_from_int(err.mode).value_or(Mode::Global);
-    e.last_step = err.last_step;
-    e.has_reductions = (err.flags & VIGIL_ERRF_HAS_REDUCTIONS) != 0;
-  }
-  return e;
+  sdk::Error r = sdk::Error::from_abi(status, &err);
+  return Error{.code = static_cast<ErrorCode>(r.code),
+               .message = std::move(r.message),
+               .tensor = std::move(r.tensor),
+               .worker = std::move(r.worker),
+               .rule = std::move(r.rule),
+               .step = r.step,
+               .mode = mode_from_int(r.mode).value_or(Mode::Global),
+               .last_step = r.last_step,
+               .has_reductions = r.has_reductions};
 }
 
 }  // namespace vigil::plugins

@@ -28,12 +28,13 @@ struct vigil_trial {
 namespace vigil::plugins {
 
 // The DLPack dtype of an element type (kDLOpaqueHandle for strings), as tensor views carry it.
-DLDataType dl_type(ElementType t);
+[[nodiscard]] DLDataType dl_type(ElementType t);
 
-// Copies a host Error into a caller's vigil_error, filling only what its struct_size allows.
+// Copies a host Error into a caller's vigil_error, filling only what its struct_size allows
+// (sdk::write_error_record).
 void fill_abi_error(const Error& e, vigil_error* err);
-// The reverse, for errors a plugin reports.
-Error error_from_abi(vigil_status status, const vigil_error& err);
+// The reverse, for errors a plugin reports (sdk::Error::from_abi).
+[[nodiscard]] Error error_from_abi(vigil_status status, const vigil_error& err);
 
 }  // namespace vigil::plugins
 

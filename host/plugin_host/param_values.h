@@ -25,7 +25,7 @@ struct ParsedParam {
 };
 
 // Parses `text` as the spec's type and checks bounds/choices; the error says why in a few words.
-std::expected<ParsedParam, std::string> parse_param_value(const vigil_param_spec& spec, std::string_view text);
+[[nodiscard]] std::expected<ParsedParam, std::string> parse_param_value(const vigil_param_spec& spec, std::string_view text);
 
 // The validated values of one rule instance, with the storage the C array points into.
 class BoundParams {
@@ -33,7 +33,7 @@ class BoundParams {
   // `given` maps parameter names to their strings. Errors name the rule, the parameter and the value:
   // an unknown parameter (unless the rule takes extra parameters), a missing required one, an
   // unparsable or out-of-range value.
-  static Result<BoundParams> bind(const vigil_rule_descriptor& rule, const std::map<std::string, std::string>& given,
+  [[nodiscard]] static Result<BoundParams> bind(const vigil_rule_descriptor& rule, const std::map<std::string, std::string>& given,
                                   std::string_view configuration_name);
   BoundParams() = default;
   BoundParams(BoundParams&&) = default;

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "common/half.h"
+#include <vigil/sdk/half.hpp>
 #include "trial/tensor_value.h"
 
 namespace vigil::detail {
@@ -42,8 +42,8 @@ void for_each_as_double(const TensorValue& v, Fn&& fn) {
   const std::byte* p = v.bytes().data();
   const size_t n = v.size();
   switch (v.dtype()) {
-    case ElementType::Float16: for (size_t i = 0; i < n; ++i) fn(double(half_to_float(load<uint16_t>(p + 2 * i)))); break;
-    case ElementType::BFloat16: for (size_t i = 0; i < n; ++i) fn(double(bfloat16_to_float(load<uint16_t>(p + 2 * i)))); break;
+    case ElementType::Float16: for (size_t i = 0; i < n; ++i) fn(double(sdk::half_to_float(load<uint16_t>(p + 2 * i)))); break;
+    case ElementType::BFloat16: for (size_t i = 0; i < n; ++i) fn(double(sdk::bfloat16_to_float(load<uint16_t>(p + 2 * i)))); break;
     case ElementType::Float32: for (size_t i = 0; i < n; ++i) fn(double(load<float>(p + 4 * i))); break;
     case ElementType::Float64: for (size_t i = 0; i < n; ++i) fn(load<double>(p + 8 * i)); break;
     case ElementType::Int8: for (size_t i = 0; i < n; ++i) fn(double(load<int8_t>(p + i))); break;
@@ -88,8 +88,8 @@ void for_each_integer(const TensorValue& v, Fn&& fn) {
 inline double round_to_dtype(double v, ElementType t) {
   switch (t) {
     case ElementType::Float32: return double(float(v));
-    case ElementType::Float16: return double(half_to_float(float_to_half(float(v))));
-    case ElementType::BFloat16: return double(bfloat16_to_float(float_to_bfloat16(float(v))));
+    case ElementType::Float16: return double(sdk::half_to_float(sdk::double_to_half(float(v))));
+    case ElementType::BFloat16: return double(sdk::bfloat16_to_float(sdk::double_to_bfloat16(float(v))));
     default: return v;
   }
 }

@@ -77,7 +77,7 @@ CompensatedSum sum_of(const TensorValue& v, F f) {
   return s;
 }
 
-Result<ReductionValue> integer_reduction(const TensorValue& v, ReductionOp op, bool abs, NumericKind kind) {
+[[nodiscard]] Result<ReductionValue> integer_reduction(const TensorValue& v, ReductionOp op, bool abs, NumericKind kind) {
   const bool is_unsigned = kind == NumericKind::Unsigned;
   ReductionValue r;
   switch (op) {

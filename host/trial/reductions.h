@@ -30,6 +30,6 @@ struct ReductionValue {
 // (so a float32 prod that overflows is inf); integer sum/prod are int64, or uint64 for unsigned
 // input (wrapping like numpy);
 // integer mean/std/variance/l1/l2 are float64; std and variance are population (N) statistics.
-Result<ReductionValue> compute_reduction(const TensorValue& value, ReductionOp op, bool abs);
+[[nodiscard]] Result<ReductionValue> compute_reduction(const TensorValue& value, ReductionOp op, bool abs);
 
 }  // namespace vigil

@@ -70,7 +70,7 @@ struct AlignedBuffer {
 // Turns a decoded TensorProto into a value. `owner` keeps the proto's bytes alive; `where`
 // (file and record offset) is used in error messages. Errors: NotSupported for a dtype Vigil cannot
 // decode, CorruptData when the content does not match the shape.
-Result<TensorValue> decode_tensor_value(const format::TensorProtoView& proto, std::shared_ptr<const void> owner,
+[[nodiscard]] Result<TensorValue> decode_tensor_value(const format::TensorProtoView& proto, std::shared_ptr<const void> owner,
                                         std::string_view file, uint64_t offset);
 
 }  // namespace vigil

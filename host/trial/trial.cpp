@@ -26,15 +26,6 @@ namespace vigil {
 
 namespace fs = std::filesystem;
 
-std::string_view step_state_name(StepState s) {
-  switch (s) {
-    case StepState::Unavailable: return "UNAVAILABLE";
-    case StepState::Available: return "AVAILABLE";
-    case StepState::NotYetAvailable: return "NOT_YET_AVAILABLE";
-  }
-  return "?";
-}
-
 TrialOptions trial_options_from_env(TrialOptions base) {
   if (const char* w = std::getenv("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW")) {
     char* end = nullptr;

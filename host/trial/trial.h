@@ -25,7 +25,6 @@
 namespace vigil {
 
 enum class StepState : int32_t { Unavailable = 0, Available = 1, NotYetAvailable = 2 };
-std::string_view step_state_name(StepState s);  // "UNAVAILABLE", "AVAILABLE", "NOT_YET_AVAILABLE"
 
 struct TrialOptions {
   // smdebug's range_steps: index files whose global step is outside [begin, end) are never loaded.
@@ -64,35 +63,35 @@ class Tensor;
 class Trial : public std::enable_shared_from_this<Trial> {
  public:
   // Opens a local trial directory: waits for the collection files (§5.2), then loads the index.
-  static Result<std::shared_ptr<Trial>> open(const std::filesystem::path& path, TrialOptions options = {});
+  [[nodiscard]] static Result<std::shared_ptr<Trial>> open(const std::filesystem::path& path, TrialOptions options = {});
   ~Trial();
 
   const std::filesystem::path& path() const;
   const std::string& name() const;
 
   // ---- trial-level queries (smdebug Trial) ----
-  Result<std::vector<std::string>> tensor_names(const TensorNameQuery& query = {});
+  [[nodiscard]] Result<std::vector<std::string>> tensor_names(const TensorNameQuery& query = {});
   bool has_tensor(std::string_view name);
-  Result<Tensor> tensor(std::string_view name);
-  Result<std::vector<int64_t>> steps(Mode mode = Mode::Global, bool show_incomplete_steps = false);
+  [[nodiscard]] Result<Tensor> tensor(std::string_view name);
+  [[nodiscard]] Result<std::vector<int64_t>> steps(Mode mode = Mode::Global, bool show_incomplete_steps = false);
   // The first step after `after` that steps() would list, without building the list.
-  Result<std::optional<int64_t>> next_step(int64_t after, Mode mode = Mode::Global, bool show_incomplete_steps = false);
+  [[nodiscard]] Result<std::optional<int64_t>> next_step(int64_t after, Mode mode = Mode::Global, bool show_incomplete_steps = false);
   std::vector<Mode> modes();
   // (mode, mode step) of a global step; nullopt when the step is unknown (after one refresh).
   std::optional<std::pair<Mode, int64_t>> mode_modestep(int64_t global_step);
   // Global step of a mode step; GLOBAL returns the step itself; nullopt when unknown.
   std::optional<int64_t> global_step(Mode mode, int64_t mode_step);
-  Result<std::vector<std::string>> workers();
+  [[nodiscard]] Result<std::vector<std::string>> workers();
   const std::vector<format::CollectionConfig>& collections() const;
   const format::CollectionConfig* collection(std::string_view name) const;
-  Result<StepState> has_passed_step(int64_t step, Mode mode = Mode::Global);
+  [[nodiscard]] Result<StepState> has_passed_step(int64_t step, Mode mode = Mode::Global);
   // Blocks until every step is available (smdebug wait_for_steps). StepUnavailable / NoMoreData as
   // smdebug; Cancelled when `stop` is requested; Timeout when `timeout` passes.
-  Result<void> wait_for_steps(const std::vector<int64_t>& steps, Mode mode = Mode::Global,
+  [[nodiscard]] Result<void> wait_for_steps(const std::vector<int64_t>& steps, Mode mode = Mode::Global,
                               std::stop_token stop = {},
                               std::optional<std::chrono::milliseconds> timeout = std::nullopt);
   // Looks for new index files and the end marker now (what every refreshing query does first).
-  Result<void> refresh();
+  [[nodiscard]] Result<void> refresh();
   // smdebug's no_refresh: while at least one hold is active, queries see a frozen index (a rule's
   // answers within one invocation agree). Holds nest and may come from several threads.
   void hold_refresh();
@@ -106,24 +105,24 @@ class Trial : public std::enable_shared_from_this<Trial> {
   int64_t num_workers() const;
 
   // ---- per-tensor queries (smdebug Tensor); also reachable through Tensor ----
-  Result<std::vector<int64_t>> tensor_steps(std::string_view name, Mode mode = Mode::Global,
+  [[nodiscard]] Result<std::vector<int64_t>> tensor_steps(std::string_view name, Mode mode = Mode::Global,
                                             bool show_incomplete_steps = false);
-  Result<TensorValue> value(std::string_view name, int64_t step, Mode mode = Mode::Global,
+  [[nodiscard]] Result<TensorValue> value(std::string_view name, int64_t step, Mode mode = Mode::Global,
                             std::optional<std::string_view> worker = std::nullopt);
   // The saved reduction if there is one, else computed from the raw value.
-  Result<ReductionValue> reduction_value(std::string_view name, int64_t step, std::string_view reduction,
+  [[nodiscard]] Result<ReductionValue> reduction_value(std::string_view name, int64_t step, std::string_view reduction,
                                          bool abs = false, Mode mode = Mode::Global,
                                          std::optional<std::string_view> worker = std::nullopt);
   // The saved reductions only.
-  Result<std::vector<SavedReduction>> reduction_values(std::string_view name, int64_t step, Mode mode = Mode::Global,
+  [[nodiscard]] Result<std::vector<SavedReduction>> reduction_values(std::string_view name, int64_t step, Mode mode = Mode::Global,
                                                        std::optional<std::string_view> worker = std::nullopt);
-  Result<std::vector<int64_t>> shape(std::string_view name, int64_t step, Mode mode = Mode::Global,
+  [[nodiscard]] Result<std::vector<int64_t>> shape(std::string_view name, int64_t step, Mode mode = Mode::Global,
                                      std::optional<std::string_view> worker = std::nullopt);
   // When the step was saved: the largest Event.wall_time among its records (all workers). Steps
   // that saved only shapes have no records: NotSupported.
-  Result<double> step_wall_time(int64_t step, Mode mode = Mode::Global);
+  [[nodiscard]] Result<double> step_wall_time(int64_t step, Mode mode = Mode::Global);
   // Workers holding the tensor at the step, in the order they were indexed. No refresh.
-  Result<std::vector<std::string>> tensor_workers(std::string_view name, int64_t step, Mode mode = Mode::Global);
+  [[nodiscard]] Result<std::vector<std::string>> tensor_workers(std::string_view name, int64_t step, Mode mode = Mode::Global);
 
  private:
   struct State;
@@ -137,27 +136,27 @@ class Tensor {
   Tensor(std::shared_ptr<Trial> trial, std::string name) : trial_(std::move(trial)), name_(std::move(name)) {}
   const std::string& name() const { return name_; }
 
-  Result<std::vector<int64_t>> steps(Mode mode = Mode::Global, bool show_incomplete_steps = false) const {
+  [[nodiscard]] Result<std::vector<int64_t>> steps(Mode mode = Mode::Global, bool show_incomplete_steps = false) const {
     return trial_->tensor_steps(name_, mode, show_incomplete_steps);
   }
-  Result<TensorValue> value(int64_t step, Mode mode = Mode::Global,
+  [[nodiscard]] Result<TensorValue> value(int64_t step, Mode mode = Mode::Global,
                             std::optional<std::string_view> worker = std::nullopt) const {
     return trial_->value(name_, step, mode, worker);
   }
-  Result<ReductionValue> reduction_value(int64_t step, std::string_view reduction, bool abs = false,
+  [[nodiscard]] Result<ReductionValue> reduction_value(int64_t step, std::string_view reduction, bool abs = false,
                                          Mode mode = Mode::Global,
                                          std::optional<std::string_view> worker = std::nullopt) const {
     return trial_->reduction_value(name_, step, reduction, abs, mode, worker);
   }
-  Result<std::vector<SavedReduction>> reduction_values(int64_t step, Mode mode = Mode::Global,
+  [[nodiscard]] Result<std::vector<SavedReduction>> reduction_values(int64_t step, Mode mode = Mode::Global,
                                                        std::optional<std::string_view> worker = std::nullopt) const {
     return trial_->reduction_values(name_, step, mode, worker);
   }
-  Result<std::vector<int64_t>> shape(int64_t step, Mode mode = Mode::Global,
+  [[nodiscard]] Result<std::vector<int64_t>> shape(int64_t step, Mode mode = Mode::Global,
                                      std::optional<std::string_view> worker = std::nullopt) const {
     return trial_->shape(name_, step, mode, worker);
   }
-  Result<std::vector<std::string>> workers(int64_t step, Mode mode = Mode::Global) const {
+  [[nodiscard]] Result<std::vector<std::string>> workers(int64_t step, Mode mode = Mode::Global) const {
     return trial_->tensor_workers(name_, step, mode);
   }
 

@@ -65,7 +65,7 @@ struct QueuedWriter::State {
     wake.notify_one();
   }
 
-  Result<void> apply_tensor(const TensorOp& t) {
+  [[nodiscard]] Result<void> apply_tensor(const TensorOp& t) {
     TensorData data{t.dtype, t.shape, t.bytes, t.strings};
     const auto& rq = t.request;
     if (rq.save_shape)
@@ -75,7 +75,7 @@ struct QueuedWriter::State {
     return {};
   }
 
-  Result<void> apply(Op& op) {
+  [[nodiscard]] Result<void> apply(Op& op) {
     if (auto* b = std::get_if<BeginOp>(&op)) {
       if (auto r = writer->begin_step_at(b->global_step, b->mode, b->mode_step); !r) return r;
       if (b->dropped) {

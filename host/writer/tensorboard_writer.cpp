@@ -31,9 +31,9 @@ namespace {
 // Records are buffered and written in chunks of about this size (and at flush/close).
 constexpr size_t kBufferBytes = size_t(1) << 20;
 
-Error write_error(const fs::path& file, std::string_view what) { return Error::io_write(file.string(), what); }
+[[nodiscard]] Error write_error(const fs::path& file, std::string_view what) { return Error::io_write(file.string(), what); }
 
-Result<void> write_all(int fd, std::string_view bytes, const fs::path& file) {
+[[nodiscard]] Result<void> write_all(int fd, std::string_view bytes, const fs::path& file) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
     if (n < 0) {

@@ -24,7 +24,7 @@ class TensorBoardWriter {
  public:
   // Creates the file and writes TensorBoard's first event {wall_time: now, file_version:
   // "brain.Event:2"}. Io when the folder or the file cannot be created.
-  static Result<std::unique_ptr<TensorBoardWriter>> open(const std::filesystem::path& tb_dir, Mode mode,
+  [[nodiscard]] static Result<std::unique_ptr<TensorBoardWriter>> open(const std::filesystem::path& tb_dir, Mode mode,
                                                          int64_t global_step);
   ~TensorBoardWriter();  // close(), its errors dropped
 
@@ -32,24 +32,24 @@ class TensorBoardWriter {
   // leading '/' are dropped (bytes of non-ASCII characters are kept).
 
   // Event{wall_time, step, summary{value{tag, simple_value: float(value)}}}.
-  Result<void> add_scalar(std::string_view tag, double value, int64_t step, double wall_time);
+  [[nodiscard]] Result<void> add_scalar(std::string_view tag, double value, int64_t step, double wall_time);
   // Event{wall_time, step, summary{value{tag, histo}}} with histo = make_histogram(values). Writes
   // nothing for values with no finite element and for bool values (smdebug saves no histogram of
   // either). NotSupported for strings and complex numbers; InvalidArgument when the bytes do not
   // match the shape.
-  Result<void> add_histogram(std::string_view tag, const TensorValue& values, int64_t step, double wall_time);
+  [[nodiscard]] Result<void> add_histogram(std::string_view tag, const TensorValue& values, int64_t step, double wall_time);
 
-  Result<void> flush();
+  [[nodiscard]] Result<void> flush();
   // Flushes, closes and renames the .tmp file to path() (on an Io error the .tmp file stays as it
   // is). Idempotent; adding afterwards is an Internal error.
-  Result<void> close();
+  [[nodiscard]] Result<void> close();
 
   const std::filesystem::path& path() const { return path_; }
 
  private:
   TensorBoardWriter(std::filesystem::path path, std::filesystem::path tmp, int fd);
-  Result<void> append(const std::string& event);
-  Error closed_error() const;
+  [[nodiscard]] Result<void> append(const std::string& event);
+  [[nodiscard]] Error closed_error() const;
 
   std::filesystem::path path_;
   std::filesystem::path tmp_;
@@ -64,6 +64,6 @@ class TensorBoardWriter {
 // only right limits, still sees where the data starts. NaN and ±inf are skipped and not counted.
 // nullopt when no element is finite. min/max/num/sum/sum_squares are over the finite elements (sums
 // compensated, in double); bool counts as 0/1. Errors as add_histogram.
-Result<std::optional<format::Histogram>> make_histogram(const TensorValue& values);
+[[nodiscard]] Result<std::optional<format::Histogram>> make_histogram(const TensorValue& values);
 
 }  // namespace vigil::writer

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <limits>
 #include <regex>
@@ -20,7 +19,9 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <vigil/sdk/half.hpp>
 
+#include "common/file_read.h"
 #include "common/search_regex.h"
 #include "format/event_proto.h"
 #include "format/index_json.h"
@@ -64,10 +65,10 @@ std::string reduction_tensor_name(std::string_view base, std::string_view op, bo
 }
 
 // The writer's failures to write (its few reads use Error::io).
-Error io_error(const fs::path& path, int err) { return Error::io_write(path.string(), std::strerror(err)); }
-Error io_error(const fs::path& path, const std::error_code& ec) { return Error::io_write(path.string(), ec.message()); }
+[[nodiscard]] Error io_error(const fs::path& path, int err) { return Error::io_write(path.string(), std::strerror(err)); }
+[[nodiscard]] Error io_error(const fs::path& path, const std::error_code& ec) { return Error::io_write(path.string(), ec.message()); }
 
-Result<void> make_dirs(const fs::path& dir) {
+[[nodiscard]] Result<void> make_dirs(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return fail(io_error(dir, ec));
@@ -78,7 +79,7 @@ Result<void> make_dirs(const fs::path& dir) {
 // it half written (§1.6). Dropped without publish(), the .tmp is removed.
 class TmpFile {
  public:
-  static Result<TmpFile> open(fs::path final_path) {
+  [[nodiscard]] static Result<TmpFile> open(fs::path final_path) {
     if (auto made = make_dirs(final_path.parent_path()); !made) return fail(made.error());
     TmpFile f;
     f.final_ = std::move(final_path);
@@ -101,14 +102,14 @@ class TmpFile {
   }
   ~TmpFile() { discard(); }
 
-  Result<void> write(std::string_view bytes) {
+  [[nodiscard]] Result<void> write(std::string_view bytes) {
     iovec part{const_cast<char*>(bytes.data()), bytes.size()};
     return write_parts({&part, 1});
   }
 
   // Writes the parts in order with as few system calls as the kernel allows (writev), resuming
   // after a partial write. `parts` is consumed.
-  Result<void> write_parts(std::span<iovec> parts) {
+  [[nodiscard]] Result<void> write_parts(std::span<iovec> parts) {
     while (!parts.empty()) {
       const ssize_t n = ::writev(fd_, parts.data(), int(std::min<size_t>(parts.size(), IOV_MAX)));
       if (n < 0) {
@@ -128,7 +129,7 @@ class TmpFile {
     return {};
   }
 
-  Result<void> publish() {
+  [[nodiscard]] Result<void> publish() {
     int fd = std::exchange(fd_, -1);
     if (::close(fd) != 0) {
       int err = errno;
@@ -156,18 +157,11 @@ class TmpFile {
   int fd_ = -1;
 };
 
-Result<void> write_file(const fs::path& path, std::string_view content) {
+[[nodiscard]] Result<void> write_file(const fs::path& path, std::string_view content) {
   auto file = TmpFile::open(path);
   if (!file) return fail(file.error());
   if (auto w = file->write(content); !w) return w;
   return file->publish();
-}
-
-Result<std::string> read_whole_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad() || !in.is_open()) return fail(Error::io(path.string(), "cannot read the file"));
-  return bytes;
 }
 
 // Element count of a shape; nullopt for negative dims or overflow.
@@ -182,7 +176,7 @@ std::optional<uint64_t> element_count(std::span<const int64_t> shape) {
 }
 
 // Checks that `data` is self-consistent and returns its element count.
-Result<uint64_t> validate(std::string_view name, const TensorData& data) {
+[[nodiscard]] Result<uint64_t> validate(std::string_view name, const TensorData& data) {
   auto count = element_count(data.shape);
   if (!count) return fail(Error::invalid_argument(fmt::format("tensor {}: invalid shape", name)));
   if (data.dtype == ElementType::String) {
@@ -201,36 +195,8 @@ Result<uint64_t> validate(std::string_view name, const TensorData& data) {
   return *count;
 }
 
-// IEEE binary16 / bfloat16 from a double, rounded to nearest even. `mant_bits` and the exponent
-// range describe the target format.
-uint16_t to_small_float(double v, int mant_bits, int exp_bias) {
-  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
-  const int exp_bits = 15 - mant_bits;
-  const uint16_t inf = static_cast<uint16_t>(((1u << exp_bits) - 1) << mant_bits);
-  if (std::isnan(v)) return sign | inf | static_cast<uint16_t>(1u << (mant_bits - 1));
-  double a = std::fabs(v);
-  if (std::isinf(a)) return sign | inf;
-  if (a == 0) return sign;
-  int e2 = 0;
-  std::frexp(a, &e2);
-  int e = e2 - 1;  // a = 1.f * 2^e
-  const int min_exp = 1 - exp_bias;
-  if (e < min_exp) {
-    // Subnormal: a multiple of 2^(min_exp - mant_bits). A result of 2^mant_bits is the smallest normal.
-    double k = std::nearbyint(std::ldexp(a, mant_bits - min_exp));
-    return sign | static_cast<uint16_t>(k);
-  }
-  double q = std::nearbyint(std::ldexp(a, mant_bits - e));  // in [2^m, 2^(m+1)]
-  if (q == std::ldexp(1.0, mant_bits + 1)) {
-    q /= 2;
-    ++e;
-  }
-  if (e > exp_bias) return sign | inf;
-  return sign | static_cast<uint16_t>(((e + exp_bias) << mant_bits) | (static_cast<uint32_t>(q) - (1u << mant_bits)));
-}
-
 template <typename T>
-Result<std::vector<std::byte>> integer_bytes(double v) {
+[[nodiscard]] Result<std::vector<std::byte>> integer_bytes(double v) {
   const double lo = static_cast<double>(std::numeric_limits<T>::min());
   const double hi = std::ldexp(1.0, std::numeric_limits<T>::digits);  // exclusive; NaN fails both tests
   T t{};
@@ -254,10 +220,10 @@ std::vector<std::byte> raw_bytes(T t) {
 }
 
 // One element of `type` holding `v`: how a computed reduction is stored (a 0-d tensor).
-Result<std::vector<std::byte>> scalar_bytes(ElementType type, double v) {
+[[nodiscard]] Result<std::vector<std::byte>> scalar_bytes(ElementType type, double v) {
   switch (type) {
-    case ElementType::Float16: return raw_bytes(to_small_float(v, 10, 15));
-    case ElementType::BFloat16: return raw_bytes(to_small_float(v, 7, 127));
+    case ElementType::Float16: return raw_bytes(sdk::double_to_half(v));
+    case ElementType::BFloat16: return raw_bytes(sdk::double_to_bfloat16(v));
     case ElementType::Float32: return raw_bytes(static_cast<float>(v));
     case ElementType::Float64: return raw_bytes(v);
     case ElementType::Int8: return integer_bytes<int8_t>(v);
@@ -288,7 +254,7 @@ bool regex_search(const std::string& text, const std::regex& r) {
 }
 
 // std::regex stands in for Python's re.search (common/search_regex.h).
-Result<std::vector<std::regex>> compile_regexes(const format::CollectionConfig& c) {
+[[nodiscard]] Result<std::vector<std::regex>> compile_regexes(const format::CollectionConfig& c) {
   std::vector<std::regex> out;
   for (const auto& pattern : c.include_regex) {
     auto re = compile_search_regex(pattern);
@@ -417,7 +383,7 @@ struct TrialWriter::State {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   }
 
-  Result<void> require_step() const {
+  [[nodiscard]] Result<void> require_step() const {
     if (closed) return fail(Error::invalid_argument("the writer is closed"));
     if (!step) return fail(Error::invalid_argument("no step is open: call begin_step() first"));
     if (step->failed) return fail(*step->failed);
@@ -426,7 +392,7 @@ struct TrialWriter::State {
 
   // Appends one tensor event as a record: framing and encoded fields around the tensor's content,
   // which is written from the caller's buffer (no copy of large tensors).
-  Result<void> append_event(const std::string& tag, const format::EncodedTensorEvent& event) {
+  [[nodiscard]] Result<void> append_event(const std::string& tag, const format::EncodedTensorEvent& event) {
     auto& s = *step;
     const std::string rel = format::event_file_relpath(s.global_step, options.worker);
     if (!s.events) {
@@ -451,7 +417,7 @@ struct TrialWriter::State {
     return {};
   }
 
-  Result<void> write_tensor(const std::string& name, const TensorData& data) {
+  [[nodiscard]] Result<void> write_tensor(const std::string& name, const TensorData& data) {
     if (auto r = require_step(); !r) return r;
     auto count = validate(name, data);
     if (!count) return fail(count.error());
@@ -473,7 +439,7 @@ struct TrialWriter::State {
     return append_event(name, format::encode_tensor_event_pieces(spec));
   }
 
-  Result<void> end_step() {
+  [[nodiscard]] Result<void> end_step() {
     if (!step) return {};
     OpenStep s = std::move(*step);
     step.reset();
@@ -491,7 +457,7 @@ struct TrialWriter::State {
     return {};
   }
 
-  Result<void> write_collections() {
+  [[nodiscard]] Result<void> write_collections() {
     ensure_collections();
     format::CollectionsFile file;
     file.num_workers = options.num_workers;
@@ -513,7 +479,7 @@ struct TrialWriter::State {
   }
 
   // Ends the open step and, once a step has been saved, publishes the collections (§1.4).
-  Result<void> finish_previous_step() {
+  [[nodiscard]] Result<void> finish_previous_step() {
     if (auto e = end_step(); !e) return e;
     if (saved_any && !collections_written && options.write_collections) return write_collections();
     return {};
@@ -522,7 +488,7 @@ struct TrialWriter::State {
   // resume(): takes over what this worker left in out_dir (see trial_writer.h). Only files whose
   // names are exactly the ones this writer would produce for options.worker are touched, so other
   // workers' files (and their shared folders, which they may be creating files in) are left alone.
-  Result<void> adopt_published_files() {
+  [[nodiscard]] Result<void> adopt_published_files() {
     const std::string& worker = options.worker;
     auto list_dir = [](const fs::path& dir, std::vector<fs::path>& out) -> Result<void> {
       std::error_code ec;
@@ -610,7 +576,7 @@ struct TrialWriter::State {
 
   // The marker is empty, so it cannot be seen half written: created in place, not through a .tmp
   // file, which every worker of a multi-worker run would share (and race to rename).
-  Result<void> write_end_marker() {
+  [[nodiscard]] Result<void> write_end_marker() {
     const fs::path marker = out_dir / format::kEndOfTrainingMarker;
     const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) return fail(io_error(marker, errno));
@@ -618,7 +584,7 @@ struct TrialWriter::State {
     return {};
   }
 
-  Result<void> close(bool end_marker) {
+  [[nodiscard]] Result<void> close(bool end_marker) {
     if (closed) return {};
     closed = true;
     // Keep going after a failure so that as much as possible is published; report the first.

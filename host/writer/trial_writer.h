@@ -77,7 +77,7 @@ struct TensorData {
 class TrialWriter {
  public:
   // Refuses (Internal, smdebug's SMDebugRuntimeError) a directory that already holds the end marker.
-  static Result<std::unique_ptr<TrialWriter>> create(const std::filesystem::path& out_dir, WriterOptions options = {});
+  [[nodiscard]] static Result<std::unique_ptr<TrialWriter>> create(const std::filesystem::path& out_dir, WriterOptions options = {});
   // Continues the trial this worker (options.worker) was writing when its process died or stopped
   // without close(); on a directory without files of this worker it is create(). What the worker
   // published (event files that an index of it names, its index files, its collections file) is
@@ -89,42 +89,42 @@ class TrialWriter {
   // step). The collections file, if the worker had not published it yet, is written as create()'s
   // would be, after the first step this writer saves. Refused like create() once the end marker
   // exists; IndexReader/Io errors for a published index of this worker that cannot be read.
-  static Result<std::unique_ptr<TrialWriter>> resume(const std::filesystem::path& out_dir, WriterOptions options = {});
+  [[nodiscard]] static Result<std::unique_ptr<TrialWriter>> resume(const std::filesystem::path& out_dir, WriterOptions options = {});
   ~TrialWriter();  // closes without the end marker if close() was not called
 
   // Collections decide what save_tensor() writes for a name (raw / reductions / shape, §6.2).
   // A tensor in no configured collection goes to "default". Re-adding a name replaces its
   // configuration. InvalidArgument for a regex std::regex cannot compile or an unknown reduction.
-  Result<void> add_collection(format::CollectionConfig collection);
+  [[nodiscard]] Result<void> add_collection(format::CollectionConfig collection);
 
   // Starts a step like smdebug's hook: the global step increments, and so does the mode step of
   // `mode` (both start at 0). Ends the previous step if it is still open.
-  Result<void> begin_step(Mode mode = Mode::Global);
+  [[nodiscard]] Result<void> begin_step(Mode mode = Mode::Global);
   // Starts an explicitly numbered step (resuming a trial, other workers' numbering).
-  Result<void> begin_step_at(int64_t global_step, Mode mode, int64_t mode_step);
+  [[nodiscard]] Result<void> begin_step_at(int64_t global_step, Mode mode, int64_t mode_step);
   // Publishes the open step: event file, then index. A step where nothing was saved writes nothing.
-  Result<void> end_step();
+  [[nodiscard]] Result<void> end_step();
   // end_step(), the collections file if not yet written, then the end marker.
-  Result<void> close();
+  [[nodiscard]] Result<void> close();
   // close(), with the end marker only when `end_marker` (and options.write_end_marker).
-  Result<void> close_with_marker(bool end_marker);
+  [[nodiscard]] Result<void> close_with_marker(bool end_marker);
 
   // Whether the save configuration of `name`'s collections selects the current step.
   bool should_save(std::string_view name) const;
   // Saves as the collections configure: raw value, reductions, shape; skipped if !should_save.
-  Result<void> save_tensor(std::string_view name, const TensorData& data,
+  [[nodiscard]] Result<void> save_tensor(std::string_view name, const TensorData& data,
                            std::span<const std::string> collections = {});
   // Low-level writes at the current step, unconditionally.
-  Result<void> write_tensor(std::string_view name, const TensorData& data);
-  Result<void> write_reduction(std::string_view name, std::string_view op, bool abs, const TensorData& value);
+  [[nodiscard]] Result<void> write_tensor(std::string_view name, const TensorData& data);
+  [[nodiscard]] Result<void> write_reduction(std::string_view name, std::string_view op, bool abs, const TensorData& value);
   // Computes each reduction of `data` with the host's reductions and writes it (0-d, numpy's dtype).
-  Result<void> write_reductions(std::string_view name, const TensorData& data,
+  [[nodiscard]] Result<void> write_reductions(std::string_view name, const TensorData& data,
                                 std::span<const format::ReductionSpec> reductions);
-  Result<void> write_shape(std::string_view name, std::span<const int64_t> shape);
+  [[nodiscard]] Result<void> write_shape(std::string_view name, std::span<const int64_t> shape);
   // Publishes `json` (a collections file, smdebug-format §1.4) as this worker's collections file.
-  Result<void> publish_collections(std::string_view json);
+  [[nodiscard]] Result<void> publish_collections(std::string_view json);
   // hook.save_scalar: a 1-element float64 array named "scalar/<name>".
-  Result<void> save_scalar(std::string_view name, double value);
+  [[nodiscard]] Result<void> save_scalar(std::string_view name, double value);
 
   // The current step's numbers; -1 before the first step.
   int64_t global_step() const;

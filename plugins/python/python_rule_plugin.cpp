@@ -13,6 +13,7 @@
 // Every call into Python takes the GIL; none is held between calls.
 #include <pybind11/embed.h>
 #include <pybind11/stl.h>
+#include <vigil/sdk/error.hpp>
 #include <vigil/vigil.h>
 
 #include <dlfcn.h>
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <limits>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -85,41 +87,36 @@ class Gil {
 
 // ---- errors ----
 
-void copy_text(char* dst, size_t capacity, const std::string& src, uint32_t* flags) {
-  if (capacity == 0) return;
-  const size_t n = std::min(src.size(), capacity - 1);
-  std::memcpy(dst, src.data(), n);
-  dst[n] = '\0';
-  if (n < src.size()) *flags |= VIGIL_ERRF_TRUNCATED;
-}
-
-// Fills the caller's error record as far as its struct_size allows.
-vigil_status report(vigil_error* err, vigil_status code, const std::string& message, uint32_t flags = 0,
-                    vigil_mode mode = VIGIL_MODE_GLOBAL, vigil_step step = 0, vigil_step last_step = -1,
-                    const std::string& tensor = {}, const std::string& worker = {}, const std::string& rule = {}) {
-  if (!err) return code;
-  const size_t size = err->struct_size;
-  auto fits = [&](size_t offset, size_t field) { return size >= offset + field; };
-  if (fits(offsetof(vigil_error, code), sizeof(err->code))) err->code = code;
-  if (fits(offsetof(vigil_error, mode), sizeof(err->mode))) err->mode = mode;
-  if (fits(offsetof(vigil_error, step), sizeof(err->step))) err->step = step;
-  if (fits(offsetof(vigil_error, last_step), sizeof(err->last_step))) err->last_step = last_step;
-  if (fits(offsetof(vigil_error, tensor), sizeof(err->tensor))) copy_text(err->tensor, sizeof(err->tensor), tensor, &flags);
-  if (fits(offsetof(vigil_error, worker), sizeof(err->worker))) copy_text(err->worker, sizeof(err->worker), worker, &flags);
-  if (fits(offsetof(vigil_error, rule), sizeof(err->rule))) copy_text(err->rule, sizeof(err->rule), rule, &flags);
-  if (fits(offsetof(vigil_error, message), sizeof(err->message)))
-    copy_text(err->message, sizeof(err->message), message, &flags);
-  if (fits(offsetof(vigil_error, flags), sizeof(err->flags))) err->flags = flags;
+// Fills the caller's error record as far as its struct_size allows (the SDK's one implementation).
+[[nodiscard]] vigil_status report(vigil_error* err, vigil_status code, std::string_view message) {
+  vigil::sdk::write_error_record(err, vigil::sdk::ErrorRecord{.code = code, .message = message});
   return code;
 }
 
+// What a callee reports on VIGIL_OK (status.h).
+[[nodiscard]] vigil_status ok(vigil_error* err) {
+  vigil::sdk::write_error_ok(err);
+  return VIGIL_OK;
+}
+
 // A Python exception (the GIL held) as a status and error record, through vigil.exceptions.
-vigil_status report_python(py::error_already_set& e, vigil_error* err) {
+[[nodiscard]] vigil_status report_python(py::error_already_set& e, vigil_error* err) {
   try {
+    // (code, flags, mode, step, last_step, tensor, worker, rule, message), as vigil_error holds them.
     py::tuple rec = py::module_::import("vigil.exceptions").attr("error_record")(e.value());
-    return report(err, rec[0].cast<vigil_status>(), rec[8].cast<std::string>(), rec[1].cast<uint32_t>(),
-                  rec[2].cast<vigil_mode>(), rec[3].cast<vigil_step>(), rec[4].cast<vigil_step>(),
-                  rec[5].cast<std::string>(), rec[6].cast<std::string>(), rec[7].cast<std::string>());
+    const auto flags = rec[1].cast<uint32_t>();
+    const vigil::sdk::Error error{.code = rec[0].cast<vigil_status>(),
+                                  .message = rec[8].cast<std::string>(),
+                                  .tensor = rec[5].cast<std::string>(),
+                                  .worker = rec[6].cast<std::string>(),
+                                  .rule = rec[7].cast<std::string>(),
+                                  .step = rec[3].cast<vigil_step>(),
+                                  .mode = rec[2].cast<vigil_mode>(),
+                                  .last_step = rec[4].cast<vigil_step>(),
+                                  .has_reductions = (flags & VIGIL_ERRF_HAS_REDUCTIONS) != 0,
+                                  .end_of_rule = (flags & VIGIL_ERRF_END_OF_RULE) != 0};
+    error.to_abi(err);
+    return error.code;
   } catch (py::error_already_set& inner) {
     return report(err, VIGIL_E_PLUGIN_FAILURE, std::string("vigil.exceptions.error_record failed: ") + inner.what());
   } catch (const std::exception& inner) {
@@ -197,7 +194,7 @@ bool start_python(std::string* why) {
     } catch (py::error_already_set& e) {
       vigil_error err{};
       err.struct_size = sizeof(err);
-      report_python(e, &err);
+      (void)report_python(e, &err);  // only its message is wanted: starting Python fails as a whole
       g_python_error = std::string("cannot import the vigil Python package: ") + err.message;
     }
   }
@@ -245,7 +242,7 @@ vigil_status VIGIL_CALL rule_required_tensors(vigil_rule* r, vigil_step step, co
       vigil_status s = sink->add(sink->ctx, index, name.c_str(), is_regex, steps.data(), steps.size());
       if (s != VIGIL_OK) return report(err, s, "the host refused a required tensor: " + name);
     }
-    return VIGIL_OK;
+    return ok(err);
   } catch (py::error_already_set& e) {
     return report_python(e, err);
   } catch (const std::exception& e) {
@@ -260,7 +257,7 @@ vigil_status VIGIL_CALL rule_invoke_at_step(vigil_rule* r, vigil_step step, bool
   Gil gil;
   try {
     rule->runner.attr("invoke")(step);
-    return VIGIL_OK;
+    return ok(err);
   } catch (py::error_already_set& e) {
     const vigil_status s = report_python(e, err);
     if (s == VIGIL_S_RULE_CONDITION_MET) *condition_met = true;
@@ -278,7 +275,7 @@ std::string param_text(const vigil_rule_context* ctx, uint32_t index) {
   return v.is_set && v.text ? std::string(v.text) : std::string();
 }
 
-vigil_status create_rule(const vigil_rule_context* ctx, vigil_rule** out, vigil_error* err) {
+[[nodiscard]] vigil_status create_rule(const vigil_rule_context* ctx, vigil_rule** out, vigil_error* err) {
   std::string source = param_text(ctx, 0);
   std::string class_name = param_text(ctx, 1);
   if (source.empty() || class_name.empty())
@@ -313,7 +310,10 @@ vigil_status create_rule(const vigil_rule_context* ctx, vigil_rule** out, vigil_
       evidence_sink = py::cpp_function([host, session](const std::string& json) {
         vigil_error e{};
         e.struct_size = sizeof(e);
-        host->report_evidence(session, json.c_str(), &e);
+        // A refusal reaches the rule as a Python RuntimeError (pybind11 translates the exception).
+        if (host->report_evidence(session, json.c_str(), &e) != VIGIL_OK)
+          throw std::runtime_error(std::string("the host refused the evidence: ") +
+                                   std::string(vigil::sdk::read_error_record(VIGIL_E_INTERNAL, &e).message));
       });
     py::object runner = plugin.attr("create_rule")(source, class_name, trials, params,
                                                    ctx->instance_name ? ctx->instance_name : "", log_sink,
@@ -327,7 +327,7 @@ vigil_status create_rule(const vigil_rule_context* ctx, vigil_rule** out, vigil_
     rule->abi.invoke_at_step = rule_invoke_at_step;
     rule->abi.get_extension = nullptr;
     *out = &rule.release()->abi;
-    return VIGIL_OK;
+    return ok(err);
   } catch (py::error_already_set& e) {
     return report_python(e, err);  // a syntax error in the file: PluginFailure "SyntaxError: ..."
   } catch (const std::exception& e) {
@@ -359,14 +359,14 @@ vigil_status VIGIL_CALL factory_create(const vigil_rule_factory*, const char* ru
 const vigil_rule_factory kFactory = {sizeof(vigil_rule_factory), factory_count, factory_descriptor, factory_create};
 
 vigil_status VIGIL_CALL plugin_init(const vigil_host_api* host, const char* plugin_path, vigil_error* err) {
-  if (!host || host->struct_size < offsetof(vigil_host_api, collection_tensor_names) + sizeof(void*))
+  if (!VIGIL_HAS_FIELD(host, vigil_host_api, collection_tensor_names))
     return report(err, VIGIL_E_VERSION_MISMATCH, "the host's service table is too old for Python rules");
   try {
     g_plugin_path = plugin_path ? plugin_path : "";
   } catch (...) {
     return report(err, VIGIL_E_OUT_OF_MEMORY, "out of memory");
   }
-  return VIGIL_OK;  // Python itself starts with the first Python rule
+  return ok(err);  // Python itself starts with the first Python rule
 }
 
 void VIGIL_CALL plugin_deinit(void) {}  // never finalize an embedded interpreter

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
+#include <string>
 
+#include <vigil/sdk/messages.hpp>
 #include <vigil/vigil.h>
 
 #include "common/error.h"
@@ -11,6 +14,8 @@
 
 namespace vigil {
 namespace {
+
+namespace sdk = vigil::sdk;
 
 TEST(StatusCodes, HostCodesAreAbiCodes) {
   EXPECT_EQ(int(ErrorCode::InvalidArgument), VIGIL_E_INVALID_ARGUMENT);
@@ -37,6 +42,47 @@ TEST(StatusCodes, HostCodesAreAbiCodes) {
   EXPECT_EQ(int(ErrorCode::NoMoreProfilerData), VIGIL_E_NO_MORE_PROFILER_DATA);
   EXPECT_EQ(int(ErrorCode::MissingCollectionFiles), VIGIL_E_MISSING_COLLECTION_FILES);
   EXPECT_EQ(int(ErrorCode::InvalidCollectionConfiguration), VIGIL_E_INVALID_COLLECTION_CONFIGURATION);
+}
+
+// Every row of status.h's list: the enum holds its value, and each generated table (the ABI's name,
+// class and smdebug lookups, the SDK's names, the host's ErrorCode and class names) says what the row says.
+TEST(StatusCodes, EveryGeneratedTableAgreesWithTheList) {
+  std::set<int> listed;
+  const auto check = [&](vigil_status constant, const char* name, int host_value, int value,
+                         vigil_status_class expected_class, const char* exception, bool smdebug) {
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(listed.insert(value).second) << "a value listed twice";
+    EXPECT_EQ(constant, value);
+    EXPECT_EQ(host_value, value);
+    ASSERT_NE(vigil_status_name(value), nullptr);
+    EXPECT_STREQ(vigil_status_name(value), name);
+    EXPECT_EQ(sdk::status_name(value), name);
+    EXPECT_EQ(vigil_status_classify(value), expected_class);
+    EXPECT_NE(std::strlen(exception), 0u);
+    EXPECT_EQ(sdk::exception_name(value), exception);
+    EXPECT_EQ(smdebug_class_name(static_cast<ErrorCode>(value)), exception);
+    if (smdebug) {
+      ASSERT_NE(vigil_status_smdebug_class(value), nullptr);
+      EXPECT_STREQ(vigil_status_smdebug_class(value), exception);
+    } else {
+      EXPECT_EQ(vigil_status_smdebug_class(value), nullptr);
+    }
+  };
+  constexpr bool SMDEBUG = true, VIGIL = false;
+#define ROW(name, cpp_name, value, cls, exception, origin) \
+  check(name, #name, int(ErrorCode::cpp_name), value, VIGIL_CLASS_##cls, #exception, origin);
+  VIGIL_STATUS_LIST(ROW)
+#undef ROW
+  EXPECT_EQ(listed.size(), 25u);  // 0, 1..11 and 100..112 today; a new code adds a row
+  // Nothing outside the list has a name; unknown codes fail.
+  for (int code = -5; code < 2000; ++code) {
+    if (listed.contains(code)) continue;
+    EXPECT_EQ(vigil_status_name(code), nullptr) << code;
+    EXPECT_EQ(vigil_status_smdebug_class(code), nullptr) << code;
+    EXPECT_TRUE(vigil_status_is_failure(code)) << code;
+    EXPECT_EQ(sdk::status_name(code), "VIGIL_E_UNKNOWN") << code;
+    EXPECT_EQ(sdk::exception_name(code), "SMDebugError") << code;
+  }
 }
 
 TEST(StatusCodes, SmdebugClassNamesAgree) {
@@ -82,6 +128,61 @@ TEST(StatusCodes, ErrorCrossesTheAbiWithItsFields) {
   plugins::fill_abi_error(long_one, &abi);
   EXPECT_TRUE(abi.flags & VIGIL_ERRF_TRUNCATED);
   EXPECT_EQ(std::strlen(abi.message), sizeof(abi.message) - 1);
+}
+
+// status.h: a string that does not fit is cut at a UTF-8 character boundary, flagged.
+TEST(StatusCodes, HostErrorRecordsCutOnACharacterBoundary) {
+  const std::string euro = "\xE2\x82\xAC";  // 3 bytes
+  vigil_error abi{};
+  abi.struct_size = sizeof(abi);
+  // 1020 + 3 bytes fill the 1023 usable bytes exactly: nothing cut.
+  plugins::fill_abi_error(Error::invalid_argument(std::string(1020, 'a') + euro), &abi);
+  EXPECT_EQ(std::strlen(abi.message), 1023u);
+  EXPECT_FALSE(abi.flags & VIGIL_ERRF_TRUNCATED);
+  // One byte more: the character would straddle the limit, so all of it goes.
+  plugins::fill_abi_error(Error::invalid_argument(std::string(1021, 'a') + euro), &abi);
+  EXPECT_EQ(std::string(abi.message), std::string(1021, 'a'));
+  EXPECT_TRUE(abi.flags & VIGIL_ERRF_TRUNCATED);
+  // A tensor name of 2-byte characters, one byte past the 255 usable: the last whole one is kept out.
+  std::string name;
+  while (name.size() < 256) name += "\xC3\xA9";  // é
+  plugins::fill_abi_error(Error::tensor_unavailable(name), &abi);
+  EXPECT_EQ(std::strlen(abi.tensor), 254u);
+  EXPECT_EQ(std::string(abi.tensor), name.substr(0, 254));
+  EXPECT_TRUE(abi.flags & VIGIL_ERRF_TRUNCATED);
+  // A 4-byte character at the very end of the worker field.
+  const std::string worker = std::string(125, 'w') + "\xF0\x9F\x98\x80";  // 129 bytes
+  plugins::fill_abi_error(Error::invalid_worker(worker), &abi);
+  EXPECT_EQ(std::string(abi.worker), std::string(125, 'w'));
+}
+
+TEST(StatusCodes, HostReadsAPluginErrorAsFarAsItsStructSize) {
+  vigil_error abi{};
+  abi.struct_size = sizeof(abi);
+  plugins::fill_abi_error(Error::no_more_data(9, Mode::Eval, 6), &abi);
+  abi.struct_size = offsetof(vigil_error, tensor);  // an older plugin's record: the numbers only
+  const Error e = plugins::error_from_abi(VIGIL_E_NO_MORE_DATA, abi);
+  EXPECT_EQ(e.code, ErrorCode::NoMoreData);
+  EXPECT_EQ(e.step, 9);
+  EXPECT_EQ(e.mode, Mode::Eval);
+  EXPECT_EQ(e.last_step, 6);
+  EXPECT_EQ(e.message, "VIGIL_E_NO_MORE_DATA (status 104)");  // the message lay past its struct_size
+}
+
+// status.h: on VIGIL_OK the callee sets err->code to VIGIL_OK and leaves the rest as it was.
+TEST(StatusCodes, HostServicesSetOnlyTheCodeOnSuccess) {
+  vigil_session session;
+  vigil_error err{};
+  err.struct_size = sizeof(err);
+  err.code = VIGIL_E_INTERNAL;
+  std::strcpy(err.message, "left from an earlier call");
+  ASSERT_EQ(plugins::host_api()->report_evidence(&session, "{\"x\": 1}", &err), VIGIL_OK);
+  EXPECT_EQ(err.code, VIGIL_OK);
+  EXPECT_STREQ(err.message, "left from an earlier call");
+  // A failure fills the record.
+  ASSERT_EQ(plugins::host_api()->report_evidence(&session, nullptr, &err), VIGIL_E_INVALID_ARGUMENT);
+  EXPECT_EQ(err.code, VIGIL_E_INVALID_ARGUMENT);
+  EXPECT_STRNE(err.message, "left from an earlier call");
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 """vigil.exceptions: smdebug's classes, hierarchy, constructors, attributes and messages, and the one
 table that maps host status codes to them and back."""
+import pathlib
+import re
+
 import pytest
 
 from conftest import trial_dir
@@ -81,6 +84,30 @@ def test_status_table_is_the_hosts():
     assert ex.status_of(ex.RuleEvaluationConditionMet("R", 1)) == 107
     assert ex.status_of(ex.SMDebugValueError("x")) == 1
     assert ex.status_of(ZeroDivisionError("x")) == 8
+
+
+_CLASSES = {"OK": 0, "SKIP": 1, "WAIT": 2, "STOP": 3, "SIGNAL": 4, "FAILURE": 5}
+
+
+def _status_list():
+    """The rows of status.h's VIGIL_STATUS_LIST, read from the header itself."""
+    header = pathlib.Path(__file__).resolve().parents[2] / "abi" / "include" / "vigil" / "status.h"
+    text = header.read_text()
+    body = text[text.index("#define VIGIL_STATUS_LIST(X)"):text.index("#define VIGIL_STATUS_ENUMERATOR_")]
+    body = re.sub(r"/\*.*?\*/", " ", body, flags=re.S).replace("\\\n", " ")
+    rows = re.findall(r"X\(\s*(\w+),\s*(\w+),\s*(\d+),\s*(\w+),\s*(\w+),\s*(\w+)\s*\)", body)
+    assert len(rows) >= 25
+    return [(name, int(value), cls, exception, origin) for name, _cpp, value, cls, exception, origin in rows]
+
+
+def test_status_table_follows_the_abi_list():
+    rows = _status_list()
+    assert _vigil.status_classes() == {value: exception for _, value, _, exception, _ in rows if value != 0}
+    for name, value, cls, exception, origin in rows:
+        assert _vigil.status_classify(value) == _CLASSES[cls], name
+        assert _vigil.status_class_abi(value) == (exception if origin == "SMDEBUG" else None), name
+        if value != 0:
+            assert ex.class_of_status(value).__name__ == exception, name
 
 
 @pytest.mark.parametrize("code", sorted(_vigil.status_classes()))

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "fake_host.hpp"
@@ -230,6 +231,84 @@ TEST(Error, ValueOrThrowRaisesTheMatchingClass) {
   expect_thrown_as<sdk::SMDebugRuntimeError>(sdk::Error{.code = VIGIL_E_CORRUPT_DATA, .message = "m"});
   expect_thrown_as<sdk::SMDebugError>(sdk::Error::cancelled());
   expect_thrown_as<sdk::SMDebugError>(sdk::Error{.code = 4242, .message = "extension code"});
+}
+
+// throw_error is generated from status.h's list: every code whose class is smdebug's throws the SDK class of
+// that name; Vigil's own codes throw SMDebugError itself.
+TEST(Error, ThrowErrorFollowsTheStatusList) {
+  const auto check = [](vigil_status code, const char* exception, bool smdebug) {
+    SCOPED_TRACE(exception);
+    EXPECT_EQ(sdk::Error{.code = code}.class_name(), exception);
+    if (code == VIGIL_OK) return;
+    try {
+      sdk::throw_error(sdk::Error{.code = code, .message = "m"});
+    } catch (const sdk::SMDebugError& e) {
+      EXPECT_EQ(e.code(), code);
+      const std::string type = typeid(e).name();  // mangled: <length><name> for each part
+      if (smdebug) {
+        EXPECT_NE(type.find(std::to_string(std::strlen(exception)) + exception), std::string::npos) << type;
+      } else {
+        EXPECT_TRUE(typeid(e) == typeid(sdk::SMDebugError)) << type;
+      }
+    }
+  };
+  constexpr bool SMDEBUG = true, VIGIL = false;
+#define ROW(name, cpp_name, value, cls, exception, origin) check(value, #exception, origin);
+  VIGIL_STATUS_LIST(ROW)
+#undef ROW
+}
+
+TEST(ErrorRecord, CopyCStringCutsOnlyAtCharacterBoundaries) {
+  char buf[8];
+  // Fits exactly (7 bytes + NUL).
+  EXPECT_FALSE(sdk::copy_c_string(buf, sizeof buf, "abcd\xE2\x82\xAC"));
+  EXPECT_STREQ(buf, "abcd\xE2\x82\xAC");
+  // A 3-byte character straddling the limit is left out whole.
+  EXPECT_TRUE(sdk::copy_c_string(buf, sizeof buf, "abcde\xE2\x82\xAC"));
+  EXPECT_STREQ(buf, "abcde");
+  // A 4-byte character after 4 ASCII bytes: 3 of its bytes would fit, none is written.
+  EXPECT_TRUE(sdk::copy_c_string(buf, sizeof buf, "abcd\xF0\x9F\x98\x80"));
+  EXPECT_STREQ(buf, "abcd");
+  // 2-byte characters only: 3 whole ones fit in 7 bytes.
+  EXPECT_TRUE(sdk::copy_c_string(buf, sizeof buf, "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9"));
+  EXPECT_STREQ(buf, "\xC3\xA9\xC3\xA9\xC3\xA9");
+  // No room but the NUL; capacity 0 writes nothing and reports a cut for a non-empty string.
+  EXPECT_TRUE(sdk::copy_c_string(buf, 1, "x"));
+  EXPECT_STREQ(buf, "");
+  EXPECT_TRUE(sdk::copy_c_string(buf, 0, "x"));
+  EXPECT_FALSE(sdk::copy_c_string(buf, 0, ""));
+  // The source may be the destination itself.
+  std::strcpy(buf, "same");
+  EXPECT_FALSE(sdk::copy_c_string(buf, sizeof buf, std::string_view(buf)));
+  EXPECT_STREQ(buf, "same");
+}
+
+TEST(ErrorRecord, WriteOkSetsOnlyTheCode) {
+  vigil_error e = fresh_error();
+  fake::fill_error(&e, VIGIL_E_IO, "stale", "t", 4);
+  sdk::write_error_ok(&e);
+  EXPECT_EQ(e.code, VIGIL_OK);
+  EXPECT_STREQ(e.message, "stale");
+  EXPECT_EQ(e.step, 4);
+  Guarded g(offsetof(vigil_error, code));  // too small for the code: untouched
+  sdk::write_error_ok(g.err());
+  EXPECT_TRUE(g.untouched_from(sizeof(uint32_t)));
+  sdk::write_error_ok(nullptr);
+}
+
+TEST(ErrorRecord, ReadThenWriteInPlaceKeepsEveryString) {
+  vigil_error e = fresh_error();
+  fake::fill_error(&e, VIGIL_S_RULE_CONDITION_MET, "met", "t", 3, VIGIL_MODE_TRAIN, -1, VIGIL_ERRF_END_OF_RULE, "w");
+  sdk::ErrorRecord r = sdk::read_error_record(VIGIL_S_RULE_CONDITION_MET, &e);
+  EXPECT_TRUE(r.rule.empty());
+  r.rule = "MyRule";
+  sdk::write_error_record(&e, r);  // r's other strings point into e
+  EXPECT_STREQ(e.rule, "MyRule");
+  EXPECT_STREQ(e.message, "met");
+  EXPECT_STREQ(e.tensor, "t");
+  EXPECT_STREQ(e.worker, "w");
+  EXPECT_EQ(e.flags, uint32_t{VIGIL_ERRF_END_OF_RULE});
+  EXPECT_EQ(e.mode, VIGIL_MODE_TRAIN);
 }
 
 TEST(Error, ExceptionsCarryTheirSmdebugFields) {

@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "common/half.h"
+#include <vigil/sdk/half.hpp>
 #include "trial/reductions.h"
 
 namespace vigil {
@@ -27,7 +27,7 @@ TensorValue floats(ElementType type, const std::vector<double>& xs) {
   if (type == ElementType::Float64) return value_of(type, xs);
   if (type == ElementType::Float32) return value_of(type, std::vector<float>(xs.begin(), xs.end()));
   std::vector<uint16_t> halves;
-  for (double x : xs) halves.push_back(float_to_half(float(x)));
+  for (double x : xs) halves.push_back(sdk::double_to_half(float(x)));
   return value_of(type, halves);
 }
 

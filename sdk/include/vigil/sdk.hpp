@@ -4,6 +4,7 @@
 
 #include "vigil/sdk/version.hpp"
 #include "vigil/sdk/error.hpp"
+#include "vigil/sdk/exceptions.hpp"
 #include "vigil/sdk/host.hpp"
 #include "vigil/sdk/tensor.hpp"
 #include "vigil/sdk/trial.hpp"

@@ -78,7 +78,7 @@ namespace detail {
 // Calls a host slot with a fresh vigil_error appended: Result<void> with the host's Error on failure,
 // VIGIL_E_NOT_SUPPORTED when the host lacks the slot.
 template <class Fn, class... Args>
-Result<void> call_host(const Host& host, Fn vigil_host_api::*member, std::string_view what, Args&&... args) {
+[[nodiscard]] Result<void> call_host(const Host& host, Fn vigil_host_api::*member, std::string_view what, Args&&... args) {
   auto f = host.fn(member);
   if (!f) return fail(Error::not_supported(fmt::format("the host does not provide {}", what)));
   vigil_error err{};

@@ -217,7 +217,7 @@ class Params {
 
   // Copies `count` host values read in the order of `specs` (the descriptor's vigil_param_spec
   // array). Values past `count` are "not set".
-  static Result<Params> from_abi(std::span<const vigil_param_spec> specs, const vigil_param_value* values,
+  [[nodiscard]] static Result<Params> from_abi(std::span<const vigil_param_spec> specs, const vigil_param_value* values,
                                  uint32_t count) {
     if (count > 0 && !values) return fail(Error::invalid_argument("the rule context has parameters but no values"));
     Params p;
@@ -258,7 +258,7 @@ class Params {
     return p;
   }
   // The same from the ParamSpec declarations.
-  static Result<Params> from_abi(std::span<const ParamSpec> specs, const vigil_param_value* values, uint32_t count) {
+  [[nodiscard]] static Result<Params> from_abi(std::span<const ParamSpec> specs, const vigil_param_value* values, uint32_t count) {
     std::vector<vigil_param_spec> c;
     c.reserve(specs.size());
     for (const ParamSpec& s : specs) c.push_back(s.spec());
@@ -274,7 +274,7 @@ class Params {
     return std::nullopt;
   }
   // Copies the host's extra (name, value) arrays.
-  Result<void> set_extra_from_abi(const char* const* names, const char* const* values, uint32_t count) {
+  [[nodiscard]] Result<void> set_extra_from_abi(const char* const* names, const char* const* values, uint32_t count) {
     extra_.clear();
     if (count == 0) return {};
     if (!names || !values) return fail(Error::invalid_argument("the rule context has extra parameters but no arrays"));
@@ -301,7 +301,7 @@ class Params {
   // any scalar type), std::vector<std::string> (STRING_LIST). Errors: unknown name or a parameter that
   // is not set -> VIGIL_E_INVALID_ARGUMENT; another type -> VIGIL_E_TYPE_ERROR.
   template <class T>
-  Result<T> get(std::string_view name) const {
+  [[nodiscard]] Result<T> get(std::string_view name) const {
     const Entry* e = find(name);
     if (!e) return fail(Error::invalid_argument(fmt::format("the rule has no parameter {}", name)));
     if (!e->is_set) return fail(Error::invalid_argument(fmt::format("parameter {} is not set", name)));
@@ -333,7 +333,7 @@ class Params {
 
   // The value, or `fallback` when the parameter is not set (unknown names and type errors still fail).
   template <class T>
-  Result<T> get_or(std::string_view name, T fallback) const {
+  [[nodiscard]] Result<T> get_or(std::string_view name, T fallback) const {
     const Entry* e = find(name);
     if (e && !e->is_set) return fallback;
     return get<T>(name);

@@ -60,41 +60,28 @@ VIGIL_SDK_HIDDEN PluginState& plugin_state() noexcept;  // defined by VIGIL_PLUG
 
 // ---- filling the caller's vigil_error without allocating ----
 
-inline vigil_status report_raw(vigil_error* err, vigil_status code, const char* message) noexcept {
-  const size_t usable = usable_error_size(err);
-  if (usable > sizeof(err->struct_size)) {
-    std::memset(reinterpret_cast<char*>(err) + sizeof(err->struct_size), 0, usable - sizeof(err->struct_size));
-    if (error_fits(usable, offsetof(vigil_error, code), sizeof(err->code))) err->code = code;
-    if (error_fits(usable, offsetof(vigil_error, mode), sizeof(err->mode))) err->mode = VIGIL_MODE_GLOBAL;
-    if (error_fits(usable, offsetof(vigil_error, last_step), sizeof(err->last_step))) err->last_step = -1;
-    const bool cut = put_error_string(err, usable, offsetof(vigil_error, message), sizeof(err->message),
-                                      message ? std::string_view(message) : std::string_view());
-    if (error_fits(usable, offsetof(vigil_error, flags), sizeof(err->flags))) err->flags = cut ? uint32_t{VIGIL_ERRF_TRUNCATED} : 0u;
-  }
+[[nodiscard]] inline vigil_status report_raw(vigil_error* err, vigil_status code, const char* message) noexcept {
+  write_error_record(err, ErrorRecord{.code = code, .message = message ? std::string_view(message) : std::string_view()});
   return code;
 }
 
-inline vigil_status report(vigil_error* err, const Error& e) noexcept {
+[[nodiscard]] inline vigil_status report(vigil_error* err, const Error& e) noexcept {
   if (e.code == VIGIL_OK)
     return report_raw(err, VIGIL_E_INTERNAL, "the rule reported an error with status VIGIL_OK");
   e.to_abi(err);
   return e.code;
 }
 
-inline void report_ok(vigil_error* err) noexcept {
-  if (error_fits(usable_error_size(err), offsetof(vigil_error, code), sizeof(err->code))) err->code = VIGIL_OK;
-}
-
 // Runs `body` (returning Result<void>) and turns its Error, or anything it throws, into a status
 // plus the caller's vigil_error.
 template <class F>
-vigil_status guard(vigil_error* err, F&& body) noexcept {
+[[nodiscard]] vigil_status guard(vigil_error* err, F&& body) noexcept {
 #if defined(__cpp_exceptions)
   try {
 #endif
     Result<void> r = std::forward<F>(body)();
     if (r) {
-      report_ok(err);
+      write_error_ok(err);
       return VIGIL_OK;
     }
     return report(err, r.error());
@@ -131,7 +118,7 @@ inline void VIGIL_CALL rule_destroy(vigil_rule* r) noexcept {
   delete handle;  // destructors are noexcept: a throwing one terminates here, never in the host
 }
 
-inline vigil_status VIGIL_CALL rule_required_tensors(vigil_rule* r, vigil_step step, const vigil_required_sink* sink,
+[[nodiscard]] inline vigil_status VIGIL_CALL rule_required_tensors(vigil_rule* r, vigil_step step, const vigil_required_sink* sink,
                                                      vigil_error* err) noexcept {
   return guard(err, [&]() -> Result<void> {
     Rule* rule = rule_of(r);
@@ -142,7 +129,7 @@ inline vigil_status VIGIL_CALL rule_required_tensors(vigil_rule* r, vigil_step s
   });
 }
 
-inline vigil_status VIGIL_CALL rule_invoke_at_step(vigil_rule* r, vigil_step step, bool* condition_met,
+[[nodiscard]] inline vigil_status VIGIL_CALL rule_invoke_at_step(vigil_rule* r, vigil_step step, bool* condition_met,
                                                    vigil_error* err) noexcept {
   if (condition_met) *condition_met = false;
   Rule* rule = rule_of(r);
@@ -157,10 +144,10 @@ inline vigil_status VIGIL_CALL rule_invoke_at_step(vigil_rule* r, vigil_step ste
   if (status == VIGIL_S_RULE_CONDITION_MET) {
     // RuleEvaluationConditionMet raised by the rule: met, and name the rule if it did not.
     if (condition_met) *condition_met = true;
-    const size_t usable = usable_error_size(err);
-    if (rule && usable >= offsetof(vigil_error, rule) + 1 && err->rule[0] == '\0') {
-      const bool cut = put_error_string(err, usable, offsetof(vigil_error, rule), sizeof(err->rule), rule->rule_name());
-      if (cut && error_fits(usable, offsetof(vigil_error, flags), sizeof(err->flags))) err->flags |= VIGIL_ERRF_TRUNCATED;
+    ErrorRecord record = read_error_record(status, err);
+    if (rule && VIGIL_HAS_FIELD(err, vigil_error, rule) && record.rule.empty()) {
+      record.rule = rule->rule_name();
+      write_error_record(err, record);  // the record's other strings are views into err: copied onto themselves
     }
   }
   return status;
@@ -187,14 +174,13 @@ constexpr bool overrides_required_tensors() {
 }
 
 template <class R>
-vigil_status create_rule(const vigil_rule_descriptor* desc, const vigil_rule_context* ctx, vigil_rule** out,
+[[nodiscard]] vigil_status create_rule(const vigil_rule_descriptor* desc, const vigil_rule_context* ctx, vigil_rule** out,
                          vigil_error* err) noexcept {
   if (out) *out = nullptr;
   return guard(err, [&]() -> Result<void> {
     if (!out) return fail(Error::invalid_argument("create: out is NULL"));
     if (!ctx) return fail(Error::invalid_argument("create: the rule context is NULL"));
-    const auto has = [ctx](size_t offset, size_t size) { return size_t{ctx->struct_size} >= offset + size; };
-#define VIGIL_SDK_CTX_HAS(field) has(offsetof(vigil_rule_context, field), sizeof(ctx->field))
+#define VIGIL_SDK_CTX_HAS(field) VIGIL_HAS_FIELD(ctx, vigil_rule_context, field)
     RuleContext rc;
     rc.host = Host(VIGIL_SDK_CTX_HAS(host) ? ctx->host : nullptr);
     if (!rc.host) return fail(Error::invalid_argument("create: the rule context has no host table"));
@@ -252,7 +238,7 @@ vigil_status create_rule(const vigil_rule_descriptor* desc, const vigil_rule_con
 }
 
 template <class R>
-vigil_status rule_class_init(const vigil_host_api* host, const char* path, vigil_error* err) noexcept {
+[[nodiscard]] vigil_status rule_class_init(const vigil_host_api* host, const char* path, vigil_error* err) noexcept {
   return guard(err, [&]() -> Result<void> {
     const std::string_view p = path ? std::string_view(path) : std::string_view();
     if constexpr (std::is_void_v<decltype(R::on_plugin_init(Host(host), p))>) {
@@ -399,7 +385,7 @@ struct Plugin {
     return index < kCount ? &descriptors[index] : nullptr;
   }
 
-  static vigil_status VIGIL_CALL create(const vigil_rule_factory*, const char* rule_id,
+  [[nodiscard]] static vigil_status VIGIL_CALL create(const vigil_rule_factory*, const char* rule_id,
                                         const vigil_rule_context* context, vigil_rule** out,
                                         vigil_error* err) noexcept {
     if (out) *out = nullptr;
@@ -417,7 +403,7 @@ struct Plugin {
   // [loader] The host calls it once per load (plugin.h); counting the calls keeps a host that calls
   // it again harmless: the first call checks the host and runs the rule classes' on_plugin_init
   // hooks, later calls only count.
-  static vigil_status VIGIL_CALL init(const vigil_host_api* host, const char* plugin_path, vigil_error* err) noexcept {
+  [[nodiscard]] static vigil_status VIGIL_CALL init(const vigil_host_api* host, const char* plugin_path, vigil_error* err) noexcept {
     PluginState& state = plugin_state();
     const vigil_status checked = guard(err, [&]() -> Result<void> {
       if (!host) return fail(Error::invalid_argument("init: the host table is NULL"));

@@ -47,7 +47,7 @@ class RequiredTensors {
 
   // Adds a tensor name (or, with is_regex, every name matching the regex) for `steps` of trial
   // `trial_index` (0 = the base trial). TensorUnavailable when the trial lacks the tensor.
-  Result<void> add(std::string_view name_or_regex, std::span<const vigil_step> steps, uint32_t trial_index = 0,
+  [[nodiscard]] Result<void> add(std::string_view name_or_regex, std::span<const vigil_step> steps, uint32_t trial_index = 0,
                    bool is_regex = false) {
     if (!sink_ || !sink_->add) return fail(Error::not_supported("the host gave no required-tensors sink"));
     const std::string name(name_or_regex);
@@ -59,16 +59,16 @@ class RequiredTensors {
     e.tensor = name;
     return fail(std::move(e));
   }
-  Result<void> add(std::string_view name_or_regex, std::initializer_list<vigil_step> steps, uint32_t trial_index = 0,
+  [[nodiscard]] Result<void> add(std::string_view name_or_regex, std::initializer_list<vigil_step> steps, uint32_t trial_index = 0,
                    bool is_regex = false) {
     return add(name_or_regex, std::span<const vigil_step>(steps.begin(), steps.size()), trial_index, is_regex);
   }
   // The same for a given trial (its index in the rule context).
-  Result<void> add(const Trial& trial, std::string_view name_or_regex, std::span<const vigil_step> steps,
+  [[nodiscard]] Result<void> add(const Trial& trial, std::string_view name_or_regex, std::span<const vigil_step> steps,
                    bool is_regex = false) {
     return add(name_or_regex, steps, trial.index(), is_regex);
   }
-  Result<void> add(const Trial& trial, std::string_view name_or_regex, std::initializer_list<vigil_step> steps,
+  [[nodiscard]] Result<void> add(const Trial& trial, std::string_view name_or_regex, std::initializer_list<vigil_step> steps,
                    bool is_regex = false) {
     return add(name_or_regex, std::span<const vigil_step>(steps.begin(), steps.size()), trial.index(), is_regex);
   }
@@ -92,7 +92,7 @@ class Rule {
   Rule& operator=(const Rule&) = delete;
 
   // smdebug's set_required_tensors(step): declare what invoke_at_step(step) will read. Default: nothing.
-  virtual Result<void> required_tensors(vigil_step step, RequiredTensors& req) {
+  [[nodiscard]] virtual Result<void> required_tensors(vigil_step step, RequiredTensors& req) {
     (void)step;
     (void)req;
     return {};
@@ -102,7 +102,7 @@ class Rule {
   // or thrown) steer the host's loop: TensorUnavailableForStep / StepUnavailable / TensorUnavailable
   // skip the step, NoMoreData ends the rule normally, RuleEvaluationConditionMet(end_of_rule) is a
   // signal, anything else fails the rule.
-  virtual Result<bool> invoke_at_step(vigil_step step) = 0;
+  [[nodiscard]] virtual Result<bool> invoke_at_step(vigil_step step) = 0;
 
   // An extension table of this rule instance by id, or nullptr.
   virtual const void* get_extension(std::string_view id) const noexcept {
@@ -161,7 +161,7 @@ class Rule {
   // ABI 1.1: the folder where this rule may write reports (absolute, UTF-8). VIGIL_E_NOT_SUPPORTED
   // from an ABI 1.0 host, or when the host has no such folder for this session.
   template <class H = vigil_host_api>
-  Result<std::string> output_directory() const {
+  [[nodiscard]] Result<std::string> output_directory() const {
     if constexpr (requires { &H::output_directory; }) {
       auto f = ctx_.host.fn(&H::output_directory);
       const char* dir = f ? f(ctx_.session) : nullptr;
@@ -171,7 +171,7 @@ class Rule {
   }
 
   // Attaches evidence to this step's verdict: a UTF-8 JSON object (see JsonObject in json.hpp).
-  Result<void> report_evidence(std::string_view json_object) const {
+  [[nodiscard]] Result<void> report_evidence(std::string_view json_object) const {
     const std::string text(json_object);
     return detail::call_host(ctx_.host, &vigil_host_api::report_evidence, "report_evidence", ctx_.session,
                              text.c_str());

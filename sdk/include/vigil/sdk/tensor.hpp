@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "vigil/sdk/error.hpp"
+#include "vigil/sdk/half.hpp"
 
 namespace vigil::sdk::inline v1 {
 
@@ -90,20 +91,6 @@ struct EigenAdapter {
   static_assert(always_false<T>, "include <vigil/sdk/tensor_eigen.hpp> to use TensorView::as_eigen()");
 };
 
-// IEEE 754 binary16 to float (exact).
-inline float half_to_float(uint16_t h) noexcept {
-  const bool negative = (h & 0x8000u) != 0;
-  const int exponent = (h >> 10) & 0x1f;
-  const int mantissa = h & 0x3ff;
-  float v;
-  if (exponent == 0) v = std::ldexp(static_cast<float>(mantissa), -24);
-  else if (exponent == 31) v = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else v = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
-  return negative ? -v : v;
-}
-
-// bfloat16 is the upper half of a float32.
-inline float bfloat16_to_float(uint16_t b) noexcept { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 }  // namespace detail
 
 // Owns one vigil_tensor*: calls its deleter exactly once (destructor, reset() or assignment).
@@ -180,7 +167,7 @@ class TensorView {
   // VIGIL_E_NOT_SUPPORTED for non-CPU, non-compact or misaligned data, VIGIL_E_INVALID_ARGUMENT for
   // an empty view.
   template <class T>
-  Result<std::span<const T>> try_values() const {
+  [[nodiscard]] Result<std::span<const T>> try_values() const {
     static_assert(is_tensor_element_v<T>,
                   "values<T>(): T must be bool, a fixed-width integer, float, double or std::complex<float|double>");
     if (!view_) return fail(Error::invalid_argument("TensorView is empty"));
@@ -203,7 +190,7 @@ class TensorView {
   }
 
   // Every element converted to double (real dtypes only, float16 and bfloat16 included): a copy.
-  Result<std::vector<double>> to_doubles() const {
+  [[nodiscard]] Result<std::vector<double>> to_doubles() const {
     if (!view_) return fail(Error::invalid_argument("TensorView is empty"));
     const DLDataType t = dtype();
     std::vector<double> out;
@@ -268,14 +255,14 @@ class TensorView {
 #endif
 
  private:
-  Result<void> half_bits(std::vector<double>& out, bool bfloat) const {
+  [[nodiscard]] Result<void> half_bits(std::vector<double>& out, bool bfloat) const {
     if (!is_compact()) return fail(Error::not_supported("tensor is not compact (non C-order strides)"));
     const auto raw = bytes();
     out.resize(raw.size() / 2);
     for (size_t i = 0; i < out.size(); ++i) {
       uint16_t h;
       std::memcpy(&h, raw.data() + 2 * i, 2);
-      out[i] = bfloat ? detail::bfloat16_to_float(h) : detail::half_to_float(h);
+      out[i] = bfloat ? bfloat16_to_float(h) : half_to_float(h);
     }
     return {};
   }

@@ -15,7 +15,7 @@ using EigenArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 namespace detail {
 template <class T>
 struct EigenAdapter<T, void> {
-  static Result<EigenArrayMap<T>> map(const TensorView& view) {
+  [[nodiscard]] static Result<EigenArrayMap<T>> map(const TensorView& view) {
     auto values = view.try_values<T>();
     if (!values) return fail(std::move(values).error());
     return EigenArrayMap<T>(values->data(), static_cast<Eigen::Index>(values->size()));

@@ -42,7 +42,7 @@ enum class ReductionOp : vigil_reduction {
 };
 
 // "mean" -> ReductionOp::mean; SMDebugValueError ("Invalid reduction type ...") for other names.
-inline Result<ReductionOp> parse_reduction(std::string_view name) {
+[[nodiscard]] inline Result<ReductionOp> parse_reduction(std::string_view name) {
   constexpr std::pair<std::string_view, ReductionOp> kNames[] = {
       {"min", ReductionOp::min}, {"max", ReductionOp::max},   {"mean", ReductionOp::mean},
       {"std", ReductionOp::std}, {"variance", ReductionOp::variance}, {"sum", ReductionOp::sum},
@@ -104,7 +104,7 @@ vigil_i64_sink make_i64_sink(F& f) noexcept {
 
 // Calls a host query whose result arrives through a string sink, as a vector.
 template <class Fn, class... Args>
-Result<std::vector<std::string>> collect_strings(const Host& host, Fn vigil_host_api::*member, std::string_view what,
+[[nodiscard]] Result<std::vector<std::string>> collect_strings(const Host& host, Fn vigil_host_api::*member, std::string_view what,
                                                  Args&&... args) {
   std::vector<std::string> out;
   auto push = [&out](std::string_view s) { out.emplace_back(s); };
@@ -114,7 +114,7 @@ Result<std::vector<std::string>> collect_strings(const Host& host, Fn vigil_host
 }
 
 template <class Fn, class... Args>
-Result<std::vector<int64_t>> collect_i64(const Host& host, Fn vigil_host_api::*member, std::string_view what,
+[[nodiscard]] Result<std::vector<int64_t>> collect_i64(const Host& host, Fn vigil_host_api::*member, std::string_view what,
                                          Args&&... args) {
   std::vector<int64_t> out;
   auto push = [&out](std::span<const int64_t> values) { out.insert(out.end(), values.begin(), values.end()); };
@@ -147,25 +147,25 @@ class Tensor {
 
   const std::string& name() const noexcept { return name_; }
 
-  Result<std::vector<vigil_step>> steps(vigil_mode mode = VIGIL_MODE_GLOBAL, bool show_incomplete = false) const {
+  [[nodiscard]] Result<std::vector<vigil_step>> steps(vigil_mode mode = VIGIL_MODE_GLOBAL, bool show_incomplete = false) const {
     return detail::collect_i64(host_, &vigil_host_api::tensor_steps, "tensor_steps", trial_, name_.c_str(), mode,
                                show_incomplete);
   }
 
   // The workers that hold this tensor at `step`.
-  Result<std::vector<std::string>> workers(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL) const {
+  [[nodiscard]] Result<std::vector<std::string>> workers(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL) const {
     return detail::collect_strings(host_, &vigil_host_api::tensor_workers, "tensor_workers", trial_, name_.c_str(),
                                    step, mode);
   }
 
-  Result<std::vector<int64_t>> shape(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL,
+  [[nodiscard]] Result<std::vector<int64_t>> shape(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL,
                                      std::string_view worker = {}) const {
     detail::KeyStorage k(name_, step, mode, worker);
     return detail::collect_i64(host_, &vigil_host_api::tensor_shape, "tensor_shape", trial_, &k.key);
   }
 
   // [blocking] The value as a read-only view (string tensors: VIGIL_E_TYPE_ERROR; use strings()).
-  Result<TensorView> value(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL, std::string_view worker = {}) const {
+  [[nodiscard]] Result<TensorView> value(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL, std::string_view worker = {}) const {
     detail::KeyStorage k(name_, step, mode, worker);
     vigil_tensor* out = nullptr;
     auto r = detail::call_host(host_, &vigil_host_api::tensor_value, "tensor_value", trial_, &k.key, &out);
@@ -175,14 +175,14 @@ class Tensor {
   }
 
   // [blocking] The elements of a string tensor, in C order.
-  Result<std::vector<std::string>> strings(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL,
+  [[nodiscard]] Result<std::vector<std::string>> strings(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL,
                                            std::string_view worker = {}) const {
     detail::KeyStorage k(name_, step, mode, worker);
     return detail::collect_strings(host_, &vigil_host_api::tensor_strings, "tensor_strings", trial_, &k.key);
   }
 
   // [blocking] The saved reduction, or one computed from the value.
-  Result<double> reduction_value(vigil_step step, ReductionOp op, bool abs = false, vigil_mode mode = VIGIL_MODE_GLOBAL,
+  [[nodiscard]] Result<double> reduction_value(vigil_step step, ReductionOp op, bool abs = false, vigil_mode mode = VIGIL_MODE_GLOBAL,
                                  std::string_view worker = {}) const {
     detail::KeyStorage k(name_, step, mode, worker);
     double out = 0;
@@ -192,7 +192,7 @@ class Tensor {
     return out;
   }
   // reduction_value(step, "mean", /*abs=*/true)
-  Result<double> reduction_value(vigil_step step, std::string_view reduction_name, bool abs = false,
+  [[nodiscard]] Result<double> reduction_value(vigil_step step, std::string_view reduction_name, bool abs = false,
                                  vigil_mode mode = VIGIL_MODE_GLOBAL, std::string_view worker = {}) const {
     auto op = parse_reduction(reduction_name);
     if (!op) return fail(std::move(op).error());
@@ -216,7 +216,7 @@ class Trial {
   uint32_t index() const noexcept { return index_; }
   explicit operator bool() const noexcept { return trial_ != nullptr; }
 
-  Result<std::vector<std::string>> tensor_names(const NameQuery& query = {}) const {
+  [[nodiscard]] Result<std::vector<std::string>> tensor_names(const NameQuery& query = {}) const {
     std::vector<const char*> regex;
     regex.reserve(query.regex.size());
     for (const auto& r : query.regex) regex.push_back(r.c_str());
@@ -232,7 +232,7 @@ class Trial {
                                    static_cast<const vigil_name_query*>(&q));
   }
 
-  Result<bool> has_tensor(std::string_view name) const {
+  [[nodiscard]] Result<bool> has_tensor(std::string_view name) const {
     const std::string n(name);
     bool out = false;
     auto r = detail::call_host(host_, &vigil_host_api::has_tensor, "has_tensor", trial_, n.c_str(), &out);
@@ -243,11 +243,11 @@ class Trial {
   // A handle on one tensor (no host call; the tensor's methods report TensorUnavailable).
   Tensor tensor(std::string name) const { return Tensor(host_, trial_, std::move(name)); }
 
-  Result<std::vector<vigil_step>> steps(vigil_mode mode = VIGIL_MODE_GLOBAL, bool show_incomplete = false) const {
+  [[nodiscard]] Result<std::vector<vigil_step>> steps(vigil_mode mode = VIGIL_MODE_GLOBAL, bool show_incomplete = false) const {
     return detail::collect_i64(host_, &vigil_host_api::steps, "steps", trial_, mode, show_incomplete);
   }
 
-  Result<std::vector<vigil_mode>> modes() const {
+  [[nodiscard]] Result<std::vector<vigil_mode>> modes() const {
     auto raw = detail::collect_i64(host_, &vigil_host_api::modes, "modes", trial_);
     if (!raw) return fail(std::move(raw).error());
     std::vector<vigil_mode> out;
@@ -256,12 +256,12 @@ class Trial {
     return out;
   }
 
-  Result<std::vector<std::string>> workers() const {
+  [[nodiscard]] Result<std::vector<std::string>> workers() const {
     return detail::collect_strings(host_, &vigil_host_api::workers, "workers", trial_);
   }
 
   // The global step of a mode step; nullopt when unknown (smdebug's None).
-  Result<std::optional<vigil_step>> global_step(vigil_mode mode, vigil_step mode_step) const {
+  [[nodiscard]] Result<std::optional<vigil_step>> global_step(vigil_mode mode, vigil_step mode_step) const {
     bool found = false;
     vigil_step out = 0;
     auto r = detail::call_host(host_, &vigil_host_api::global_step, "global_step", trial_, mode, mode_step, &found,
@@ -271,7 +271,7 @@ class Trial {
   }
 
   // (mode, mode step) of a global step; nullopt when unknown.
-  Result<std::optional<std::pair<vigil_mode, vigil_step>>> mode_modestep(vigil_step global_step) const {
+  [[nodiscard]] Result<std::optional<std::pair<vigil_mode, vigil_step>>> mode_modestep(vigil_step global_step) const {
     bool found = false;
     vigil_mode mode = 0;
     vigil_step mode_step = 0;
@@ -282,7 +282,7 @@ class Trial {
     return std::optional<std::pair<vigil_mode, vigil_step>>(std::in_place, mode, mode_step);
   }
 
-  Result<StepState> has_passed_step(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL) const {
+  [[nodiscard]] Result<StepState> has_passed_step(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL) const {
     vigil_step_state out = VIGIL_STEP_UNAVAILABLE;
     auto r = detail::call_host(host_, &vigil_host_api::has_passed_step, "has_passed_step", trial_, step, mode, &out);
     if (!r) return fail(std::move(r).error());
@@ -291,25 +291,25 @@ class Trial {
 
   // [blocking] Waits until every step is available: StepUnavailable / NoMoreData / VIGIL_E_CANCELLED
   // / VIGIL_E_TIMEOUT otherwise. A negative timeout waits without limit.
-  Result<void> wait_for_steps(std::span<const vigil_step> steps, vigil_mode mode = VIGIL_MODE_GLOBAL,
+  [[nodiscard]] Result<void> wait_for_steps(std::span<const vigil_step> steps, vigil_mode mode = VIGIL_MODE_GLOBAL,
                               std::chrono::milliseconds timeout = std::chrono::milliseconds(-1)) const {
     return detail::call_host(host_, &vigil_host_api::wait_for_steps, "wait_for_steps", trial_,
                              steps.empty() ? nullptr : steps.data(), steps.size(), mode,
                              static_cast<int64_t>(timeout.count()));
   }
-  Result<void> wait_for_steps(std::initializer_list<vigil_step> steps, vigil_mode mode = VIGIL_MODE_GLOBAL,
+  [[nodiscard]] Result<void> wait_for_steps(std::initializer_list<vigil_step> steps, vigil_mode mode = VIGIL_MODE_GLOBAL,
                               std::chrono::milliseconds timeout = std::chrono::milliseconds(-1)) const {
     return wait_for_steps(std::span<const vigil_step>(steps.begin(), steps.size()), mode, timeout);
   }
 
-  Result<vigil_step> last_complete_step() const {
+  [[nodiscard]] Result<vigil_step> last_complete_step() const {
     vigil_step out = -1;
     auto r = detail::call_host(host_, &vigil_host_api::last_complete_step, "last_complete_step", trial_, &out);
     if (!r) return fail(std::move(r).error());
     return out;
   }
 
-  Result<bool> training_ended() const {
+  [[nodiscard]] Result<bool> training_ended() const {
     bool out = false;
     auto r = detail::call_host(host_, &vigil_host_api::training_ended, "training_ended", trial_, &out);
     if (!r) return fail(std::move(r).error());
@@ -319,7 +319,7 @@ class Trial {
   // [blocking] ABI 1.1: the wall-clock time (seconds since the epoch) at which a step was saved.
   // VIGIL_E_NOT_SUPPORTED from an ABI 1.0 host (or with ABI headers that lack the slot).
   template <class H = vigil_host_api>
-  Result<double> step_wall_time(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL) const {
+  [[nodiscard]] Result<double> step_wall_time(vigil_step step, vigil_mode mode = VIGIL_MODE_GLOBAL) const {
     if constexpr (requires { &H::step_wall_time; }) {
       double out = 0;
       auto r = detail::call_host(host_, &H::step_wall_time, "step_wall_time", trial_, step, mode, &out);
@@ -332,12 +332,12 @@ class Trial {
     }
   }
 
-  Result<std::vector<std::string>> collection_names() const {
+  [[nodiscard]] Result<std::vector<std::string>> collection_names() const {
     return detail::collect_strings(host_, &vigil_host_api::collection_names, "collection_names", trial_);
   }
 
   // The names of the collection's tensors this trial holds (tensor_names(collection=...)).
-  Result<std::vector<std::string>> collection_tensor_names(std::string_view collection) const {
+  [[nodiscard]] Result<std::vector<std::string>> collection_tensor_names(std::string_view collection) const {
     const std::string c(collection);
     return detail::collect_strings(host_, &vigil_host_api::collection_tensor_names, "collection_tensor_names", trial_,
                                    c.c_str());
