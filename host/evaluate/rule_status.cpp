@@ -1,10 +1,11 @@
 #include "evaluate/rule_status.h"
 
+#include "common/published_file.h"
+
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 
 namespace vigil::evaluate {
 
@@ -123,17 +124,7 @@ nlohmann::ordered_json StatusBoard::to_json() const {
 
 Result<void> StatusBoard::write_locked() {
   if (!file_) return {};
-  const std::filesystem::path tmp = file_->string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return fail(Error::io(tmp.string(), "cannot write the status file"));
-    out << to_json().dump(2) << '\n';
-    if (!out) return fail(Error::io(tmp.string(), "write failed"));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, *file_, ec);
-  if (ec) return fail(Error::io(file_->string(), ec.message()));
-  return {};
+  return publish_file(*file_, file_->string() + ".tmp", to_json().dump(2) + '\n');
 }
 
 }  // namespace vigil::evaluate

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "common/published_file.h"
 #include "format/tfrecord.h"
 #include "format/trial_layout.h"
 #include "trial/compensated_sum.h"
@@ -32,18 +33,6 @@ namespace {
 constexpr size_t kBufferBytes = size_t(1) << 20;
 
 [[nodiscard]] Error write_error(const fs::path& file, std::string_view what) { return Error::io_write(file.string(), what); }
-
-[[nodiscard]] Result<void> write_all(int fd, std::string_view bytes, const fs::path& file) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(write_error(file, std::strerror(errno)));
-    }
-    bytes.remove_prefix(size_t(n));
-  }
-  return {};
-}
 
 // smdebug's _clean_tag: re.sub(r"[^-/\w.]", "_", tag).lstrip("/"). Non-ASCII bytes are kept
 // (Python's \w matches most non-ASCII letters; telling them from symbols would need Unicode tables).
@@ -145,8 +134,7 @@ Result<std::optional<format::Histogram>> make_histogram(const TensorValue& value
   return h;
 }
 
-TensorBoardWriter::TensorBoardWriter(fs::path path, fs::path tmp, int fd)
-    : path_(std::move(path)), tmp_(std::move(tmp)), fd_(fd) {}
+TensorBoardWriter::TensorBoardWriter(PublishedFile file) : file_(std::move(file)) {}
 
 TensorBoardWriter::~TensorBoardWriter() { (void)close(); }
 
@@ -163,26 +151,22 @@ Result<std::unique_ptr<TensorBoardWriter>> TensorBoardWriter::open(const fs::pat
   fs::path path = dir / fmt::format("{:012d}_{}_{}.tfevents", global_step, ::getpid(), host);
   fs::path tmp = path;
   tmp += format::kTmpSuffix;
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) return fail(write_error(tmp, std::strerror(errno)));
+  auto file = PublishedFile::create(std::move(path), std::move(tmp));
+  if (!file) return fail(std::move(file.error()));
 
-  std::unique_ptr<TensorBoardWriter> w(new TensorBoardWriter(std::move(path), std::move(tmp), fd));
+  std::unique_ptr<TensorBoardWriter> w(new TensorBoardWriter(std::move(*file)));
   auto started = w->append(format::encode_file_version_event(now_seconds(), "brain.Event:2"));
   if (started) started = w->flush();
-  if (!started) {
-    ::close(std::exchange(w->fd_, -1));
-    ::unlink(w->tmp_.c_str());
-    return fail(std::move(started.error()));
-  }
+  if (!started) return fail(std::move(started.error()));  // the PublishedFile removes the .tmp
   return w;
 }
 
 Error TensorBoardWriter::closed_error() const {
-  return Error::internal(fmt::format("the TensorBoard writer of {} is closed", path_.string()));
+  return Error::internal(fmt::format("the TensorBoard writer of {} is closed", path().string()));
 }
 
 Result<void> TensorBoardWriter::append(const std::string& event) {
-  if (fd_ < 0) return fail(closed_error());
+  if (!file_.is_open()) return fail(closed_error());
   format::append_record(pending_, {reinterpret_cast<const uint8_t*>(event.data()), event.size()},
                         format::Footer::PayloadCrc);
   if (pending_.size() >= kBufferBytes) return flush();
@@ -195,7 +179,7 @@ Result<void> TensorBoardWriter::add_scalar(std::string_view tag, double value, i
 
 Result<void> TensorBoardWriter::add_histogram(std::string_view tag, const TensorValue& values, int64_t step,
                                               double wall_time) {
-  if (fd_ < 0) return fail(closed_error());
+  if (!file_.is_open()) return fail(closed_error());
   if (values.dtype() == ElementType::Bool) return {};
   auto h = make_histogram(values);
   if (!h) return fail(std::move(h.error()));
@@ -204,19 +188,18 @@ Result<void> TensorBoardWriter::add_histogram(std::string_view tag, const Tensor
 }
 
 Result<void> TensorBoardWriter::flush() {
-  if (fd_ < 0 || pending_.empty()) return {};
-  auto written = write_all(fd_, pending_, tmp_);
+  if (!file_.is_open() || pending_.empty()) return {};
+  auto written = file_.write(pending_);
   pending_.clear();  // after a failure the file holds part of them; writing them again would not help
   return written;
 }
 
 Result<void> TensorBoardWriter::close() {
-  if (fd_ < 0) return {};
+  if (!file_.is_open()) return {};
   auto done = flush();
-  if (::close(std::exchange(fd_, -1)) != 0 && done) done = fail(write_error(tmp_, std::strerror(errno)));
-  if (!done) return done;  // the .tmp file stays, as it is
-  if (::rename(tmp_.c_str(), path_.c_str()) != 0) return fail(write_error(path_, std::strerror(errno)));
-  return {};
+  auto published = file_.publish();  // removes the .tmp file when it fails
+  if (!done) return done;
+  return published;
 }
 
 }  // namespace vigil::writer

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "common/published_file.h"
 #include "common/mode.h"
 #include "format/event_proto.h"
 #include "trial/tensor_value.h"
@@ -40,20 +41,18 @@ class TensorBoardWriter {
   [[nodiscard]] Result<void> add_histogram(std::string_view tag, const TensorValue& values, int64_t step, double wall_time);
 
   [[nodiscard]] Result<void> flush();
-  // Flushes, closes and renames the .tmp file to path() (on an Io error the .tmp file stays as it
-  // is). Idempotent; adding afterwards is an Internal error.
+  // Flushes, closes and renames the .tmp file to path() (on an Io error the .tmp file is removed).
+  // Idempotent; adding afterwards is an Internal error.
   [[nodiscard]] Result<void> close();
 
-  const std::filesystem::path& path() const { return path_; }
+  const std::filesystem::path& path() const { return file_.final_path(); }
 
  private:
-  TensorBoardWriter(std::filesystem::path path, std::filesystem::path tmp, int fd);
+  explicit TensorBoardWriter(PublishedFile file);
   [[nodiscard]] Result<void> append(const std::string& event);
   [[nodiscard]] Error closed_error() const;
 
-  std::filesystem::path path_;
-  std::filesystem::path tmp_;
-  int fd_ = -1;
+  PublishedFile file_;
   std::string pending_;  // framed records not yet written
 };
 

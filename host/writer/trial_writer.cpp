@@ -2,7 +2,6 @@
 #include "writer/trial_writer.h"
 
 #include <fcntl.h>
-#include <limits.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -19,9 +18,9 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <vigil/sdk/half.hpp>
 
 #include "common/file_read.h"
+#include "common/published_file.h"
 #include "common/search_regex.h"
 #include "format/event_proto.h"
 #include "format/index_json.h"
@@ -29,6 +28,7 @@
 #include "format/trial_layout.h"
 #include "trial/reductions.h"
 #include "trial/tensor_value.h"
+#include "writer/scalar_encoding.h"
 
 namespace vigil::writer {
 
@@ -75,93 +75,19 @@ std::string reduction_tensor_name(std::string_view base, std::string_view op, bo
   return {};
 }
 
-// A file written as "<final>.tmp" and renamed to its final name by publish(), so readers never see
-// it half written (§1.6). Dropped without publish(), the .tmp is removed.
-class TmpFile {
- public:
-  [[nodiscard]] static Result<TmpFile> open(fs::path final_path) {
-    if (auto made = make_dirs(final_path.parent_path()); !made) return fail(made.error());
-    TmpFile f;
-    f.final_ = std::move(final_path);
-    f.tmp_ = f.final_;
-    f.tmp_ += format::kTmpSuffix;
-    f.fd_ = ::open(f.tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (f.fd_ < 0) return fail(io_error(f.tmp_, errno));
-    return f;
-  }
-  TmpFile(TmpFile&& o) noexcept
-      : final_(std::move(o.final_)), tmp_(std::move(o.tmp_)), fd_(std::exchange(o.fd_, -1)) {}
-  TmpFile& operator=(TmpFile&& o) noexcept {
-    if (this != &o) {
-      discard();
-      final_ = std::move(o.final_);
-      tmp_ = std::move(o.tmp_);
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  ~TmpFile() { discard(); }
-
-  [[nodiscard]] Result<void> write(std::string_view bytes) {
-    iovec part{const_cast<char*>(bytes.data()), bytes.size()};
-    return write_parts({&part, 1});
-  }
-
-  // Writes the parts in order with as few system calls as the kernel allows (writev), resuming
-  // after a partial write. `parts` is consumed.
-  [[nodiscard]] Result<void> write_parts(std::span<iovec> parts) {
-    while (!parts.empty()) {
-      const ssize_t n = ::writev(fd_, parts.data(), int(std::min<size_t>(parts.size(), IOV_MAX)));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return fail(io_error(tmp_, errno));
-      }
-      size_t done = size_t(n);
-      while (!parts.empty() && done >= parts.front().iov_len) {
-        done -= parts.front().iov_len;
-        parts = parts.subspan(1);
-      }
-      if (done > 0) {
-        parts.front().iov_base = static_cast<char*>(parts.front().iov_base) + done;
-        parts.front().iov_len -= done;
-      }
-    }
-    return {};
-  }
-
-  [[nodiscard]] Result<void> publish() {
-    int fd = std::exchange(fd_, -1);
-    if (::close(fd) != 0) {
-      int err = errno;
-      ::unlink(tmp_.c_str());
-      return fail(io_error(tmp_, err));
-    }
-    if (::rename(tmp_.c_str(), final_.c_str()) != 0) {
-      int err = errno;
-      ::unlink(tmp_.c_str());
-      return fail(io_error(final_, err));
-    }
-    return {};
-  }
-
- private:
-  TmpFile() = default;
-  void discard() {
-    if (fd_ >= 0) {
-      ::close(std::exchange(fd_, -1));
-      ::unlink(tmp_.c_str());
-    }
-  }
-  fs::path final_;
-  fs::path tmp_;
-  int fd_ = -1;
-};
+// A file of the trial published through "<final>.tmp" (§1.6), its folder created first.
+[[nodiscard]] Result<PublishedFile> create_published(const fs::path& final_path) {
+  if (auto made = make_dirs(final_path.parent_path()); !made) return fail(made.error());
+  fs::path tmp = final_path;
+  tmp += format::kTmpSuffix;
+  return PublishedFile::create(final_path, std::move(tmp));
+}
 
 [[nodiscard]] Result<void> write_file(const fs::path& path, std::string_view content) {
-  auto file = TmpFile::open(path);
-  if (!file) return fail(file.error());
-  if (auto w = file->write(content); !w) return w;
-  return file->publish();
+  if (auto made = make_dirs(path.parent_path()); !made) return fail(made.error());
+  fs::path tmp = path;
+  tmp += format::kTmpSuffix;
+  return publish_file(path, tmp, content);
 }
 
 // Element count of a shape; nullopt for negative dims or overflow.
@@ -193,54 +119,6 @@ std::optional<uint64_t> element_count(std::span<const int64_t> shape) {
     return fail(Error::invalid_argument(fmt::format("tensor {}: {} bytes do not match shape of {} elements of {} bytes",
                                                     name, data.bytes.size(), *count, item)));
   return *count;
-}
-
-template <typename T>
-[[nodiscard]] Result<std::vector<std::byte>> integer_bytes(double v) {
-  const double lo = static_cast<double>(std::numeric_limits<T>::min());
-  const double hi = std::ldexp(1.0, std::numeric_limits<T>::digits);  // exclusive; NaN fails both tests
-  T t{};
-  if (sizeof(T) == 8 && v == hi) {
-    t = std::numeric_limits<T>::max();  // a 64-bit maximum rounds up to 2^63 / 2^64 in a double
-  } else if (v >= lo && v < hi) {
-    t = static_cast<T>(v);
-  } else {
-    return fail(Error::internal(fmt::format("reduction value {} does not fit its integer dtype", v)));
-  }
-  std::vector<std::byte> out(sizeof(T));
-  std::memcpy(out.data(), &t, sizeof(T));
-  return out;
-}
-
-template <typename T>
-std::vector<std::byte> raw_bytes(T t) {
-  std::vector<std::byte> out(sizeof(T));
-  std::memcpy(out.data(), &t, sizeof(T));
-  return out;
-}
-
-// One element of `type` holding `v`: how a computed reduction is stored (a 0-d tensor).
-[[nodiscard]] Result<std::vector<std::byte>> scalar_bytes(ElementType type, double v) {
-  switch (type) {
-    case ElementType::Float16: return raw_bytes(sdk::double_to_half(v));
-    case ElementType::BFloat16: return raw_bytes(sdk::double_to_bfloat16(v));
-    case ElementType::Float32: return raw_bytes(static_cast<float>(v));
-    case ElementType::Float64: return raw_bytes(v);
-    case ElementType::Int8: return integer_bytes<int8_t>(v);
-    case ElementType::Int16: return integer_bytes<int16_t>(v);
-    case ElementType::Int32: return integer_bytes<int32_t>(v);
-    case ElementType::Int64: return integer_bytes<int64_t>(v);
-    case ElementType::UInt8: return integer_bytes<uint8_t>(v);
-    case ElementType::UInt16: return integer_bytes<uint16_t>(v);
-    case ElementType::UInt32: return integer_bytes<uint32_t>(v);
-    case ElementType::UInt64: return integer_bytes<uint64_t>(v);
-    case ElementType::Bool: return raw_bytes(static_cast<uint8_t>(v != 0 ? 1 : 0));
-    case ElementType::Complex64:
-    case ElementType::Complex128:
-    case ElementType::String: break;
-  }
-  return fail(Error::not_supported(
-      fmt::format("cannot store a reduction of dtype {}", format::element_type_info(type).numpy_name)));
 }
 
 // re.search; std::regex can throw on pathological input (error_complexity/error_stack), which counts
@@ -276,7 +154,7 @@ struct TrialWriter::State {
   struct OpenStep {
     int64_t global_step = 0;
     format::StepIndex index;
-    std::optional<TmpFile> events;
+    std::optional<PublishedFile> events;
     uint64_t events_size = 0;
     // After a failed write the event file's contents no longer match the index: the step is dropped.
     std::optional<Error> failed;
@@ -396,7 +274,7 @@ struct TrialWriter::State {
     auto& s = *step;
     const std::string rel = format::event_file_relpath(s.global_step, options.worker);
     if (!s.events) {
-      auto f = TmpFile::open(out_dir / rel);
+      auto f = create_published(out_dir / rel);
       if (!f) return fail(f.error());
       s.events.emplace(std::move(*f));
     }
