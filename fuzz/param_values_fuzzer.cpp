@@ -13,7 +13,7 @@
 #include "fuzz_check.h"
 #include "plugin_host/param_values.h"
 
-using namespace vigil::plugins;
+using namespace vigil::plugin_host;
 
 namespace {
 

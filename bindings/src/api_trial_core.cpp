@@ -94,9 +94,9 @@ class ApiTrialCore {
     auto trial = open_trial_interruptible(path, std::nullopt, std::nullopt);
     auto session = std::make_unique<vigil_session>();
     session->rule_name = "python";
-    if (with_cache) session->cache = std::make_shared<plugins::StepValueCache>();
+    if (with_cache) session->cache = std::make_shared<plugin_host::StepValueCache>();
     auto handle = std::make_unique<vigil_trial>(vigil_trial{trial, session.get()});
-    auto core = std::make_unique<ApiTrialCore>(plugins::host_api(), handle.get(), copy_values);
+    auto core = std::make_unique<ApiTrialCore>(plugin_host::host_api(), handle.get(), copy_values);
     core->path_ = path;
     core->owned_trial_ = std::move(trial);
     core->owned_session_ = std::move(session);
@@ -218,7 +218,7 @@ class ApiTrialCore {
         st = host_->wait_for_steps(trial_, wanted.data(), wanted.size(), mode, kWaitSliceMs, &err);
       }
       if (st == VIGIL_OK) return;
-      if (st != VIGIL_E_TIMEOUT) throw HostError(plugins::error_from_abi(st, err));
+      if (st != VIGIL_E_TIMEOUT) throw HostError(plugin_host::error_from_abi(st, err));
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
   }
@@ -272,7 +272,7 @@ class ApiTrialCore {
       st = host_->tensor_value(trial_, &key, &view, &err);
     }
     if (st == VIGIL_E_TYPE_ERROR) return string_buffer(key);
-    if (st != VIGIL_OK) throw HostError(plugins::error_from_abi(st, err));
+    if (st != VIGIL_OK) throw HostError(plugin_host::error_from_abi(st, err));
     if (!view) throw HostError(Error::internal("tensor_value returned no view"));
     std::shared_ptr<vigil_tensor> owned(view, [](vigil_tensor* v) {
       if (v && v->deleter) v->deleter(v);
@@ -360,7 +360,7 @@ class ApiTrialCore {
       py::gil_scoped_release nogil;
       st = f(&err);
     }
-    if (st != VIGIL_OK) throw HostError(plugins::error_from_abi(st, err));
+    if (st != VIGIL_OK) throw HostError(plugin_host::error_from_abi(st, err));
   }
 
   std::shared_ptr<HostBuffer> string_buffer(const vigil_tensor_key& key) {

@@ -19,8 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::unique_ptr<plugins::PluginRegistry> load_registry(const std::string& path) {
-  auto registry = std::make_unique<plugins::PluginRegistry>();
+std::unique_ptr<plugin_host::PluginRegistry> load_registry(const std::string& path) {
+  auto registry = std::make_unique<plugin_host::PluginRegistry>();
   std::error_code ec;
   const fs::path p = fs::absolute(path, ec);
   {
@@ -31,7 +31,7 @@ std::unique_ptr<plugins::PluginRegistry> load_registry(const std::string& path) 
   return registry;
 }
 
-std::string refusals(const plugins::PluginRegistry& registry) {
+std::string refusals(const plugin_host::PluginRegistry& registry) {
   std::string out;
   for (const auto& r : registry.refused()) out += fmt::format("; refused {}: {}", r.path.string(), r.reason);
   return out;
@@ -43,7 +43,7 @@ class PyRuleInstance {
                  std::vector<std::shared_ptr<Trial>> trials, const std::map<std::string, std::string>& params,
                  const std::string& configuration_name) {
     registry_ = load_registry(plugin_path);
-    const plugins::RuleType* type = registry_->find(rule_name);
+    const plugin_host::RuleType* type = registry_->find(rule_name);
     if (!type) {
       std::string known;
       for (const auto& r : registry_->rules()) known += (known.empty() ? "" : ", ") + std::string(r.descriptor->name);
@@ -53,10 +53,10 @@ class PyRuleInstance {
     }
     if (trials.size() > 1 && !(type->descriptor->flags & VIGIL_RULEF_MULTI_TRIAL))
       throw HostError(Error::invalid_argument(fmt::format("rule {} reads only its base trial", type->descriptor->name)));
-    auto bound = plugins::BoundParams::bind(*type->descriptor, params, configuration_name);
-    params_ = std::make_unique<plugins::BoundParams>(unwrap(std::move(bound)));
+    auto bound = plugin_host::BoundParams::bind(*type->descriptor, params, configuration_name);
+    params_ = std::make_unique<plugin_host::BoundParams>(unwrap(std::move(bound)));
     rule_name_ = type->descriptor->name;
-    cache_ = std::make_shared<plugins::StepValueCache>();
+    cache_ = std::make_shared<plugin_host::StepValueCache>();
     auto log = [this](vigil_log_level level, const std::string& message) {
       std::lock_guard lock(log_mu_);
       logs_.emplace_back(static_cast<int>(level), message);
@@ -110,9 +110,9 @@ class PyRuleInstance {
     for (const auto& [level, message] : lines) logger.attr("log")(level >= 50 ? 40 : level, message);
   }
 
-  std::unique_ptr<plugins::PluginRegistry> registry_;
-  std::unique_ptr<plugins::BoundParams> params_;
-  std::shared_ptr<plugins::StepValueCache> cache_;
+  std::unique_ptr<plugin_host::PluginRegistry> registry_;
+  std::unique_ptr<plugin_host::BoundParams> params_;
+  std::shared_ptr<plugin_host::StepValueCache> cache_;
   std::stop_source stop_;
   std::unique_ptr<evaluate::RuleInstance> instance_;
   std::string rule_name_;

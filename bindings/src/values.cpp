@@ -59,7 +59,7 @@ py::capsule dlpack_capsule(const std::shared_ptr<HostBuffer>& b) {
   t.data = const_cast<std::byte*>(b->data ? b->data : kEmpty);
   t.device = {kDLCPU, 0};
   t.ndim = static_cast<int32_t>(holder->shape.size());
-  t.dtype = plugins::dl_type(b->dtype);
+  t.dtype = plugin_host::dl_type(b->dtype);
   t.shape = holder->shape.data();
   t.strides = nullptr;  // C order
   t.byte_offset = 0;

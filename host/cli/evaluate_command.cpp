@@ -163,7 +163,7 @@ void print_logs(evaluate::EvaluatorOptions& options, bool quiet) {
 
 // `vigil evaluate --isolated-child`: one plugin's share of an --isolate job. The parent hands the
 // rules over on stdin and reads every event from fd 3; the statuses are the parent's to print.
-int run_isolated_child(const std::vector<std::string>& plugin_files, plugins::LoadOptions load, bool quiet) {
+int run_isolated_child(const std::vector<std::string>& plugin_files, plugin_host::LoadOptions load, bool quiet) {
   // Nobody would read the events once the parent is gone.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   // Processes the rules start must not hold the events pipe open.
@@ -179,7 +179,7 @@ int run_isolated_child(const std::vector<std::string>& plugin_files, plugins::Lo
     std::fprintf(stderr, "vigil evaluate: %s\n", work.error().message.c_str());
     return kExitUsage;
   }
-  plugins::PluginRegistry registry(load);
+  plugin_host::PluginRegistry registry(load);
   for (const auto& file : plugin_files) (void)registry.load_file(file);
   print_refusals(registry, stderr);
 

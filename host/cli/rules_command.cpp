@@ -77,7 +77,7 @@ std::string escape_pipes(std::string_view text) {
   return out;
 }
 
-std::string markdown(const std::vector<const plugins::RuleType*>& rules) {
+std::string markdown(const std::vector<const plugin_host::RuleType*>& rules) {
   std::string out;
   for (const auto* r : rules) {
     const auto* d = r->descriptor;
@@ -152,7 +152,7 @@ int run_rules(const std::vector<std::string>& args) {
   }
   auto registry = load_plugins(dirs, load_options(allow_insecure));
   // The rules to show: all loaded ones, or a group's (in the group's order).
-  std::vector<const plugins::RuleType*> shown;
+  std::vector<const plugin_host::RuleType*> shown;
   if (group_name) {
     const auto* group = evaluate::find_rule_group(*group_name);
     if (!group) {

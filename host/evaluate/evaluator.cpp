@@ -15,8 +15,8 @@
 namespace vigil::evaluate {
 
 namespace fs = std::filesystem;
-using plugins::BoundParams;
-using plugins::RuleType;
+using plugin_host::BoundParams;
+using plugin_host::RuleType;
 
 namespace {
 
@@ -95,7 +95,7 @@ std::optional<RuleCall> parse_rule_call(std::string_view name) {
   return std::nullopt;
 }
 
-Result<std::vector<ResolvedRule>> resolve_job(const plugins::PluginRegistry& registry, JobConfig job) {
+Result<std::vector<ResolvedRule>> resolve_job(const plugin_host::PluginRegistry& registry, JobConfig job) {
   if (auto v = validate_job(job); !v) return fail(v.error());
   std::vector<ResolvedRule> resolved;
   for (size_t i = 0; i < job.rules.size(); ++i) {
@@ -147,7 +147,7 @@ Result<std::vector<ResolvedRule>> resolve_job(const plugins::PluginRegistry& reg
 Evaluator::Evaluator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Evaluator::~Evaluator() = default;
 
-Result<std::unique_ptr<Evaluator>> Evaluator::create(const plugins::PluginRegistry& registry, JobConfig job,
+Result<std::unique_ptr<Evaluator>> Evaluator::create(const plugin_host::PluginRegistry& registry, JobConfig job,
                                                      EvaluatorOptions options) {
   auto resolved = resolve_job(registry, std::move(job));
   if (!resolved) return fail(resolved.error());
@@ -266,7 +266,7 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
     for (auto* r : group) fail_rule(*r, client_error(base.error()));
     return;
   }
-  auto cache = std::make_shared<plugins::StepValueCache>();
+  auto cache = std::make_shared<plugin_host::StepValueCache>();
   StepReadahead readahead(*base, cache);
   for (auto* r : group) {
     std::vector<std::shared_ptr<Trial>> trial_list{*base};

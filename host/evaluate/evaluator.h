@@ -62,19 +62,19 @@ struct EvaluatorOptions {
 // A job's rule resolved against the loaded plugins: the plugin rule that runs it and its parameters.
 struct ResolvedRule {
   RuleConfig config;
-  plugins::RuleType type;
-  plugins::BoundParams params;
+  plugin_host::RuleType type;
+  plugin_host::BoundParams params;
   std::string rule_name;  // RuleToInvoke as reported: the descriptor's name, or the Python rule's class
 };
 
 // Validates the job and resolves every rule, as Evaluator::create does before anything runs;
 // errors name the failing field.
-[[nodiscard]] Result<std::vector<ResolvedRule>> resolve_job(const plugins::PluginRegistry& registry, JobConfig job);
+[[nodiscard]] Result<std::vector<ResolvedRule>> resolve_job(const plugin_host::PluginRegistry& registry, JobConfig job);
 
 class Evaluator {
  public:
   // Resolves rules, validates parameters and opens trials; errors name the failing field.
-  [[nodiscard]] static Result<std::unique_ptr<Evaluator>> create(const plugins::PluginRegistry& registry, JobConfig job,
+  [[nodiscard]] static Result<std::unique_ptr<Evaluator>> create(const plugin_host::PluginRegistry& registry, JobConfig job,
                                                    EvaluatorOptions options);
   ~Evaluator();
 

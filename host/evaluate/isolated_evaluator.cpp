@@ -208,7 +208,7 @@ IsolatedEvaluator::~IsolatedEvaluator() {
   }
 }
 
-Result<std::unique_ptr<IsolatedEvaluator>> IsolatedEvaluator::create(const plugins::PluginRegistry& registry,
+Result<std::unique_ptr<IsolatedEvaluator>> IsolatedEvaluator::create(const plugin_host::PluginRegistry& registry,
                                                                      JobConfig job, EvaluatorOptions options,
                                                                      IsolationOptions isolation) {
   auto resolved = resolve_job(registry, std::move(job));

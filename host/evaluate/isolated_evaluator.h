@@ -34,7 +34,7 @@ struct IsolationOptions {
 class IsolatedEvaluator {
  public:
   // Resolves and validates the job against `registry` exactly as Evaluator::create does.
-  [[nodiscard]] static Result<std::unique_ptr<IsolatedEvaluator>> create(const plugins::PluginRegistry& registry, JobConfig job,
+  [[nodiscard]] static Result<std::unique_ptr<IsolatedEvaluator>> create(const plugin_host::PluginRegistry& registry, JobConfig job,
                                                            EvaluatorOptions options, IsolationOptions isolation);
   ~IsolatedEvaluator();
 

@@ -55,11 +55,11 @@ std::string InvokeOutcome::details() const {
   return cls + ": " + error.message;
 }
 
-Result<std::unique_ptr<RuleInstance>> RuleInstance::create(const plugins::RuleType& type,
-                                                           const plugins::BoundParams& params,
+Result<std::unique_ptr<RuleInstance>> RuleInstance::create(const plugin_host::RuleType& type,
+                                                           const plugin_host::BoundParams& params,
                                                            const std::string& configuration_name,
                                                            std::vector<std::shared_ptr<Trial>> trials,
-                                                           std::shared_ptr<plugins::StepValueCache> cache,
+                                                           std::shared_ptr<plugin_host::StepValueCache> cache,
                                                            std::stop_token stop, RuleLog log,
                                                            std::filesystem::path output_directory) {
   std::unique_ptr<RuleInstance> r(new RuleInstance());
@@ -77,7 +77,7 @@ Result<std::unique_ptr<RuleInstance>> RuleInstance::create(const plugins::RuleTy
 
   vigil_rule_context ctx{};
   ctx.struct_size = sizeof(ctx);
-  ctx.host = plugins::host_api();
+  ctx.host = plugin_host::host_api();
   ctx.session = r->session_.get();
   ctx.trials = r->handle_ptrs_.data();
   ctx.trial_count = uint32_t(r->handle_ptrs_.size());
@@ -99,7 +99,7 @@ Result<std::unique_ptr<RuleInstance>> RuleInstance::create(const plugins::RuleTy
   if (st != VIGIL_OK || !r->rule_) {
     r->rule_ = nullptr;
     if (st == VIGIL_OK) return fail(plugin_failure("create() returned no rule"));
-    return fail(plugins::error_from_abi(st, err));
+    return fail(plugin_host::error_from_abi(st, err));
   }
   if (!VIGIL_HAS_FIELD(r->rule_, vigil_rule, invoke_at_step) || !r->rule_->invoke_at_step || !r->rule_->destroy) {
     r->rule_ = nullptr;  // not safe to call anything on it
@@ -137,7 +137,7 @@ InvokeOutcome RuleInstance::prefetch(int64_t step) {
     return out;
   }
   if (out.status != VIGIL_OK) {
-    out.error = plugins::error_from_abi(out.status, err);
+    out.error = plugin_host::error_from_abi(out.status, err);
     return out;
   }
   // Read each required value once into the step's cache; the rule's own reads then hit it.
@@ -192,7 +192,7 @@ InvokeOutcome RuleInstance::invoke(int64_t step) {
     out.condition_met = met;
     return out;
   }
-  out.error = plugins::error_from_abi(out.status, err);
+  out.error = plugin_host::error_from_abi(out.status, err);
   if (out.status == VIGIL_S_RULE_CONDITION_MET) {
     out.condition_met = true;
     out.end_of_rule = (err.flags & VIGIL_ERRF_END_OF_RULE) != 0;

@@ -39,10 +39,10 @@ class RuleInstance {
  public:
   // Creates the rule through its plugin. `trials[0]` is the base trial. The values are read
   // through `cache` when one is given (shared by the rules of one step).
-  [[nodiscard]] static Result<std::unique_ptr<RuleInstance>> create(const plugins::RuleType& type, const plugins::BoundParams& params,
+  [[nodiscard]] static Result<std::unique_ptr<RuleInstance>> create(const plugin_host::RuleType& type, const plugin_host::BoundParams& params,
                                                       const std::string& configuration_name,
                                                       std::vector<std::shared_ptr<Trial>> trials,
-                                                      std::shared_ptr<plugins::StepValueCache> cache,
+                                                      std::shared_ptr<plugin_host::StepValueCache> cache,
                                                       std::stop_token stop, RuleLog log,
                                                       std::filesystem::path output_directory = {});
   ~RuleInstance();  // calls the rule's destroy (contained)
@@ -53,12 +53,12 @@ class RuleInstance {
   InvokeOutcome prefetch(int64_t step);
   InvokeOutcome invoke(int64_t step);
 
-  const plugins::RuleType& type() const { return type_; }
+  const plugin_host::RuleType& type() const { return type_; }
   const std::string& name() const { return session_->rule_name; }
 
  private:
   RuleInstance() = default;
-  plugins::RuleType type_;
+  plugin_host::RuleType type_;
   std::unique_ptr<vigil_session> session_;
   std::vector<vigil_trial> handles_;
   std::vector<vigil_trial*> handle_ptrs_;

@@ -8,7 +8,7 @@
 
 namespace vigil::evaluate {
 
-StepReadahead::StepReadahead(std::shared_ptr<Trial> trial, std::shared_ptr<plugins::StepValueCache> cache,
+StepReadahead::StepReadahead(std::shared_ptr<Trial> trial, std::shared_ptr<plugin_host::StepValueCache> cache,
                              std::chrono::steady_clock::duration in_place_below)
     : trial_(std::move(trial)), cache_(std::move(cache)), in_place_below_(in_place_below), worker_([this] { work(); }) {}
 
@@ -79,7 +79,7 @@ void StepReadahead::read(const Job& job) {
       step = next_mode->second;
     }
     const std::optional<std::string_view> w = worker.empty() ? std::nullopt : std::optional<std::string_view>(worker);
-    if (access.reduction == plugins::StepValueCache::kValue) {
+    if (access.reduction == plugin_host::StepValueCache::kValue) {
       if (cache_->find(access.key)) continue;
       if (auto v = trial_->value(name, step, mode, w)) cache_->put(access.key, std::move(*v), job.next);
     } else {

@@ -26,7 +26,7 @@ class StepReadahead {
   // and waiting for it costs a few microseconds and two context switches.
   static constexpr std::chrono::microseconds kInPlaceBelow{50};
 
-  StepReadahead(std::shared_ptr<Trial> trial, std::shared_ptr<plugins::StepValueCache> cache,
+  StepReadahead(std::shared_ptr<Trial> trial, std::shared_ptr<plugin_host::StepValueCache> cache,
                 std::chrono::steady_clock::duration in_place_below = kInPlaceBelow);
   ~StepReadahead();  // waits for the readahead in flight, then ends the thread
   StepReadahead(const StepReadahead&) = delete;
@@ -44,13 +44,13 @@ class StepReadahead {
   struct Job {
     int64_t previous;
     int64_t next;
-    std::vector<plugins::StepValueCache::Access> pattern;
+    std::vector<plugin_host::StepValueCache::Access> pattern;
   };
   void work();
   void read(const Job& job);
 
   std::shared_ptr<Trial> trial_;
-  std::shared_ptr<plugins::StepValueCache> cache_;
+  std::shared_ptr<plugin_host::StepValueCache> cache_;
   std::optional<int64_t> last_step_;
   size_t steps_read_ahead_ = 0;
   size_t steps_read_in_place_ = 0;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace vigil::plugins {
+namespace vigil::plugin_host {
 
 namespace {
 
@@ -66,4 +66,4 @@ ExtensionRegistration::~ExtensionRegistration() {
   std::erase_if(r.extensions, [&](const Extension& e) { return e.id == id_; });
 }
 
-}  // namespace vigil::plugins
+}  // namespace vigil::plugin_host

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace vigil::plugins {
+namespace vigil::plugin_host {
 
 // The table registered under `id`, or nullptr. [any-thread]
 const void* find_extension(std::string_view id) noexcept;
@@ -29,4 +29,4 @@ class ExtensionRegistration {
   std::string id_;
 };
 
-}  // namespace vigil::plugins
+}  // namespace vigil::plugin_host

@@ -14,7 +14,7 @@
 #include "plugin_host/extensions.h"
 #include "trial/element_access.h"
 
-namespace vigil::plugins {
+namespace vigil::plugin_host {
 
 namespace {
 
@@ -482,4 +482,4 @@ Error error_from_abi(vigil_status status, const vigil_error& err) {
                .has_reductions = r.has_reductions};
 }
 
-}  // namespace vigil::plugins
+}  // namespace vigil::plugin_host

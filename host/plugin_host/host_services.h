@@ -25,7 +25,7 @@ struct vigil_trial {
   vigil_session* session = nullptr;
 };
 
-namespace vigil::plugins {
+namespace vigil::plugin_host {
 
 // The DLPack dtype of an element type (kDLOpaqueHandle for strings), as tensor views carry it.
 [[nodiscard]] DLDataType dl_type(ElementType t);
@@ -36,7 +36,7 @@ void fill_abi_error(const Error& e, vigil_error* err);
 // The reverse, for errors a plugin reports (sdk::Error::from_abi).
 [[nodiscard]] Error error_from_abi(vigil_status status, const vigil_error& err);
 
-}  // namespace vigil::plugins
+}  // namespace vigil::plugin_host
 
 // One per rule instance: what host functions called on the rule's behalf need to know.
 struct vigil_session {
@@ -44,16 +44,16 @@ struct vigil_session {
   std::string output_directory;                       // where the rule may write reports
   std::function<void(vigil_log_level, const std::string&)> log;
   std::stop_token stop;                               // requested when the evaluation is being stopped
-  std::shared_ptr<vigil::plugins::StepValueCache> cache;  // may be null
+  std::shared_ptr<vigil::plugin_host::StepValueCache> cache;  // may be null
   // Views handed out and not yet released; shared with the views so a late release stays safe.
   std::shared_ptr<std::atomic<int64_t>> outstanding_views = std::make_shared<std::atomic<int64_t>>(0);
   std::mutex evidence_mu;
   std::vector<std::string> evidence;                  // JSON objects reported at the current step
 };
 
-namespace vigil::plugins {
+namespace vigil::plugin_host {
 
 // The table handed to plugins. Static, valid for the life of the process.
 const vigil_host_api* host_api();
 
-}  // namespace vigil::plugins
+}  // namespace vigil::plugin_host

@@ -11,7 +11,7 @@
 
 #include "common/regex_limits.h"
 
-namespace vigil::plugins {
+namespace vigil::plugin_host {
 
 namespace {
 
@@ -180,4 +180,4 @@ void BoundParams::rebuild_views() {
   }
 }
 
-}  // namespace vigil::plugins
+}  // namespace vigil::plugin_host

@@ -12,7 +12,7 @@
 
 #include "common/error.h"
 
-namespace vigil::plugins {
+namespace vigil::plugin_host {
 
 struct ParsedParam {
   vigil_param_type type = VIGIL_PARAM_STRING;
@@ -58,4 +58,4 @@ class BoundParams {
   std::vector<const char*> extra_value_ptrs_;
 };
 
-}  // namespace vigil::plugins
+}  // namespace vigil::plugin_host

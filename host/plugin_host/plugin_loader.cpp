@@ -19,7 +19,7 @@
 #include "plugin_host/host_services.h"
 #include "plugin_host/param_values.h"
 
-namespace vigil::plugins {
+namespace vigil::plugin_host {
 
 namespace fs = std::filesystem;
 
@@ -325,4 +325,4 @@ std::vector<fs::path> plugin_directories(const std::vector<std::string>& from_co
   return unique;
 }
 
-}  // namespace vigil::plugins
+}  // namespace vigil::plugin_host

@@ -15,7 +15,7 @@
 
 #include "common/error.h"
 
-namespace vigil::plugins {
+namespace vigil::plugin_host {
 
 struct LoadedPlugin;  // the library, its entry and its rule factory; unloaded when the last user goes
 
@@ -85,4 +85,4 @@ std::string check_descriptor(const vigil_rule_descriptor* d);
 // dynamic loader's secure mode and sshd's StrictModes trust it: only a file's owner can replace it.
 std::string trust_problem(const struct stat& st, uid_t euid);
 
-}  // namespace vigil::plugins
+}  // namespace vigil::plugin_host

@@ -3,7 +3,7 @@
 #include <functional>
 #include <iterator>
 
-namespace vigil::plugins {
+namespace vigil::plugin_host {
 
 size_t StepValueCache::KeyHash::operator()(const Key& k) const noexcept {
   const auto& [trial, name, step, mode, worker] = k;
@@ -89,4 +89,4 @@ size_t StepValueCache::bytes() {
   return bytes_;
 }
 
-}  // namespace vigil::plugins
+}  // namespace vigil::plugin_host

@@ -18,7 +18,7 @@ namespace vigil {
 class Trial;
 }
 
-namespace vigil::plugins {
+namespace vigil::plugin_host {
 
 // Values and computed reductions read at a step, shared by every rule at that step: N rules read
 // and reduce each tensor once. Entries carry the generation (the evaluator's global step) they were
@@ -72,4 +72,4 @@ class StepValueCache {
   std::unordered_map<std::tuple<Key, int, bool>, Entry<double>, KeyHash> reductions_;
 };
 
-}  // namespace vigil::plugins
+}  // namespace vigil::plugin_host

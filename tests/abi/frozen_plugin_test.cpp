@@ -20,13 +20,13 @@ std::string mlp_healthy() {
   return (std::filesystem::path(VIGIL_SHARED_DIR) / "fixtures" / "smdebug-real" / "mlp_healthy").string();
 }
 
-plugins::PluginRegistry frozen_registry() {
-  plugins::PluginRegistry registry;
+plugin_host::PluginRegistry frozen_registry() {
+  plugin_host::PluginRegistry registry;
   registry.load_directory(kFrozenPluginDir);
   return registry;
 }
 
-std::string refusals(const plugins::PluginRegistry& registry) {
+std::string refusals(const plugin_host::PluginRegistry& registry) {
   std::string out;
   for (const auto& r : registry.refused()) out += r.path.string() + ": " + r.reason + "\n";
   return out;
@@ -45,7 +45,7 @@ std::vector<int64_t> trigger_steps(const evaluate::RuleStatus& s) {
   return out;
 }
 
-std::vector<evaluate::RuleStatus> run_job(const plugins::PluginRegistry& registry, evaluate::JobConfig job) {
+std::vector<evaluate::RuleStatus> run_job(const plugin_host::PluginRegistry& registry, evaluate::JobConfig job) {
   evaluate::EvaluatorOptions options;
   options.follow = false;  // the fixture is complete
   auto ev = evaluate::Evaluator::create(registry, std::move(job), std::move(options));
@@ -65,7 +65,7 @@ TEST(FrozenV1_0Plugin, IsAcceptedByTheCurrentHost) {
 
 TEST(FrozenV1_0Plugin, ListsItsRuleWithItsParameter) {
   auto registry = frozen_registry();
-  const plugins::RuleType* by_name = registry.find("FrozenStepRule");
+  const plugin_host::RuleType* by_name = registry.find("FrozenStepRule");
   ASSERT_NE(by_name, nullptr) << refusals(registry);
   EXPECT_EQ(registry.find("vigil.test.frozen.FrozenStepRule"), by_name);
 

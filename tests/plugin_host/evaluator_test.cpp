@@ -39,7 +39,7 @@ std::vector<int64_t> trigger_steps(const evaluate::RuleStatus& s) {
   return out;
 }
 
-std::vector<evaluate::RuleStatus> evaluate_job(const plugins::PluginRegistry& registry, evaluate::JobConfig job,
+std::vector<evaluate::RuleStatus> evaluate_job(const plugin_host::PluginRegistry& registry, evaluate::JobConfig job,
                                                evaluate::EvaluatorOptions options = {}) {
   auto ev = evaluate::Evaluator::create(registry, std::move(job), std::move(options));
   EXPECT_TRUE(ev.has_value()) << ev.error().message;
@@ -150,7 +150,7 @@ TEST(Evaluator, RulesShareOneReadOfEachTensor) {
 }
 
 TEST(Evaluator, PureCPluginOnAFixture) {
-  plugins::PluginRegistry registry;
+  plugin_host::PluginRegistry registry;
   registry.load_directory(VIGIL_EXAMPLE_C_PLUGIN_DIR);
   ASSERT_NE(registry.find("LossAboveThreshold"), nullptr);
   const auto trial_path = fixture("mlp_healthy");

@@ -54,7 +54,7 @@ TEST_P(PluginRefusal, IsRefusedWithAReason) {
   EXPECT_EQ(registry.refused()[0].path.parent_path(), variant_dir(GetParam().variant));
   EXPECT_EQ(registry.refused()[0].code, GetParam().code);
   // load_file reports the same reason with the same code.
-  plugins::PluginRegistry again;
+  plugin_host::PluginRegistry again;
   const auto file = registry.refused()[0].path;
   auto loaded = again.load_file(file);
   ASSERT_FALSE(loaded.has_value());
@@ -94,14 +94,14 @@ TEST(PluginLoader, GoesOnAfterARefusal) {
   for (const char* v : {"init_fails", "good", "no_entry"})
     std::filesystem::copy_file(variant_dir(v) / ("libvigil_test_plugin_" + std::string(v) + ".so"),
                                dir.path() / ("lib" + std::string(v) + ".so"));
-  plugins::PluginRegistry registry;
+  plugin_host::PluginRegistry registry;
   registry.load_directory(dir.path());
   EXPECT_EQ(registry.rules().size(), 5u);
   EXPECT_EQ(registry.refused().size(), 2u);
 }
 
 TEST(PluginLoader, RefusesRelativeAndMissingPaths) {
-  plugins::PluginRegistry registry;
+  plugin_host::PluginRegistry registry;
   registry.load_directory("relative/plugins");
   registry.load_directory("/no/such/vigil/plugin/dir");
   auto file = registry.load_file("libfoo.so");
@@ -168,7 +168,7 @@ const vigil_test_probe_ext kProbe{sizeof(vigil_test_probe_ext), probe_init_calle
 const std::string kRawProbePlugin = "vigil.test.variant.probes_extensions";
 const std::string kSdkProbePlugin = "vigil.test.sdk-extensions";
 
-const void* host_extension(const char* id) { return plugins::host_api()->get_extension(plugins::host_api(), id); }
+const void* host_extension(const char* id) { return plugin_host::host_api()->get_extension(plugin_host::host_api(), id); }
 
 TEST(HostExtensions, APluginAskingForAnExtensionTheHostLacksGetsNullAndLoads) {
   EXPECT_EQ(host_extension(VIGIL_TEST_MISSING_EXTENSION_ID), nullptr);
@@ -186,7 +186,7 @@ TEST(HostExtensions, AnExtensionTheHostRegistersReachesRawAndSdkPlugins) {
   const int raw_deinits = g_probe_counts.deinit_count(kRawProbePlugin);
   const int sdk_inits = g_probe_counts.init_count(kSdkProbePlugin);
   {
-    plugins::ExtensionRegistration probe(VIGIL_TEST_PROBE_EXTENSION_ID, &kProbe);
+    plugin_host::ExtensionRegistration probe(VIGIL_TEST_PROBE_EXTENSION_ID, &kProbe);
     EXPECT_EQ(host_extension(VIGIL_TEST_PROBE_EXTENSION_ID), &kProbe);
     EXPECT_EQ(host_extension(VIGIL_TEST_MISSING_EXTENSION_ID), nullptr);
     {
@@ -203,29 +203,29 @@ TEST(HostExtensions, AnExtensionTheHostRegistersReachesRawAndSdkPlugins) {
 
 TEST(HostExtensions, IdsAreVersionedAndOfferedOnce) {
   for (const char* good : {"vigil.profiler/1", "vigil.test-probe/12", "com.acme.my_ext/3"})
-    EXPECT_TRUE(plugins::valid_extension_id(good)) << good;
+    EXPECT_TRUE(plugin_host::valid_extension_id(good)) << good;
   for (const char* bad : {"", "vigil.profiler", "vigil.profiler/", "vigil.profiler/0", "vigil.profiler/01",
                           "vigil.profiler/1a", "profiler/1", ".vigil/1", "vigil./1", "Vigil.Profiler/1",
                           "vigil.pro filer/1", "/1"})
-    EXPECT_FALSE(plugins::valid_extension_id(bad)) << bad;
-  EXPECT_THROW(plugins::ExtensionRegistration("vigil.profiler", &kProbe), std::invalid_argument);
-  EXPECT_THROW(plugins::ExtensionRegistration("vigil.test-probe/1", nullptr), std::invalid_argument);
-  plugins::ExtensionRegistration probe(VIGIL_TEST_PROBE_EXTENSION_ID, &kProbe);
-  EXPECT_THROW(plugins::ExtensionRegistration(VIGIL_TEST_PROBE_EXTENSION_ID, &kProbe), std::invalid_argument);
+    EXPECT_FALSE(plugin_host::valid_extension_id(bad)) << bad;
+  EXPECT_THROW(plugin_host::ExtensionRegistration("vigil.profiler", &kProbe), std::invalid_argument);
+  EXPECT_THROW(plugin_host::ExtensionRegistration("vigil.test-probe/1", nullptr), std::invalid_argument);
+  plugin_host::ExtensionRegistration probe(VIGIL_TEST_PROBE_EXTENSION_ID, &kProbe);
+  EXPECT_THROW(plugin_host::ExtensionRegistration(VIGIL_TEST_PROBE_EXTENSION_ID, &kProbe), std::invalid_argument);
   EXPECT_EQ(host_extension(VIGIL_TEST_PROBE_EXTENSION_ID), &kProbe);  // the first one stands
 }
 
 // plugin.h: init is called once, before anything else, and deinit once after the last use, however
 // many registries load the library and through whichever path, at the same time or not.
 TEST(PluginLoader, InitRunsOncePerLoadedLibrary) {
-  plugins::ExtensionRegistration probe(VIGIL_TEST_PROBE_EXTENSION_ID, &kProbe);
+  plugin_host::ExtensionRegistration probe(VIGIL_TEST_PROBE_EXTENSION_ID, &kProbe);
   const int inits = g_probe_counts.init_count(kRawProbePlugin);
   const int deinits = g_probe_counts.deinit_count(kRawProbePlugin);
   const auto file = variant_dir("probes_extensions") / "libvigil_test_plugin_probes_extensions.so";
   testing::TempDir dir;
   std::filesystem::create_symlink(file, dir.path() / "libalias.so");
   {
-    std::vector<plugins::PluginRegistry> registries(6);
+    std::vector<plugin_host::PluginRegistry> registries(6);
     std::vector<std::thread> threads;
     for (size_t i = 0; i < registries.size(); ++i)
       threads.emplace_back([&, i] {
@@ -247,7 +247,7 @@ TEST(PluginLoader, InitRunsOncePerLoadedLibrary) {
 }
 
 TEST(PluginLoader, ThrowingDeinitIsContained) {
-  auto registry = std::make_unique<plugins::PluginRegistry>(registry_with({"throw_in_deinit"}));
+  auto registry = std::make_unique<plugin_host::PluginRegistry>(registry_with({"throw_in_deinit"}));
   EXPECT_EQ(registry->rules().size(), 5u);
   registry.reset();  // unloading calls deinit, which throws: no crash
   SUCCEED();
@@ -255,7 +255,7 @@ TEST(PluginLoader, ThrowingDeinitIsContained) {
 
 TEST(PluginLoader, SearchPathOrder) {
   ::setenv("VIGIL_PLUGIN_PATH", "/opt/a:/opt/b::/opt/a", 1);
-  auto dirs = plugins::plugin_directories({"/cli/dir"});
+  auto dirs = plugin_host::plugin_directories({"/cli/dir"});
   ::unsetenv("VIGIL_PLUGIN_PATH");
   ASSERT_GE(dirs.size(), 3u);
   EXPECT_EQ(dirs[0], "/cli/dir");
@@ -272,9 +272,9 @@ TEST(PluginLoader, RelativeSearchPathEntriesAreRefusedNotResolved) {
   std::filesystem::copy_file(variant_dir("good") / "libvigil_test_plugin_good.so", dir.path() / "libgood.so");
   const auto previous_cwd = std::filesystem::current_path();
   std::filesystem::current_path(dir.path());  // the plugins are now reachable by relative paths
-  ::setenv("VIGIL_PLUGIN_PATH", "plugins::.", 1);
-  plugins::PluginRegistry registry;
-  for (const auto& d : plugins::plugin_directories({"plugins", "./plugins"})) registry.load_directory(d);
+  ::setenv("VIGIL_PLUGIN_PATH", "plugin_host::.", 1);
+  plugin_host::PluginRegistry registry;
+  for (const auto& d : plugin_host::plugin_directories({"plugins", "./plugins"})) registry.load_directory(d);
   ::unsetenv("VIGIL_PLUGIN_PATH");
   std::filesystem::current_path(previous_cwd);
 
@@ -292,8 +292,8 @@ class Params : public ::testing::Test {
     registry = registry_with({"good"});
     rule = registry.find("Validated")->descriptor;
   }
-  Result<plugins::BoundParams> bind(std::map<std::string, std::string> given) {
-    return plugins::BoundParams::bind(*rule, given, "my-rule");
+  Result<plugin_host::BoundParams> bind(std::map<std::string, std::string> given) {
+    return plugin_host::BoundParams::bind(*rule, given, "my-rule");
   }
   void expect_refused(std::map<std::string, std::string> given, const std::string& part) {
     auto b = bind(std::move(given));
@@ -302,7 +302,7 @@ class Params : public ::testing::Test {
     EXPECT_NE(b.error().message.find(part), std::string::npos) << b.error().message;
     EXPECT_NE(b.error().message.find("my-rule"), std::string::npos) << b.error().message;
   }
-  plugins::PluginRegistry registry;
+  plugin_host::PluginRegistry registry;
   const vigil_rule_descriptor* rule = nullptr;
 };
 
@@ -351,17 +351,17 @@ TEST(ParamRegex, OverlongNumbersAndPatternsAreRefused) {
       "\0\0\t\\\\\xdc\\\\\\\\\\1111111111111111111111111111111111111111111111111\\\\\\\\\\\\\\\x11 "s;
   for (const std::string& bad : {fuzz_input, "a{12345678901}"s, "a{1,12345678901}"s, "(x)\\12345678901"s,
                                  std::string(5000, 'a')}) {
-    auto p = plugins::parse_param_value(spec, bad);
+    auto p = plugin_host::parse_param_value(spec, bad);
     ASSERT_FALSE(p.has_value()) << bad;
     EXPECT_NE(p.error().find("not an accepted regular expression"), std::string::npos) << p.error();
   }
   for (const std::string& good : {"a{2,3}"s, "(x)\\1"s, "layer_1234567890123"s, std::string(4096, 'a')})
-    EXPECT_TRUE(plugins::parse_param_value(spec, good).has_value()) << good;
+    EXPECT_TRUE(plugin_host::parse_param_value(spec, good).has_value()) << good;
 }
 
 TEST(ParamList, SplitsOnCommas) {
   vigil_param_spec spec{sizeof(spec), "names", VIGIL_PARAM_STRING_LIST, 0, nullptr, NAN, NAN, nullptr, ""};
-  auto p = plugins::parse_param_value(spec, " a, b ,,c ");
+  auto p = plugin_host::parse_param_value(spec, " a, b ,,c ");
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->list, (std::vector<std::string>{"a", "b", "c"}));
 }

@@ -26,8 +26,8 @@ inline std::filesystem::path variant_dir(const std::string& name) {
   return std::filesystem::path(VIGIL_TEST_PLUGIN_DIR) / name;
 }
 
-inline plugins::PluginRegistry registry_with(std::initializer_list<const char*> variants) {
-  plugins::PluginRegistry registry;
+inline plugin_host::PluginRegistry registry_with(std::initializer_list<const char*> variants) {
+  plugin_host::PluginRegistry registry;
   for (const char* v : variants) registry.load_directory(variant_dir(v));
   return registry;
 }

@@ -108,24 +108,24 @@ TEST(StatusCodes, ErrorCrossesTheAbiWithItsFields) {
   Error e = Error::tensor_unavailable_for_step("relu1", 7, Mode::Train, true);
   vigil_error abi{};
   abi.struct_size = sizeof(abi);
-  plugins::fill_abi_error(e, &abi);
+  plugin_host::fill_abi_error(e, &abi);
   EXPECT_EQ(abi.code, VIGIL_E_TENSOR_UNAVAILABLE_FOR_STEP);
   EXPECT_EQ(abi.step, 7);
   EXPECT_EQ(abi.mode, VIGIL_MODE_TRAIN);
   EXPECT_TRUE(abi.flags & VIGIL_ERRF_HAS_REDUCTIONS);
   EXPECT_STREQ(abi.tensor, "relu1");
-  Error back = plugins::error_from_abi(abi.code, abi);
+  Error back = plugin_host::error_from_abi(abi.code, abi);
   EXPECT_EQ(back.message, e.message);
   EXPECT_EQ(back.class_name(), "TensorUnavailableForStep");
 
   // A caller built against a smaller error struct gets only what fits; a long message is cut.
   vigil_error small{};
   small.struct_size = offsetof(vigil_error, tensor);
-  plugins::fill_abi_error(e, &small);
+  plugin_host::fill_abi_error(e, &small);
   EXPECT_EQ(small.code, VIGIL_E_TENSOR_UNAVAILABLE_FOR_STEP);
   EXPECT_EQ(small.tensor[0], '\0');
   Error long_one = Error::invalid_argument(std::string(5000, 'x'));
-  plugins::fill_abi_error(long_one, &abi);
+  plugin_host::fill_abi_error(long_one, &abi);
   EXPECT_TRUE(abi.flags & VIGIL_ERRF_TRUNCATED);
   EXPECT_EQ(std::strlen(abi.message), sizeof(abi.message) - 1);
 }
@@ -136,32 +136,32 @@ TEST(StatusCodes, HostErrorRecordsCutOnACharacterBoundary) {
   vigil_error abi{};
   abi.struct_size = sizeof(abi);
   // 1020 + 3 bytes fill the 1023 usable bytes exactly: nothing cut.
-  plugins::fill_abi_error(Error::invalid_argument(std::string(1020, 'a') + euro), &abi);
+  plugin_host::fill_abi_error(Error::invalid_argument(std::string(1020, 'a') + euro), &abi);
   EXPECT_EQ(std::strlen(abi.message), 1023u);
   EXPECT_FALSE(abi.flags & VIGIL_ERRF_TRUNCATED);
   // One byte more: the character would straddle the limit, so all of it goes.
-  plugins::fill_abi_error(Error::invalid_argument(std::string(1021, 'a') + euro), &abi);
+  plugin_host::fill_abi_error(Error::invalid_argument(std::string(1021, 'a') + euro), &abi);
   EXPECT_EQ(std::string(abi.message), std::string(1021, 'a'));
   EXPECT_TRUE(abi.flags & VIGIL_ERRF_TRUNCATED);
   // A tensor name of 2-byte characters, one byte past the 255 usable: the last whole one is kept out.
   std::string name;
   while (name.size() < 256) name += "\xC3\xA9";  // é
-  plugins::fill_abi_error(Error::tensor_unavailable(name), &abi);
+  plugin_host::fill_abi_error(Error::tensor_unavailable(name), &abi);
   EXPECT_EQ(std::strlen(abi.tensor), 254u);
   EXPECT_EQ(std::string(abi.tensor), name.substr(0, 254));
   EXPECT_TRUE(abi.flags & VIGIL_ERRF_TRUNCATED);
   // A 4-byte character at the very end of the worker field.
   const std::string worker = std::string(125, 'w') + "\xF0\x9F\x98\x80";  // 129 bytes
-  plugins::fill_abi_error(Error::invalid_worker(worker), &abi);
+  plugin_host::fill_abi_error(Error::invalid_worker(worker), &abi);
   EXPECT_EQ(std::string(abi.worker), std::string(125, 'w'));
 }
 
 TEST(StatusCodes, HostReadsAPluginErrorAsFarAsItsStructSize) {
   vigil_error abi{};
   abi.struct_size = sizeof(abi);
-  plugins::fill_abi_error(Error::no_more_data(9, Mode::Eval, 6), &abi);
+  plugin_host::fill_abi_error(Error::no_more_data(9, Mode::Eval, 6), &abi);
   abi.struct_size = offsetof(vigil_error, tensor);  // an older plugin's record: the numbers only
-  const Error e = plugins::error_from_abi(VIGIL_E_NO_MORE_DATA, abi);
+  const Error e = plugin_host::error_from_abi(VIGIL_E_NO_MORE_DATA, abi);
   EXPECT_EQ(e.code, ErrorCode::NoMoreData);
   EXPECT_EQ(e.step, 9);
   EXPECT_EQ(e.mode, Mode::Eval);
@@ -176,11 +176,11 @@ TEST(StatusCodes, HostServicesSetOnlyTheCodeOnSuccess) {
   err.struct_size = sizeof(err);
   err.code = VIGIL_E_INTERNAL;
   std::strcpy(err.message, "left from an earlier call");
-  ASSERT_EQ(plugins::host_api()->report_evidence(&session, "{\"x\": 1}", &err), VIGIL_OK);
+  ASSERT_EQ(plugin_host::host_api()->report_evidence(&session, "{\"x\": 1}", &err), VIGIL_OK);
   EXPECT_EQ(err.code, VIGIL_OK);
   EXPECT_STREQ(err.message, "left from an earlier call");
   // A failure fills the record.
-  ASSERT_EQ(plugins::host_api()->report_evidence(&session, nullptr, &err), VIGIL_E_INVALID_ARGUMENT);
+  ASSERT_EQ(plugin_host::host_api()->report_evidence(&session, nullptr, &err), VIGIL_E_INVALID_ARGUMENT);
   EXPECT_EQ(err.code, VIGIL_E_INVALID_ARGUMENT);
   EXPECT_STRNE(err.message, "left from an earlier call");
 }

@@ -12,7 +12,7 @@
 namespace vigil {
 namespace {
 
-using plugins::StepValueCache;
+using plugin_host::StepValueCache;
 using testing::TempDir;
 
 TensorValue floats(size_t n) {

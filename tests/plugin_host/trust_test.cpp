@@ -33,7 +33,7 @@ void set_mode(const fs::path& p, mode_t mode) { ASSERT_EQ(::chmod(p.c_str(), mod
 
 // Loads `file` and expects a refusal (code Io) whose reason holds `part`.
 void expect_untrusted(const fs::path& file, const std::string& part) {
-  plugins::PluginRegistry registry(plugins::LoadOptions{});
+  plugin_host::PluginRegistry registry(plugin_host::LoadOptions{});
   auto loaded = registry.load_file(file);
   ASSERT_FALSE(loaded.has_value());
   EXPECT_EQ(loaded.error().code, ErrorCode::Io);
@@ -46,8 +46,8 @@ void expect_untrusted(const fs::path& file, const std::string& part) {
   EXPECT_NE(reason.find("--allow-insecure-plugins"), std::string::npos) << reason;
 }
 
-void expect_loads(const fs::path& file, plugins::LoadOptions options = {}) {
-  plugins::PluginRegistry registry(options);
+void expect_loads(const fs::path& file, plugin_host::LoadOptions options = {}) {
+  plugin_host::PluginRegistry registry(options);
   auto loaded = registry.load_file(file);
   ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
   EXPECT_EQ(registry.rules().size(), 5u);
@@ -95,7 +95,7 @@ TEST(PluginTrust, AWorldWritableAncestorFolderIsRefused) {
   set_mode(dir.path() / "open", 0777);  // no sticky bit: anyone may rename a/ away and put their own
   expect_untrusted(file, "the folder " + fs::canonical(dir.path() / "open").string() + " is writable by every user");
   // The whole directory is refused file by file, with the same reason.
-  plugins::PluginRegistry registry(plugins::LoadOptions{});
+  plugin_host::PluginRegistry registry(plugin_host::LoadOptions{});
   registry.load_directory(file.parent_path());
   EXPECT_TRUE(registry.rules().empty());
   ASSERT_EQ(registry.refused().size(), 1u);
@@ -129,26 +129,26 @@ TEST(PluginTrust, AFileOrFolderOfAnotherUserIsRefused) {
   } else {
     // Files cannot be given away without root: judge the stat of one that belongs to someone else.
     const uid_t other = ::geteuid() == kOtherUid ? kOtherUid + 1 : kOtherUid;
-    EXPECT_NE(plugins::trust_problem(stat_of(S_IFREG | 0755, other), ::geteuid()).find("belongs to uid"),
+    EXPECT_NE(plugin_host::trust_problem(stat_of(S_IFREG | 0755, other), ::geteuid()).find("belongs to uid"),
               std::string::npos);
-    EXPECT_NE(plugins::trust_problem(stat_of(S_IFDIR | 0755, other), ::geteuid()).find("belongs to uid"),
+    EXPECT_NE(plugin_host::trust_problem(stat_of(S_IFDIR | 0755, other), ::geteuid()).find("belongs to uid"),
               std::string::npos);
   }
 }
 
 TEST(PluginTrust, TheRulesOnStatFields) {
   const uid_t me = 1000;
-  EXPECT_EQ(plugins::trust_problem(stat_of(S_IFREG | 0755, me), me), "");
-  EXPECT_EQ(plugins::trust_problem(stat_of(S_IFREG | 0755, 0), me), "");  // root's
-  EXPECT_EQ(plugins::trust_problem(stat_of(S_IFDIR | 0700, me), me), "");
-  EXPECT_EQ(plugins::trust_problem(stat_of(S_IFREG | 0755, 1001), me),
+  EXPECT_EQ(plugin_host::trust_problem(stat_of(S_IFREG | 0755, me), me), "");
+  EXPECT_EQ(plugin_host::trust_problem(stat_of(S_IFREG | 0755, 0), me), "");  // root's
+  EXPECT_EQ(plugin_host::trust_problem(stat_of(S_IFDIR | 0700, me), me), "");
+  EXPECT_EQ(plugin_host::trust_problem(stat_of(S_IFREG | 0755, 1001), me),
             "belongs to uid 1001 (neither the user running vigil, uid 1000, nor root)");
-  EXPECT_EQ(plugins::trust_problem(stat_of(S_IFDIR | 0777, me), me), "is writable by every user (mode 0777)");
-  EXPECT_EQ(plugins::trust_problem(stat_of(S_IFDIR | 0770, me), me), "is writable by its group, gid 4242 (mode 0770)");
+  EXPECT_EQ(plugin_host::trust_problem(stat_of(S_IFDIR | 0777, me), me), "is writable by every user (mode 0777)");
+  EXPECT_EQ(plugin_host::trust_problem(stat_of(S_IFDIR | 0770, me), me), "is writable by its group, gid 4242 (mode 0770)");
   // A root-owned sticky folder (/tmp) is fine; one of another owner, or a sticky file, is not.
-  EXPECT_EQ(plugins::trust_problem(stat_of(S_IFDIR | 01777, 0), me), "");
-  EXPECT_NE(plugins::trust_problem(stat_of(S_IFDIR | 01777, me), me), "");
-  EXPECT_NE(plugins::trust_problem(stat_of(S_IFREG | 01777, 0), me), "");
+  EXPECT_EQ(plugin_host::trust_problem(stat_of(S_IFDIR | 01777, 0), me), "");
+  EXPECT_NE(plugin_host::trust_problem(stat_of(S_IFDIR | 01777, me), me), "");
+  EXPECT_NE(plugin_host::trust_problem(stat_of(S_IFREG | 01777, 0), me), "");
 }
 
 TEST(PluginTrust, ARootOwnedStickyFolderIsAccepted) {
@@ -177,20 +177,20 @@ TEST(PluginTrust, InsecurePluginsLoadWhenAllowed) {
   set_mode(dir.path() / "open", 0777);
   set_mode(file, 0777);
   expect_untrusted(file, "is writable by every user");
-  expect_loads(file, plugins::LoadOptions{.allow_insecure = true});
+  expect_loads(file, plugin_host::LoadOptions{.allow_insecure = true});
 
   // VIGIL_ALLOW_INSECURE_PLUGINS=1 is the same; any other value is not, and neither is its absence.
   ::setenv("VIGIL_ALLOW_INSECURE_PLUGINS", "1", 1);
-  EXPECT_TRUE(plugins::LoadOptions::from_environment().allow_insecure);
+  EXPECT_TRUE(plugin_host::LoadOptions::from_environment().allow_insecure);
   {
-    plugins::PluginRegistry registry;  // options from the environment
+    plugin_host::PluginRegistry registry;  // options from the environment
     EXPECT_TRUE(registry.load_file(file).has_value());
   }
   ::setenv("VIGIL_ALLOW_INSECURE_PLUGINS", "yes", 1);
-  EXPECT_FALSE(plugins::LoadOptions::from_environment().allow_insecure);
+  EXPECT_FALSE(plugin_host::LoadOptions::from_environment().allow_insecure);
   ::unsetenv("VIGIL_ALLOW_INSECURE_PLUGINS");
-  EXPECT_FALSE(plugins::LoadOptions::from_environment().allow_insecure);
-  plugins::PluginRegistry registry;
+  EXPECT_FALSE(plugin_host::LoadOptions::from_environment().allow_insecure);
+  plugin_host::PluginRegistry registry;
   EXPECT_FALSE(registry.load_file(file).has_value());
 }
 

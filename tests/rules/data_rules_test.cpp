@@ -84,9 +84,9 @@ void data_write_trial(const fs::path& dir, const std::vector<DataStep>& steps, c
   ASSERT_TRUE(r.has_value()) << r.error().message;
 }
 
-const plugins::PluginRegistry& data_registry() {
-  static plugins::PluginRegistry registry = [] {
-    plugins::PluginRegistry r;
+const plugin_host::PluginRegistry& data_registry() {
+  static plugin_host::PluginRegistry registry = [] {
+    plugin_host::PluginRegistry r;
     r.load_directory(VIGIL_BUILTIN_PLUGIN_DIR);
     return r;
   }();

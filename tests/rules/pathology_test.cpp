@@ -99,9 +99,9 @@ std::vector<Case> load_cases() {
   return cases;
 }
 
-const plugins::PluginRegistry& builtin_rules() {
-  static plugins::PluginRegistry registry = [] {
-    plugins::PluginRegistry r;
+const plugin_host::PluginRegistry& builtin_rules() {
+  static plugin_host::PluginRegistry registry = [] {
+    plugin_host::PluginRegistry r;
     r.load_directory(VIGIL_BUILTIN_PLUGIN_DIR);
     return r;
   }();

@@ -131,9 +131,9 @@ void tensor_write_trial(const fs::path& dir, const std::vector<TensorStep>& step
   ASSERT_TRUE(r.has_value()) << r.error().message;
 }
 
-const plugins::PluginRegistry& tensor_registry() {
-  static plugins::PluginRegistry registry = [] {
-    plugins::PluginRegistry r;
+const plugin_host::PluginRegistry& tensor_registry() {
+  static plugin_host::PluginRegistry registry = [] {
+    plugin_host::PluginRegistry r;
     r.load_directory(VIGIL_BUILTIN_PLUGIN_DIR);
     return r;
   }();

@@ -37,9 +37,9 @@ const std::string kLoss = "CrossEntropyLoss_output_0";  // in smdebug PyTorch's 
 
 // ---- helpers (prefixed: other families' test files share this executable) ----
 
-const plugins::PluginRegistry& training_registry() {
-  static const plugins::PluginRegistry registry = [] {
-    plugins::PluginRegistry r;
+const plugin_host::PluginRegistry& training_registry() {
+  static const plugin_host::PluginRegistry registry = [] {
+    plugin_host::PluginRegistry r;
     r.load_directory(VIGIL_BUILTIN_PLUGIN_DIR);
     return r;
   }();

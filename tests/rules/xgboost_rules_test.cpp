@@ -133,9 +133,9 @@ std::vector<XgbTensor> xgb_importance(const std::string& type, const std::vector
 
 void xgb_append(std::vector<XgbTensor>& to, const std::vector<XgbTensor>& more) { to.insert(to.end(), more.begin(), more.end()); }
 
-const plugins::PluginRegistry& xgb_registry() {
-  static plugins::PluginRegistry registry = [] {
-    plugins::PluginRegistry r;
+const plugin_host::PluginRegistry& xgb_registry() {
+  static plugin_host::PluginRegistry registry = [] {
+    plugin_host::PluginRegistry r;
     r.load_directory(VIGIL_BUILTIN_PLUGIN_DIR);
     return r;
   }();
