@@ -10,25 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "evaluate/evaluator.h"
-#include "plugin_host/plugin_loader.h"
 #include "test_support.h"
 
 namespace vigil {
 namespace {
 
-namespace fs = std::filesystem;
 using evaluate::RuleEvaluationStatus;
-using test::evaluate_rule;
-using test::ScratchDir;
-using test::seen;
-using test::TensorSave;
-using test::trigger_steps;
-using test::TrialStep;
-using test::write_trial;
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using namespace test;  // the suites' helpers: tests/support/test_support.h
 
 std::vector<double> data_repeat(std::initializer_list<std::pair<double, int>> runs) {
   std::vector<double> out;

@@ -16,29 +16,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "evaluate/evaluator.h"
-#include "plugin_host/plugin_loader.h"
 #include "test_support.h"
 
 namespace vigil {
 namespace {
 
-namespace fs = std::filesystem;
 using evaluate::RuleEvaluationStatus;
 using format::ElementType;
-using test::evaluate_rule;
-using test::evidence;
-using test::ReductionSave;
-using test::rule_refusal;
-using test::ScratchDir;
-using test::seen;
-using test::TensorSave;
-using test::trigger_steps;
-using test::TrialStep;
-using test::write_trial;
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using namespace test;  // the suites' helpers: tests/support/test_support.h
 
 using Steps = std::vector<int64_t>;
 

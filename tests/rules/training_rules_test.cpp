@@ -18,23 +18,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "evaluate/evaluator.h"
-#include "plugin_host/plugin_loader.h"
 #include "test_support.h"
 
 namespace vigil {
 namespace {
 
-namespace fs = std::filesystem;
 using evaluate::RuleEvaluationStatus;
 using format::ElementType;
-using test::evidence_at_step;
-using test::ScratchDir;
-using test::trigger_steps;
-using test::try_evaluate_rule;
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using namespace test;  // the suites' helpers: tests/support/test_support.h
 const std::string kLoss = "CrossEntropyLoss_output_0";  // in smdebug PyTorch's "losses" collection
 
 // ---- helpers (prefixed: other families' test files share this executable) ----

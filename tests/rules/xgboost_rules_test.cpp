@@ -16,24 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "evaluate/evaluator.h"
-#include "plugin_host/plugin_loader.h"
 #include "test_support.h"
 
 namespace vigil {
 namespace {
 
-namespace fs = std::filesystem;
 using evaluate::RuleEvaluationStatus;
-using test::evaluate_rule;
-using test::ScratchDir;
-using test::seen;
-using test::TensorSave;
-using test::trigger_steps;
-using test::TrialStep;
-using test::write_trial;
-
-constexpr double kXgbNaN = std::numeric_limits<double>::quiet_NaN();
+using namespace test;  // the suites' helpers: tests/support/test_support.h
 // The XGBoost hook saves numbers as float64 (TensorSave's default is float32).
 constexpr auto kF64 = format::ElementType::Float64;
 
@@ -59,7 +48,7 @@ std::vector<format::CollectionConfig> xgb_collections() {
 
 // Writes one worker's rounds with the XGBoost hook's collections only (the last worker written
 // writes the end marker).
-void xgb_write_trial(const fs::path& dir, const std::vector<XgbRound>& rounds, test::TrialOptions options = {}) {
+void xgb_write_trial(const fs::path& dir, const std::vector<XgbRound>& rounds, WorkerOptions options = {}) {
   std::vector<TrialStep> steps;
   for (const auto& round : rounds) steps.push_back(TrialStep{round.step, Mode::Global, round.step, round.tensors});
   options.collections = xgb_collections();
@@ -84,7 +73,7 @@ std::vector<TensorSave> xgb_full_tree(int64_t round, int depth) {
     id.strings.push_back(std::to_string(round) + "-" + std::to_string(i));
     feature.strings.push_back(leaf ? "Leaf" : "f" + std::to_string(i % 4));
     yes.strings.push_back(leaf ? "nan" : std::to_string(round) + "-" + std::to_string(2 * i + 1));
-    split.values.push_back(leaf ? kXgbNaN : 0.5);
+    split.values.push_back(leaf ? kNaN : 0.5);
     gain.values.push_back(1.0 / static_cast<double>(i + 1));
   }
   return {tree, node, id, feature, yes, split, gain};
@@ -134,7 +123,7 @@ TEST(XgbTreeDepth, FiresOnTreesDeeperThanTheThreshold) {
 
 TEST(XgbTreeDepth, NaNIdsNeverFireAndNoTreesIsNoData) {
   ScratchDir dir;
-  xgb_write_trial(dir.path(), {XgbRound{0, {TensorSave{"trees/Node", {0, 1, 2, kXgbNaN, 1000}, {}, kF64}}},
+  xgb_write_trial(dir.path(), {XgbRound{0, {TensorSave{"trees/Node", {0, 1, 2, kNaN, 1000}, {}, kF64}}},
                                XgbRound{1, {TensorSave{"trees/Node", {}, {0}, format::ElementType::Int64}}}});
   auto s = evaluate_rule("TreeDepth", dir.path());
   EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << seen(s);
@@ -206,7 +195,7 @@ TEST(XgbFeatureImportanceOverweight, FewerFeaturesThanNFeaturesSumToOne) {
 
 TEST(XgbFeatureImportanceOverweight, NaNSortsLastAndPoisonsASumThatReachesIt) {
   ScratchDir dir;
-  xgb_write_trial(dir.path(), {XgbRound{0, xgb_importance("weight", {{"f0", kXgbNaN}, {"f1", 0.9}, {"f2", 0.05},
+  xgb_write_trial(dir.path(), {XgbRound{0, xgb_importance("weight", {{"f0", kNaN}, {"f1", 0.9}, {"f2", 0.05},
                                                                      {"f3", 0.05}})}});
   auto s = evaluate_rule("FeatureImportanceOverweight", dir.path());
   ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0})) << seen(s);

@@ -96,7 +96,7 @@ std::vector<std::byte> tensor_bytes(const TensorSave& save) {
   return out;
 }
 
-void write_trial(const fs::path& dir, const std::vector<TrialStep>& steps, const TrialOptions& trial) {
+void write_trial(const fs::path& dir, const std::vector<TrialStep>& steps, const WorkerOptions& trial) {
   using format::ElementType;
   writer::WriterOptions options;
   options.worker = trial.worker;

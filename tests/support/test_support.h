@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <span>
@@ -27,6 +28,9 @@
 namespace vigil::test {
 
 namespace fs = std::filesystem;
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // ---- Result<T> assertions --------------------------------------------------------------------
 
@@ -151,7 +155,7 @@ struct TrialStep {
   std::vector<std::string> shape_only;  // tensors saved with their shape [2] only
 };
 
-struct TrialOptions {
+struct WorkerOptions {
   std::string worker = "worker_0";
   int64_t num_workers = 1;
   bool end_marker = true;  // false where another worker of the trial writes it last
@@ -164,7 +168,7 @@ std::vector<std::byte> tensor_bytes(const TensorSave& save);
 
 // Writes one worker's steps with Vigil's writer (every step saved), then closes it. Fails the test
 // (fatally, in this function) on any writer error.
-void write_trial(const fs::path& dir, const std::vector<TrialStep>& steps, const TrialOptions& options = {});
+void write_trial(const fs::path& dir, const std::vector<TrialStep>& steps, const WorkerOptions& options = {});
 
 // Steps first..last without `skip`, each holding nothing yet (write_worker fills them).
 std::vector<TrialStep> range_steps(int64_t first, int64_t last, std::vector<int64_t> skip = {});
