@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "fixture_files.h"
 #include "format/crc32c.h"
 #include "format/tfrecord.h"
+#include "test_support.h"
 #include "trial/tensor_value.h"
 
 namespace vigil::format {
@@ -20,23 +20,7 @@ namespace {
 
 std::span<const uint8_t> bytes_of(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
-std::string from_hex(std::string_view hex) {
-  std::string out;
-  int nibble = -1;
-  for (char c : hex) {
-    int v = -1;
-    if (c >= '0' && c <= '9') v = c - '0';
-    if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-    if (v < 0) continue;
-    if (nibble < 0) {
-      nibble = v;
-    } else {
-      out.push_back(static_cast<char>(nibble * 16 + v));
-      nibble = -1;
-    }
-  }
-  return out;
-}
+using test::from_hex;
 
 // spec §10.2: the whole 86-byte event file of the worked example.
 const std::string kSpecFile = from_hex(
@@ -64,7 +48,7 @@ std::string spec_example(int64_t step = 0) {
   return encode_tensor_event(spec);
 }
 
-using namespace testing;  // the protobuf writer of proto_bytes.h
+using namespace test::proto;  // the protobuf writer of proto_bytes.h
 
 // Event{summary{value{tag, tensor{<tensor>}}}}
 std::string event_with_tensor(const std::string& tensor, const std::string& extra_event = {}) {
@@ -480,7 +464,7 @@ TEST(EventProtoFuzzFindings, StringRefTensorWithContentDecodesWithoutDividingByZ
   EXPECT_EQ(tensor.dtype, 107);
   EXPECT_EQ(tensor.tensor_content.size(), 1u);
   auto value = decode_tensor_value(tensor, nullptr, "crash.tfevents", 0);
-  ASSERT_TRUE(value.has_value()) << value.error().message;
+  ASSERT_VIGIL_OK(value);
   EXPECT_TRUE(value->is_string());
   EXPECT_EQ(value->size(), value->string_values().size());
 

@@ -54,7 +54,7 @@ class LargestAllocation {
 
 std::span<const uint8_t> bytes_of(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
-using namespace testing;  // the protobuf writer of proto_bytes.h
+using namespace test::proto;  // the protobuf writer of proto_bytes.h
 
 // A length-delimited field that announces `length` bytes but holds only "abc".
 std::string lying_ld(uint32_t field, uint64_t length) {

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "fixture_files.h"
 #include "format/collections_json.h"
 #include "format/index_json.h"
 #include "format/json_limits.h"
 #include "format/python_json.h"
+#include "test_support.h"
 
 namespace vigil::format {
 namespace {
@@ -122,7 +122,7 @@ TEST(IndexJson, SpecExampleExactBytes) {
   EXPECT_EQ(got.size(), 208u);
 
   auto parsed = parse_index_json(expected, "index/000000000/000000000000_worker_0.json");
-  ASSERT_TRUE(parsed) << parsed.error().message;
+  ASSERT_VIGIL_OK(parsed);
   EXPECT_EQ(parsed->mode, Mode::Train);
   EXPECT_EQ(parsed->mode_step, 0);
   EXPECT_EQ(parsed->event_file_name, index.event_file_name);
@@ -145,7 +145,7 @@ TEST(IndexJson, ShapesOnlyIndexHasTwoKeyMeta) {
             "[{\"tensorname\": \"fc1_output_0\", \"originalname\": \"fc1_output_0\", \"shape\": [32, 16]}, "
             "{\"tensorname\": \"loss\", \"originalname\": \"loss:0\", \"shape\": []}]}");
   auto parsed = parse_index_json(text, "f.json");
-  ASSERT_TRUE(parsed) << parsed.error().message;
+  ASSERT_VIGIL_OK(parsed);
   EXPECT_FALSE(parsed->event_file_name);
   ASSERT_EQ(parsed->shape_payload.size(), 2u);
   EXPECT_EQ(parsed->shape_payload[0].shape, (std::vector<int64_t>{32, 16}));
@@ -362,11 +362,11 @@ TEST(IndexJson, IndexReaderExceptionCases) {
 TEST(IndexJson, AcceptedVariations) {
   // Either payload alone may be absent; whitespace around the mode name is stripped like smdebug.
   auto a = parse_index_json("{\"meta\": {\"mode\": \" EVAL \", \"mode_step\": 3}, \"shape_payload\": []}", "f");
-  ASSERT_TRUE(a) << a.error().message;
+  ASSERT_VIGIL_OK(a);
   EXPECT_EQ(a->mode, Mode::Eval);
   auto b = parse_index_json(
       "{\"tensor_payload\": [], \"meta\": {\"mode_step\": 3, \"mode\": \"PREDICT\", \"extra\": 1}, \"other\": 2}", "f");
-  ASSERT_TRUE(b) << b.error().message;
+  ASSERT_VIGIL_OK(b);
   EXPECT_EQ(b->mode, Mode::Predict);
   // A shapes-only index written before a tensor was added has no event file, and that is fine.
   auto c = parse_index_json("{\"meta\": {\"mode\": \"GLOBAL\", \"mode_step\": 0}, \"tensor_payload\": []}", "f");
@@ -377,7 +377,7 @@ TEST(IndexJson, AcceptedVariations) {
       "{\"meta\": {\"mode\": \"TRAIN\", \"mode_step\": 2, \"event_file_name\": \"\"}, "
       "\"tensor_payload\": [{\"tensorname\": \"x\", \"start_idx\": 0, \"length\": 16}]}",
       "f");
-  ASSERT_TRUE(e) << e.error().message;
+  ASSERT_VIGIL_OK(e);
   ASSERT_TRUE(e->event_file_name);
   EXPECT_EQ(*e->event_file_name, "");
   EXPECT_EQ(e->tensor_payload.size(), 1u);
@@ -386,7 +386,7 @@ TEST(IndexJson, AcceptedVariations) {
       "{\"meta\": {\"mode\": \"TRAIN\", \"mode_step\": 0, \"event_file_name\": \"events/a.tfevents\"}, "
       "\"tensor_payload\": [{\"tensorname\": \"x\", \"start_idx\": 9007199254740993, \"length\": 16}]}",
       "f");
-  ASSERT_TRUE(d) << d.error().message;
+  ASSERT_VIGIL_OK(d);
   EXPECT_EQ(d->tensor_payload[0].start_idx, 9007199254740993u);
 }
 
@@ -418,7 +418,7 @@ TEST(CollectionsJson, EveryFixtureCollectionFileRoundTripsByteForByte) {
 TEST(CollectionsJson, FixtureReductionTokenOrder) {
   const auto path = test::real_fixtures() / "mlp_healthy" / "collections" / "000000000" / "worker_0_collections.json";
   auto parsed = parse_collections_json(test::read_file(path), path.string());
-  ASSERT_TRUE(parsed) << parsed.error().message;
+  ASSERT_VIGIL_OK(parsed);
   const CollectionConfig* relu = nullptr;
   for (const auto& c : parsed->collections)
     if (c.name == "relu_reductions") relu = &c;
@@ -436,7 +436,7 @@ TEST(CollectionsJson, FixtureReductionTokenOrder) {
 
 TEST(CollectionsJson, ReductionListParsing) {
   auto r = parse_reduction_list(" mean , ,abs_l1_norm,l2_norm,, abs_variance ,prod,");
-  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_VIGIL_OK(r);
   const std::vector<ReductionSpec> expected = {
       {"mean", false}, {"l1", true}, {"l2", false}, {"variance", true}, {"prod", false}};
   EXPECT_EQ(*r, expected);
@@ -531,7 +531,7 @@ TEST(CollectionsJson, ReaderFallbacksAndQuirks) {
       "\"nulls\": {\"name\": \"nulls\", \"reduction_config\": null, \"save_config\": null, \"include_regex\": false}"
       "}, \"_meta\": {\"num_workers\": \"3\"}}";
   auto parsed = parse_collections_json(text, "c.json");
-  ASSERT_TRUE(parsed) << parsed.error().message;
+  ASSERT_VIGIL_OK(parsed);
   ASSERT_EQ(parsed->collections.size(), 4u);
   EXPECT_EQ(parsed->num_workers, 3);
 
@@ -573,7 +573,7 @@ TEST(CollectionsJson, SaveConfigModeDefaults) {
       "{\"collections\": {\"c\": {\"save_config\": {\"GLOBAL\": {}, \"TRAIN\": {\"save_interval\": 0, \"save_steps\": "
       "[3, 1], \"start_step\": \"5\", \"end_step\": 9}}}}, \"_meta\": {}}",
       "c.json");
-  ASSERT_TRUE(parsed) << parsed.error().message;
+  ASSERT_VIGIL_OK(parsed);
   EXPECT_EQ(parsed->num_workers, 1);
   const auto& sc = *parsed->collections[0].save_config;
   ASSERT_TRUE(sc[3]);

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-namespace vigil::format::testing {
+namespace vigil::test::proto {
 
 inline void varint(std::string& out, uint64_t v) {
   while (v >= 0x80) {
@@ -45,4 +45,4 @@ inline std::string f64(uint32_t field, double d) {
   return out;
 }
 
-}  // namespace vigil::format::testing
+}  // namespace vigil::test::proto

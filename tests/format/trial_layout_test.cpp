@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "fixture_files.h"
 #include "format/dtype.h"
+#include "test_support.h"
 
 namespace vigil::format {
 namespace {

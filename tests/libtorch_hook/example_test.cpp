@@ -11,15 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "test_trials.h"
+#include "test_support.h"
 #include "trial/trial.h"
 
 namespace {
 
-using vigil::testing::TempDir;
+using vigil::test::ScratchDir;
 
 // Runs a command line, returns (exit code, stdout + stderr).
-std::pair<int, std::string> run(const std::string& command, const TempDir& dir) {
+std::pair<int, std::string> run(const std::string& command, const ScratchDir& dir) {
   const auto out = dir.path() / "out.txt";
   const int status = std::system((command + " > '" + out.string() + "' 2>&1").c_str());
   std::ifstream in(out);
@@ -27,13 +27,13 @@ std::pair<int, std::string> run(const std::string& command, const TempDir& dir) 
 }
 
 TEST(LibtorchExample, WritesATrialWithVanishingGradients) {
-  TempDir dir;
+  ScratchDir dir;
   const auto trial_dir = dir.path() / "trial";
   auto [code, out] = run(std::string("'") + VIGIL_TORCH_EXAMPLE + "' '" + trial_dir.string() + "'", dir);
   ASSERT_EQ(code, 0) << out;
 
   auto opened = vigil::Trial::open(trial_dir);
-  ASSERT_TRUE(opened) << opened.error().message;
+  ASSERT_VIGIL_OK(opened);
   auto& trial = **opened;
   EXPECT_TRUE(trial.training_ended());
   std::vector<int64_t> all_steps(20);

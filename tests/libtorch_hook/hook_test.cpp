@@ -13,7 +13,7 @@
 
 #include <torch/torch.h>
 
-#include "test_trials.h"
+#include "test_support.h"
 #include "trial/trial.h"
 #include "vigil/torch/hook.h"
 
@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using vigil::Mode;
-using vigil::testing::TempDir;
+using vigil::test::ScratchDir;
 using vigil::torch::Hook;
 using vigil::torch::HookOptions;
 using Steps = std::vector<int64_t>;
@@ -40,7 +40,7 @@ const std::vector<std::string> kParams = {"TinyNet_fc1.weight", "TinyNet_fc1.bia
 
 std::unique_ptr<Hook> make_hook(HookOptions options) {
   auto hook = Hook::create(std::move(options));
-  EXPECT_TRUE(hook) << hook.error().message;
+  EXPECT_VIGIL_OK(hook);
   return hook ? std::move(*hook) : nullptr;
 }
 
@@ -82,12 +82,12 @@ std::vector<std::string> sorted(std::vector<std::string> v) {
 
 std::shared_ptr<vigil::Trial> open_trial(const fs::path& dir) {
   auto trial = vigil::Trial::open(dir);
-  EXPECT_TRUE(trial) << trial.error().message;
+  EXPECT_VIGIL_OK(trial);
   return trial ? *trial : nullptr;
 }
 
 TEST(LibtorchHook, SavesEveryOtherStepBitForBit) {
-  TempDir dir;
+  ScratchDir dir;
   torch::manual_seed(1);
   auto net = std::make_shared<TinyNet>();
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05));
@@ -134,7 +134,7 @@ TEST(LibtorchHook, SavesEveryOtherStepBitForBit) {
 }
 
 TEST(LibtorchHook, ModesAndNoGradientsOutsideTraining) {
-  TempDir dir;
+  ScratchDir dir;
   torch::manual_seed(2);
   auto net = std::make_shared<TinyNet>();
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05));
@@ -160,13 +160,13 @@ TEST(LibtorchHook, ModesAndNoGradientsOutsideTraining) {
   EXPECT_EQ(trial->tensor_steps("TinyNet_fc1.weight", Mode::Eval).value(), (Steps{0, 1}));
   for (const std::string name : {"TinyNet_fc2.weight", "MSELoss_output_0"}) {
     auto v = trial->value(name, 1, Mode::Eval);
-    ASSERT_TRUE(v) << v.error().message;
+    ASSERT_VIGIL_OK(v);
     expect_same(*v, captured.at({name, 4}), name);
   }
 }
 
 TEST(LibtorchHook, IncludeCollectionsReductionsAndCustomTensors) {
-  TempDir dir;
+  ScratchDir dir;
   torch::manual_seed(3);
   auto net = std::make_shared<TinyNet>();
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05));
@@ -212,7 +212,7 @@ TEST(LibtorchHook, IncludeCollectionsReductionsAndCustomTensors) {
     EXPECT_NEAR(l2->value, grad.norm().item<double>(), 1e-6) << name;
   }
   auto transposed = trial->value("custom/transposed", 1);
-  ASSERT_TRUE(transposed) << transposed.error().message;
+  ASSERT_VIGIL_OK(transposed);
   EXPECT_EQ(transposed->dtype(), vigil::format::ElementType::Float64);
   expect_same(*transposed, matrix.t().contiguous(), "custom/transposed");
   EXPECT_EQ(trial->value("custom/int64", 1)->dtype(), vigil::format::ElementType::Int64);
@@ -222,7 +222,7 @@ TEST(LibtorchHook, IncludeCollectionsReductionsAndCustomTensors) {
 }
 
 TEST(LibtorchHook, TopNameOfALibtorchModule) {
-  TempDir dir;
+  ScratchDir dir;
   torch::nn::Sequential seq(torch::nn::Linear(2, 2));
   auto hook = make_hook({.out_dir = dir.path(), .save_config = {.save_interval = 1}});
   ASSERT_TRUE(hook);
@@ -236,7 +236,7 @@ TEST(LibtorchHook, TopNameOfALibtorchModule) {
 
 // The hook's own failures never reach the training loop: reported once, then the hook stays quiet.
 TEST(LibtorchHookFaults, OutDirThatCannotBeCreated) {
-  TempDir dir;
+  ScratchDir dir;
   std::ofstream(dir.path() / "file") << "not a folder";
   vigil::Result<std::unique_ptr<Hook>> hook;
   EXPECT_NO_THROW(hook = Hook::create({.out_dir = dir.path() / "file" / "trial"}));
@@ -260,7 +260,7 @@ TEST(LibtorchHookFaults, WriteFailuresDisableTheHookOnceAndTrainingGoesOn) {
   // Weights fail first (in begin_step); with only gradients included, inside autograd's tensor hook.
   for (const bool gradients_only : {false, true}) {
     SCOPED_TRACE(gradients_only ? "gradients only" : "all collections");
-    TempDir dir;
+    ScratchDir dir;
     torch::manual_seed(4);
     auto net = std::make_shared<TinyNet>();
     torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.05));

@@ -20,7 +20,7 @@
 #include <random>
 #include <thread>
 
-#include "test_support.h"
+#include "torture_support.h"
 #include "writer_process.h"
 
 namespace vigil::torture {
@@ -159,8 +159,8 @@ class CrashTorture {
   }
 
   void one_trial() {
-    ScratchTrial dir;
-    const fs::path& root = dir.path();
+    test::ScratchDir scratch("vigil-torture");
+    const fs::path root = scratch / "trial";  // made by the first writer process
     std::vector<bool> finished(size_t(run_.workers), false);
     PublishedFiles files(root, run_.workers);
     Follower follower;
@@ -237,7 +237,7 @@ class CrashTorture {
     ASSERT_EQ(trial.last_complete_step(), last_complete) << who;
     for (int64_t s = verified_up_to + 1; s <= last_complete; ++s) {
       auto names = trial.tensor_names({.step = s});
-      ASSERT_TRUE(names) << names.error().message;
+      ASSERT_VIGIL_OK(names);
       ASSERT_EQ(std::set<std::string>(names->begin(), names->end()), tensor_names()) << who << " step " << s;
       for (int w = 0; w < run_.workers; ++w) ASSERT_NO_FATAL_FAILURE(verify_step(trial, s, w));
     }
@@ -300,7 +300,7 @@ class CrashTorture {
     const int64_t next = last_any + 1;
     if (!ended) {
       auto state = trial.has_passed_step(next);
-      ASSERT_TRUE(state) << state.error().message;
+      ASSERT_VIGIL_OK(state);
       ASSERT_EQ(*state, StepState::NotYetAvailable);
       auto value = trial.value("scalar/loss", next);
       ASSERT_FALSE(value);
@@ -317,7 +317,7 @@ class CrashTorture {
       return;
     }
     auto refreshed = follower.trial->refresh();
-    ASSERT_TRUE(refreshed) << refreshed.error().message;
+    ASSERT_VIGIL_OK(refreshed);
     ASSERT_NO_FATAL_FAILURE(verify_complete_steps(*follower.trial, last_complete, follower.verified_up_to, "follower"));
   }
 
@@ -325,14 +325,14 @@ class CrashTorture {
     ASSERT_NO_FATAL_FAILURE(files.scan());
     for (int w = 0; w < run_.workers; ++w) ASSERT_EQ(files.last_published(w), run_.steps - 1) << worker_name(w);
     // Nothing left behind: no .tmp file, and no event file that no index names.
-    for (const auto& rel : all_files(root)) {
+    for (const auto& rel : test::list_files(root)) {
       ASSERT_FALSE(rel.ends_with(format::kTmpSuffix)) << rel << " was left behind";
       if (rel.starts_with("events/")) {
         ASSERT_TRUE(files.referenced_event_files().contains(rel)) << rel << " is an orphan";
       }
     }
     auto opened = Trial::open(root, no_wait_options());
-    ASSERT_TRUE(opened) << opened.error().message;
+    ASSERT_VIGIL_OK(opened);
     Trial& trial = **opened;
     int64_t none_verified = -1;
     ASSERT_NO_FATAL_FAILURE(verify_complete_steps(trial, run_.steps - 1, none_verified, "final reader"));
@@ -344,7 +344,7 @@ class CrashTorture {
 
     ASSERT_TRUE(follower.trial) << "the trial never opened while it was being written";
     auto refreshed = follower.trial->refresh();
-    ASSERT_TRUE(refreshed) << refreshed.error().message;
+    ASSERT_VIGIL_OK(refreshed);
     ASSERT_NO_FATAL_FAILURE(verify_complete_steps(*follower.trial, run_.steps - 1, follower.verified_up_to, "follower"));
     ASSERT_TRUE(follower.trial->loaded_all_steps());
   }
@@ -383,8 +383,9 @@ TEST(CrashSafeWriter, LiveReaderFollowsAcrossKillsAndResumes) {
   const uint64_t seed = seed_from_env();
   const int64_t steps = count_from_env("VIGIL_TORTURE_FOLLOW_STEPS", 300);
   const int64_t big_elements = kSanitized ? (16 << 10) : (64 << 10);
-  ScratchTrial dir;
-  fs::create_directories(dir.path());
+  test::ScratchDir scratch("vigil-torture");
+  const fs::path trial_dir = scratch / "trial";
+  fs::create_directories(trial_dir);
   const auto started = Clock::now();
 
   std::vector<int64_t> seen;
@@ -392,7 +393,7 @@ TEST(CrashSafeWriter, LiveReaderFollowsAcrossKillsAndResumes) {
   std::thread reader([&] {
     TrialOptions options;
     options.collections_timeout = 60s;
-    auto opened = Trial::open(dir.path(), options);
+    auto opened = Trial::open(trial_dir, options);
     if (!opened) {
       reader_failure = "open: " + opened.error().message;
       return;
@@ -424,13 +425,13 @@ TEST(CrashSafeWriter, LiveReaderFollowsAcrossKillsAndResumes) {
       if (!fs::exists(marker)) std::ofstream{marker};
       thread.join();
     }
-  } join_reader{reader, dir.path() / format::kEndOfTrainingMarker};
+  } join_reader{reader, trial_dir / format::kEndOfTrainingMarker};
 
   std::mt19937_64 rng(seed);
   KillAim aim(rng);
   int64_t kills = 0;
-  while (!fs::exists(dir.path() / format::kEndOfTrainingMarker)) {
-    WriterProcess writer({"--dir", dir.path().string(), "--steps", std::to_string(steps), "--big-elements",
+  while (!fs::exists(trial_dir / format::kEndOfTrainingMarker)) {
+    WriterProcess writer({"--dir", trial_dir.string(), "--steps", std::to_string(steps), "--big-elements",
                           std::to_string(big_elements)});
     ASSERT_TRUE(writer.started());
     aim.wait_for_kill_point(writer, steps, 4);

@@ -16,7 +16,7 @@
 #include <memory>
 #include <thread>
 
-#include "test_support.h"
+#include "torture_support.h"
 #include "writer_process.h"
 
 namespace vigil::torture {
@@ -68,19 +68,20 @@ class WriterJob {
 };
 
 void follow_live_trial(int workers, int64_t steps) {
-  ScratchTrial dir;
+  test::ScratchDir scratch("vigil-torture");
+  const fs::path trial_dir = scratch / "trial";
   const uint64_t seed = seed_from_env();
   const auto started = Clock::now();
-  fs::create_directories(dir.path());  // the job's output folder exists before the training starts
-  WriterJob job(dir.path(), workers, steps, seed);
+  fs::create_directories(trial_dir);  // the job's output folder exists before the training starts
+  WriterJob job(trial_dir, workers, steps, seed);
 
   TrialOptions options;
   options.collections_timeout = kStepTimeout;
   // Keeps smdebug's incomplete-step window (§5.3 b) from declaring steps complete while one
   // worker runs more than 1000 steps ahead of the other (possible in long runs).
   options.incomplete_step_wait_window = std::max<int64_t>(1000, steps + 1);
-  auto opened = Trial::open(dir.path(), options);
-  ASSERT_TRUE(opened) << opened.error().message;
+  auto opened = Trial::open(trial_dir, options);
+  ASSERT_VIGIL_OK(opened);
   Trial& trial = **opened;
   ASSERT_EQ(trial.num_workers(), workers);
 
@@ -106,10 +107,10 @@ void follow_live_trial(int workers, int64_t steps) {
     // The rule's view of the step: frozen, complete, exact for every worker.
     trial.hold_refresh();
     auto state = trial.has_passed_step(step);
-    ASSERT_TRUE(state) << state.error().message;
+    ASSERT_VIGIL_OK(state);
     ASSERT_EQ(*state, StepState::Available);
     auto holders = trial.tensor_workers("big/weight", step);
-    ASSERT_TRUE(holders) << holders.error().message;
+    ASSERT_VIGIL_OK(holders);
     std::sort(holders->begin(), holders->end());
     ASSERT_EQ(*holders, all_workers) << "step " << step << " was reported complete before every worker wrote it";
     for (int w = 0; w < workers; ++w) {
@@ -123,7 +124,7 @@ void follow_live_trial(int workers, int64_t steps) {
     // keeps up with the writers and mostly waits at the step being written.
     if (step % 4 != 0) continue;
     auto next_state = trial.has_passed_step(step + 1);
-    ASSERT_TRUE(next_state) << next_state.error().message;
+    ASSERT_VIGIL_OK(next_state);
     // Unavailable only past the last step, once the end marker is seen.
     if (step + 1 < steps) {
       ASSERT_NE(*next_state, StepState::Unavailable) << "step " << step + 1;
@@ -145,7 +146,7 @@ void follow_live_trial(int workers, int64_t steps) {
     }
     if (step % 16 == 0) {
       auto complete = trial.steps();
-      ASSERT_TRUE(complete) << complete.error().message;
+      ASSERT_VIGIL_OK(complete);
       ASSERT_FALSE(complete->empty());
       ASSERT_EQ(complete->front(), 0);
       ASSERT_EQ(complete->back(), int64_t(complete->size()) - 1) << "complete steps have a gap";

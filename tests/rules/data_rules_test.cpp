@@ -10,118 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "evaluate/evaluator.h"
-#include "plugin_host/plugin_loader.h"
-#include "test_trials.h"
-#include "writer/trial_writer.h"
+#include "test_support.h"
 
 namespace vigil {
 namespace {
 
-namespace fs = std::filesystem;
 using evaluate::RuleEvaluationStatus;
-using testing::TempDir;
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// One tensor to save: values are converted to `dtype`.
-struct DataSave {
-  std::string name;
-  std::vector<double> values;
-  std::vector<int64_t> shape;
-  format::ElementType dtype = format::ElementType::Float32;
-};
-
-struct DataStep {
-  int64_t step;
-  Mode mode = Mode::Train;
-  int64_t mode_step = -1;  // -1: the global step
-  std::vector<DataSave> saves;
-};
-
-std::vector<std::byte> data_bytes(const DataSave& s) {
-  std::vector<std::byte> out;
-  auto append = [&out](const auto& v) {
-    const auto* p = reinterpret_cast<const std::byte*>(&v);
-    out.insert(out.end(), p, p + sizeof v);
-  };
-  for (double v : s.values) {
-    switch (s.dtype) {
-      case format::ElementType::Float32: append(static_cast<float>(v)); break;
-      case format::ElementType::Float64: append(v); break;
-      case format::ElementType::Int64: append(static_cast<int64_t>(v)); break;
-      case format::ElementType::Int32: append(static_cast<int32_t>(v)); break;
-      default: ADD_FAILURE() << "unsupported dtype in the test helper";
-    }
-  }
-  return out;
-}
-
-// Writes one worker's steps with Vigil's writer; the last worker written writes the end marker.
-void data_write_trial(const fs::path& dir, const std::vector<DataStep>& steps, const std::string& worker = "worker_0",
-                      int64_t num_workers = 1, const std::vector<format::CollectionConfig>& collections = {},
-                      bool end_marker = true) {
-  writer::WriterOptions options;
-  options.worker = worker;
-  options.num_workers = num_workers;
-  options.write_end_marker = end_marker;
-  for (auto& m : options.save_config) m.save_interval = 1;
-  auto w = writer::TrialWriter::create(dir, options);
-  ASSERT_TRUE(w.has_value()) << w.error().message;
-  for (const auto& c : collections) ASSERT_TRUE((*w)->add_collection(c).has_value());
-  for (const auto& s : steps) {
-    ASSERT_TRUE((*w)->begin_step_at(s.step, s.mode, s.mode_step < 0 ? s.step : s.mode_step).has_value());
-    for (const auto& save : s.saves) {
-      const auto bytes = data_bytes(save);
-      writer::TensorData data{.dtype = save.dtype, .shape = save.shape, .bytes = bytes};
-      auto r = (*w)->write_tensor(save.name, data);
-      ASSERT_TRUE(r.has_value()) << r.error().message;
-    }
-    ASSERT_TRUE((*w)->end_step().has_value());
-  }
-  auto r = (*w)->close();
-  ASSERT_TRUE(r.has_value()) << r.error().message;
-}
-
-const plugin_host::PluginRegistry& data_registry() {
-  static plugin_host::PluginRegistry registry = [] {
-    plugin_host::PluginRegistry r;
-    r.load_directory(VIGIL_BUILTIN_PLUGIN_DIR);
-    return r;
-  }();
-  return registry;
-}
-
-// Runs one rule on `trial` through the evaluator and returns its status.
-evaluate::RuleStatus data_evaluate(const std::string& rule, const fs::path& trial,
-                                   std::map<std::string, std::string> params = {}) {
-  const auto& registry = data_registry();
-  EXPECT_NE(registry.find(rule), nullptr) << rule << " is not loaded from " << VIGIL_BUILTIN_PLUGIN_DIR;
-  params["rule_to_invoke"] = rule;
-  auto config = evaluate::rule_from_parameters(rule, params, trial.string(), "test");
-  EXPECT_TRUE(config.has_value()) << config.error().message;
-  if (!config) return {};
-  evaluate::JobConfig job;
-  job.rules.push_back(*config);
-  auto ev = evaluate::Evaluator::create(registry, job, {});
-  EXPECT_TRUE(ev.has_value()) << ev.error().message;
-  if (!ev) return {};
-  (*ev)->run({});
-  return (*ev)->statuses().at(0);
-}
-
-std::vector<int64_t> data_steps(const evaluate::RuleStatus& s) {
-  std::vector<int64_t> out;
-  for (const auto& t : s.triggers) out.push_back(t.step);
-  return out;
-}
-
-std::string data_seen(const evaluate::RuleStatus& s) {
-  std::string out = std::string(evaluate::status_name(s.status)) + " " + s.details + " triggers [";
-  for (const auto& t : s.triggers) out += std::to_string(t.step) + " ";
-  return out + "]";
-}
+using namespace test;  // the suites' helpers: tests/support/test_support.h
 
 std::vector<double> data_repeat(std::initializer_list<std::pair<double, int>> runs) {
   std::vector<double> out;
@@ -130,9 +25,9 @@ std::vector<double> data_repeat(std::initializer_list<std::pair<double, int>> ru
 }
 
 // Class-id vectors saved as int64 `labels` / `predictions` at EVAL step `step` (mode step = index).
-DataStep data_eval_step(int64_t step, int64_t mode_step, const std::vector<double>& labels,
+TrialStep data_eval_step(int64_t step, int64_t mode_step, const std::vector<double>& labels,
                         const std::vector<double>& predictions) {
-  return DataStep{step,
+  return TrialStep{step,
                   Mode::Eval,
                   mode_step,
                   {{"labels", labels, {int64_t(labels.size())}, format::ElementType::Int64},
@@ -140,26 +35,26 @@ DataStep data_eval_step(int64_t step, int64_t mode_step, const std::vector<doubl
 }
 
 // A TRAIN step holding only an unrelated tensor.
-DataStep data_train_step(int64_t step, int64_t mode_step) {
-  return DataStep{step, Mode::Train, mode_step, {{"loss_output_0", {1.0}, {1}}}};
+TrialStep data_train_step(int64_t step, int64_t mode_step) {
+  return TrialStep{step, Mode::Train, mode_step, {{"loss_output_0", {1.0}, {1}}}};
 }
 
 // =============================================================================================
 // ClassImbalance
 
 TEST(DataClassImbalance, FiresOnImbalanceFromTheStepWhereSamplesAreReached) {
-  TempDir dir;
+  ScratchDir dir;
   const auto labels = data_repeat({{0, 95}, {1, 5}});
-  std::vector<DataStep> steps;
+  std::vector<TrialStep> steps;
   for (int64_t k = 0; k < 5; ++k) {
     steps.push_back(data_train_step(2 * k, k));               // skipped: no labels
     steps.push_back(data_eval_step(2 * k + 1, k, labels, labels));  // 100 labels each
   }
-  data_write_trial(dir.path(), steps);
-  auto s = data_evaluate("ClassImbalance", dir.path(), {{"samples", "250"}});
-  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << data_seen(s);
+  write_trial(dir.path(), steps);
+  auto s = evaluate_rule("ClassImbalance", dir.path(), {{"samples", "250"}});
+  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << seen(s);
   // 100, 200 labels: no verdict; 300 at step 5.
-  EXPECT_EQ(data_steps(s), (std::vector<int64_t>{5, 7, 9}));
+  EXPECT_EQ(trigger_steps(s), (std::vector<int64_t>{5, 7, 9}));
   const auto& e = s.triggers[0].evidence.at(0);
   EXPECT_EQ(e["labels_seen"], 300);
   EXPECT_DOUBLE_EQ(e["imbalance_ratio"].get<double>(), 19.0);
@@ -174,41 +69,41 @@ TEST(DataClassImbalance, FiresOnImbalanceFromTheStepWhereSamplesAreReached) {
   EXPECT_DOUBLE_EQ(e["worst_misprediction_rate"].get<double>(), 0.0);
 
   // With the default samples (500) the 500 labels are reached at the last step only.
-  auto d = data_evaluate("ClassImbalance", dir.path());
-  EXPECT_EQ(data_steps(d), (std::vector<int64_t>{9})) << data_seen(d);
+  auto d = evaluate_rule("ClassImbalance", dir.path());
+  EXPECT_EQ(trigger_steps(d), (std::vector<int64_t>{9})) << seen(d);
 }
 
 TEST(DataClassImbalance, RatioExactlyAtTheThresholdDoesNotFire) {
-  TempDir dir;
+  ScratchDir dir;
   const auto labels = data_repeat({{0, 100}, {1, 10}});  // ratio exactly 10
-  data_write_trial(dir.path(), {data_eval_step(0, 0, labels, labels)});
-  auto s = data_evaluate("ClassImbalance", dir.path(), {{"samples", "110"}});
-  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(s);
-  auto t = data_evaluate("ClassImbalance", dir.path(), {{"samples", "110"}, {"threshold_imbalance", "9.99"}});
-  EXPECT_EQ(data_steps(t), (std::vector<int64_t>{0})) << data_seen(t);
+  write_trial(dir.path(), {data_eval_step(0, 0, labels, labels)});
+  auto s = evaluate_rule("ClassImbalance", dir.path(), {{"samples", "110"}});
+  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << seen(s);
+  auto t = evaluate_rule("ClassImbalance", dir.path(), {{"samples", "110"}, {"threshold_imbalance", "9.99"}});
+  EXPECT_EQ(trigger_steps(t), (std::vector<int64_t>{0})) << seen(t);
   // Not enough labels: never judged.
-  auto u = data_evaluate("ClassImbalance", dir.path(), {{"samples", "111"}, {"threshold_imbalance", "9.99"}});
-  EXPECT_EQ(u.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(u);
+  auto u = evaluate_rule("ClassImbalance", dir.path(), {{"samples", "111"}, {"threshold_imbalance", "9.99"}});
+  EXPECT_EQ(u.status, RuleEvaluationStatus::NoIssuesFound) << seen(u);
 }
 
 TEST(DataClassImbalance, MispredictionRateAboveTheThresholdFires) {
-  TempDir dir;
+  ScratchDir dir;
   const auto labels = data_repeat({{0, 10}, {1, 10}, {2, 10}});
   // Class 1: 7 of 10 mispredicted (exactly 0.7); class 2: 8 of 10 at step 1.
   auto at_threshold = data_repeat({{0, 10}, {2, 7}, {1, 3}, {2, 10}});
   auto above = data_repeat({{0, 10}, {1, 10}, {0, 8}, {2, 2}});
   {
-    TempDir one;
-    data_write_trial(one.path(), {data_eval_step(0, 0, labels, at_threshold)});
-    auto s = data_evaluate("ClassImbalance", one.path(), {{"samples", "30"}});
-    EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(s);
+    ScratchDir one;
+    write_trial(one.path(), {data_eval_step(0, 0, labels, at_threshold)});
+    auto s = evaluate_rule("ClassImbalance", one.path(), {{"samples", "30"}});
+    EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << seen(s);
   }
-  data_write_trial(dir.path(), {data_eval_step(0, 0, labels, at_threshold), data_eval_step(1, 1, labels, above)});
-  auto s = data_evaluate("ClassImbalance", dir.path(), {{"samples", "30"}});
+  write_trial(dir.path(), {data_eval_step(0, 0, labels, at_threshold), data_eval_step(1, 1, labels, above)});
+  auto s = evaluate_rule("ClassImbalance", dir.path(), {{"samples", "30"}});
   // Cumulative at step 1: class 1 7/20, class 2 8/20: nothing above 0.7.
-  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(s);
-  auto t = data_evaluate("ClassImbalance", dir.path(), {{"samples", "30"}, {"threshold_misprediction", "0.3"}});
-  ASSERT_EQ(data_steps(t), (std::vector<int64_t>{0, 1})) << data_seen(t);
+  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << seen(s);
+  auto t = evaluate_rule("ClassImbalance", dir.path(), {{"samples", "30"}, {"threshold_misprediction", "0.3"}});
+  ASSERT_EQ(trigger_steps(t), (std::vector<int64_t>{0, 1})) << seen(t);
   const auto& e = t.triggers[1].evidence.at(0);
   EXPECT_EQ(e["imbalance_exceeded"], false);
   EXPECT_DOUBLE_EQ(e["misprediction_rate_above_threshold"]["1"].get<double>(), 0.35);
@@ -217,34 +112,34 @@ TEST(DataClassImbalance, MispredictionRateAboveTheThresholdFires) {
 }
 
 TEST(DataClassImbalance, ArgmaxOverTheLastAxisOfScores) {
-  TempDir dir;
+  ScratchDir dir;
   // 4 samples, 3 classes of scores; argmax = [2, 0, 1, 1]; labels [2, 0, 0, 0].
-  DataStep step{0, Mode::Eval, 0,
+  TrialStep step{0, Mode::Eval, 0,
                 {{"labels", {2, 0, 0, 0}, {4}, format::ElementType::Int64},
                  {"predictions", {0.1, 0.2, 0.7, 0.9, 0.05, 0.05, 0.3, 0.6, 0.1, 0.2, 0.5, 0.3}, {4, 3}}}};
-  data_write_trial(dir.path(), {step});
-  auto s = data_evaluate("ClassImbalance", dir.path(),
+  write_trial(dir.path(), {step});
+  auto s = evaluate_rule("ClassImbalance", dir.path(),
                          {{"samples", "4"}, {"argmax", "True"}, {"threshold_misprediction", "0.6"}});
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{0})) << data_seen(s);
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0})) << seen(s);
   const auto& e = s.triggers[0].evidence.at(0);
   EXPECT_DOUBLE_EQ(e["misprediction_rate_above_threshold"]["0"].get<double>(), 2.0 / 3.0);
   EXPECT_DOUBLE_EQ(e["imbalance_ratio"].get<double>(), 3.0);
   EXPECT_EQ(e["misprediction_rate_above_threshold"].size(), 1u);
 
   // Without argmax the 12 scores do not pair with 4 labels: the rule fails and says why.
-  auto f = data_evaluate("ClassImbalance", dir.path(), {{"samples", "4"}});
+  auto f = evaluate_rule("ClassImbalance", dir.path(), {{"samples", "4"}});
   EXPECT_EQ(f.status, RuleEvaluationStatus::Error);
   EXPECT_NE(f.details.find("4 labels but predictions holds 12 predictions"), std::string::npos) << f.details;
 }
 
 TEST(DataClassImbalance, NaNPredictionsAreMispredictionsAndNaNLabelsOneClass) {
-  TempDir dir;
-  DataStep step{0, Mode::Eval, 0,
+  ScratchDir dir;
+  TrialStep step{0, Mode::Eval, 0,
                 {{"labels", {0, 0, 1, 1, kNaN, kNaN}, {6}, format::ElementType::Float32},
                  {"predictions", {0, 0, kNaN, kNaN, kNaN, 1}, {6}, format::ElementType::Float32}}};
-  data_write_trial(dir.path(), {step});
-  auto s = data_evaluate("ClassImbalance", dir.path(), {{"samples", "6"}});
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{0})) << data_seen(s);
+  write_trial(dir.path(), {step});
+  auto s = evaluate_rule("ClassImbalance", dir.path(), {{"samples", "6"}});
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0})) << seen(s);
   const auto& e = s.triggers[0].evidence.at(0);
   EXPECT_EQ(e["classes"], 3);
   EXPECT_EQ(e["class_counts"]["nan"], 2);
@@ -254,33 +149,31 @@ TEST(DataClassImbalance, NaNPredictionsAreMispredictionsAndNaNLabelsOneClass) {
 }
 
 TEST(DataClassImbalance, MissingTensorsSkipStepsAndRegexesSelectTensors) {
-  TempDir dir;
+  ScratchDir dir;
   const auto labels = data_repeat({{0, 20}, {1, 1}});
-  data_write_trial(dir.path(),
+  write_trial(dir.path(),
                    {data_train_step(0, 0),
                     // only labels: skipped
-                    DataStep{1, Mode::Eval, 0, {{"labels", labels, {21}, format::ElementType::Int64}}},
-                    DataStep{2, Mode::Eval, 1,
+                    TrialStep{1, Mode::Eval, 0, {{"labels", labels, {21}, format::ElementType::Int64}}},
+                    TrialStep{2, Mode::Eval, 1,
                              {{"val/y", labels, {21}, format::ElementType::Int64},
                               {"val/y_hat", labels, {21}, format::ElementType::Int64}}}});
-  auto none = data_evaluate("ClassImbalance", dir.path(), {{"samples", "1"}});
-  EXPECT_EQ(none.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(none);
-  auto s = data_evaluate("ClassImbalance", dir.path(),
+  auto none = evaluate_rule("ClassImbalance", dir.path(), {{"samples", "1"}});
+  EXPECT_EQ(none.status, RuleEvaluationStatus::NoIssuesFound) << seen(none);
+  auto s = evaluate_rule("ClassImbalance", dir.path(),
                          {{"samples", "1"}, {"labels_regex", "y$"}, {"predictions_regex", "y_hat"}});
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{2})) << data_seen(s);
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{2})) << seen(s);
   EXPECT_EQ(s.triggers[0].evidence.at(0)["label_tensors"], nlohmann::json::array({"val/y"}));
   EXPECT_DOUBLE_EQ(s.triggers[0].evidence.at(0)["imbalance_ratio"].get<double>(), 20.0);
 }
 
 TEST(DataClassImbalance, WorkersArePooled) {
-  TempDir dir;
+  ScratchDir dir;
   // Each worker alone is balanced enough for samples=40 only together.
-  data_write_trial(dir.path(), {data_eval_step(0, 0, data_repeat({{0, 19}, {1, 1}}), data_repeat({{0, 20}}))},
-                   "worker_0", 2, {}, false);
-  data_write_trial(dir.path(), {data_eval_step(0, 0, data_repeat({{0, 19}, {1, 1}}), data_repeat({{0, 20}}))},
-                   "worker_1", 2);
-  auto s = data_evaluate("ClassImbalance", dir.path(), {{"samples", "40"}});
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{0})) << data_seen(s);
+  write_trial(dir.path(), {data_eval_step(0, 0, data_repeat({{0, 19}, {1, 1}}), data_repeat({{0, 20}}))}, {.num_workers = 2, .end_marker = false});
+  write_trial(dir.path(), {data_eval_step(0, 0, data_repeat({{0, 19}, {1, 1}}), data_repeat({{0, 20}}))}, {.worker = "worker_1", .num_workers = 2});
+  auto s = evaluate_rule("ClassImbalance", dir.path(), {{"samples", "40"}});
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0})) << seen(s);
   EXPECT_EQ(s.triggers[0].evidence.at(0)["labels_seen"], 40);
   EXPECT_DOUBLE_EQ(s.triggers[0].evidence.at(0)["imbalance_ratio"].get<double>(), 19.0);
 }
@@ -289,13 +182,13 @@ TEST(DataClassImbalance, WorkersArePooled) {
 // Confusion
 
 TEST(DataConfusion, SpecTestVectors) {
-  TempDir dir;
+  ScratchDir dir;
   std::vector<double> y{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
   auto y_hat = y;
   y_hat[4] = 7;
-  data_write_trial(dir.path(), {data_eval_step(0, 0, y, y_hat)});
-  auto s = data_evaluate("Confusion", dir.path(), {{"category_no", "10"}});
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{0})) << data_seen(s);
+  write_trial(dir.path(), {data_eval_step(0, 0, y, y_hat)});
+  auto s = evaluate_rule("Confusion", dir.path(), {{"category_no", "10"}});
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0})) << seen(s);
   const auto& e = s.triggers[0].evidence.at(0);
   EXPECT_EQ(e["category_no"], 10);
   EXPECT_EQ(e["category_no_inferred"], false);
@@ -309,84 +202,83 @@ TEST(DataConfusion, SpecTestVectors) {
   EXPECT_DOUBLE_EQ(e["accuracy"].get<double>(), 0.9);
 
   // Test 3: min_diag 0 leaves the off-diagonal check alone.
-  auto t = data_evaluate("Confusion", dir.path(), {{"min_diag", "0"}, {"max_off_diag", "0.01"}});
-  ASSERT_EQ(data_steps(t), (std::vector<int64_t>{0})) << data_seen(t);
+  auto t = evaluate_rule("Confusion", dir.path(), {{"min_diag", "0"}, {"max_off_diag", "0.01"}});
+  ASSERT_EQ(trigger_steps(t), (std::vector<int64_t>{0})) << seen(t);
   EXPECT_EQ(t.triggers[0].evidence.at(0)["columns"][0]["below_min_diag"], false);
   EXPECT_EQ(t.triggers[0].evidence.at(0)["category_no_inferred"], true);
 
   // Test 4: identical tensors named labels and predictions, defaults: no trigger.
-  TempDir same;
-  data_write_trial(same.path(), {data_eval_step(0, 0, y, y)});
-  auto u = data_evaluate("Confusion", same.path());
-  EXPECT_EQ(u.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(u);
+  ScratchDir same;
+  write_trial(same.path(), {data_eval_step(0, 0, y, y)});
+  auto u = evaluate_rule("Confusion", same.path());
+  EXPECT_EQ(u.status, RuleEvaluationStatus::NoIssuesFound) << seen(u);
 }
 
 TEST(DataConfusion, ColumnSharesExactlyAtTheBoundsDoNotFire) {
-  TempDir dir;
+  ScratchDir dir;
   // Column 0: 9 correct, 1 labelled 1 (diagonal 0.9, off-diagonal 0.1); column 1: 10 correct.
   auto y = data_repeat({{0, 9}, {1, 11}});
   auto y_hat = data_repeat({{0, 10}, {1, 10}});
-  data_write_trial(dir.path(), {data_eval_step(0, 0, y, y_hat)});
-  auto s = data_evaluate("Confusion", dir.path());
-  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(s);
-  auto d = data_evaluate("Confusion", dir.path(), {{"min_diag", "0.91"}});
-  ASSERT_EQ(data_steps(d), (std::vector<int64_t>{0})) << data_seen(d);
+  write_trial(dir.path(), {data_eval_step(0, 0, y, y_hat)});
+  auto s = evaluate_rule("Confusion", dir.path());
+  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << seen(s);
+  auto d = evaluate_rule("Confusion", dir.path(), {{"min_diag", "0.91"}});
+  ASSERT_EQ(trigger_steps(d), (std::vector<int64_t>{0})) << seen(d);
   EXPECT_EQ(d.triggers[0].evidence.at(0)["columns"][0]["above_max_off_diag"], false);
-  auto o = data_evaluate("Confusion", dir.path(), {{"max_off_diag", "0.09"}});
-  ASSERT_EQ(data_steps(o), (std::vector<int64_t>{0})) << data_seen(o);
+  auto o = evaluate_rule("Confusion", dir.path(), {{"max_off_diag", "0.09"}});
+  ASSERT_EQ(trigger_steps(o), (std::vector<int64_t>{0})) << seen(o);
   EXPECT_EQ(o.triggers[0].evidence.at(0)["columns"][0]["below_min_diag"], false);
   EXPECT_EQ(o.triggers[0].evidence.at(0)["violating_columns"], 1);
 }
 
 TEST(DataConfusion, EachStepIsJudgedOnItsOwnAndTrainStepsAreSkipped) {
-  TempDir dir;
+  ScratchDir dir;
   std::vector<double> y{0, 1, 2, 3};
-  data_write_trial(dir.path(), {data_train_step(0, 0), data_eval_step(1, 0, y, {0, 1, 2, 2}),
+  write_trial(dir.path(), {data_train_step(0, 0), data_eval_step(1, 0, y, {0, 1, 2, 2}),
                                 data_train_step(2, 1), data_eval_step(3, 1, y, y)});
-  auto s = data_evaluate("Confusion", dir.path());
-  EXPECT_EQ(data_steps(s), (std::vector<int64_t>{1})) << data_seen(s);
+  auto s = evaluate_rule("Confusion", dir.path());
+  EXPECT_EQ(trigger_steps(s), (std::vector<int64_t>{1})) << seen(s);
 }
 
 TEST(DataConfusion, CollectionsWhenNoTensorHasTheDefaultNames) {
-  TempDir dir;
+  ScratchDir dir;
   std::vector<double> y{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
   auto bad = y;
   bad[0] = 1;
   format::CollectionConfig labels{.name = "labels", .include_regex = {"^y$"}};
   format::CollectionConfig preds{.name = "preds", .include_regex = {"^y_hat$"}};
-  data_write_trial(dir.path(),
-                   {DataStep{0, Mode::Eval, 0, {{"y", y, {10}, format::ElementType::Int64}, {"y_hat", y, {10}, format::ElementType::Int64}}},
-                    DataStep{1, Mode::Eval, 1, {{"y", y, {10}, format::ElementType::Int64}, {"y_hat", bad, {10}, format::ElementType::Int64}}}},
-                   "worker_0", 1, {labels, preds});
-  auto s = data_evaluate("Confusion", dir.path(), {{"predictions_collection", "preds"}});
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{1})) << data_seen(s);
+  write_trial(dir.path(),
+                   {TrialStep{0, Mode::Eval, 0, {{"y", y, {10}, format::ElementType::Int64}, {"y_hat", y, {10}, format::ElementType::Int64}}},
+                    TrialStep{1, Mode::Eval, 1, {{"y", y, {10}, format::ElementType::Int64}, {"y_hat", bad, {10}, format::ElementType::Int64}}}}, {.collections = {labels, preds}});
+  auto s = evaluate_rule("Confusion", dir.path(), {{"predictions_collection", "preds"}});
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{1})) << seen(s);
   EXPECT_EQ(s.triggers[0].evidence.at(0)["label_tensors"], nlohmann::json::array({"y"}));
   EXPECT_EQ(s.triggers[0].evidence.at(0)["prediction_tensors"], nlohmann::json::array({"y_hat"}));
   // Without the right collection there is nothing to read: every step is skipped.
-  auto n = data_evaluate("Confusion", dir.path());
-  EXPECT_EQ(n.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(n);
+  auto n = evaluate_rule("Confusion", dir.path());
+  EXPECT_EQ(n.status, RuleEvaluationStatus::NoIssuesFound) << seen(n);
 }
 
 TEST(DataConfusion, ValuesThatAreNotClassIndicesFailTheRule) {
   {
-    TempDir dir;
-    DataStep step{0, Mode::Eval, 0,
+    ScratchDir dir;
+    TrialStep step{0, Mode::Eval, 0,
                   {{"labels", {0, 1, 2}, {3}, format::ElementType::Float32},
                    {"predictions", {0, kNaN, 2}, {3}, format::ElementType::Float32}}};
-    data_write_trial(dir.path(), {step});
-    auto s = data_evaluate("Confusion", dir.path());
+    write_trial(dir.path(), {step});
+    auto s = evaluate_rule("Confusion", dir.path());
     EXPECT_EQ(s.status, RuleEvaluationStatus::Error);
     EXPECT_NE(s.details.find("predictions holds nan at index 1"), std::string::npos) << s.details;
   }
   {
-    TempDir dir;
-    data_write_trial(dir.path(), {data_eval_step(0, 0, {0, 1, 5}, {0, 1, 5})});
-    auto s = data_evaluate("Confusion", dir.path(), {{"category_no", "5"}});
+    ScratchDir dir;
+    write_trial(dir.path(), {data_eval_step(0, 0, {0, 1, 5}, {0, 1, 5})});
+    auto s = evaluate_rule("Confusion", dir.path(), {{"category_no", "5"}});
     EXPECT_EQ(s.status, RuleEvaluationStatus::Error);
     EXPECT_NE(s.details.find("labels holds 5 at index 2, which is not a class index in [0, 5)"), std::string::npos)
         << s.details;
-    auto inferred = data_evaluate("Confusion", dir.path());
-    EXPECT_EQ(inferred.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(inferred);
+    auto inferred = evaluate_rule("Confusion", dir.path());
+    EXPECT_EQ(inferred.status, RuleEvaluationStatus::NoIssuesFound) << seen(inferred);
   }
 }
 
@@ -394,8 +286,8 @@ TEST(DataConfusion, ValuesThatAreNotClassIndicesFailTheRule) {
 // CheckInputImages
 
 // A batch of `n` NCHW images (3 channels of 2x2) whose channel c holds means[c].
-DataSave data_images(const std::string& name, int64_t n, const std::vector<double>& means) {
-  DataSave s{name, {}, {n, 3, 2, 2}};
+TensorSave data_images(const std::string& name, int64_t n, const std::vector<double>& means) {
+  TensorSave s{name, {}, {n, 3, 2, 2}};
   for (int64_t i = 0; i < n; ++i)
     for (double m : means)
       for (int k = 0; k < 4; ++k) s.values.push_back(m);
@@ -403,15 +295,15 @@ DataSave data_images(const std::string& name, int64_t n, const std::vector<doubl
 }
 
 TEST(DataCheckInputImages, FiresOnceEnoughImagesWereSeen) {
-  TempDir dir;
-  std::vector<DataStep> steps;
+  ScratchDir dir;
+  std::vector<TrialStep> steps;
   for (int64_t k = 0; k < 4; ++k) {
-    steps.push_back(DataStep{2 * k, Mode::Train, k, {data_images("net_hybridsequential0_input_0", 4, {0, 0.5, 0})}});
-    steps.push_back(DataStep{2 * k + 1, Mode::Eval, k, {{"loss", {1}, {1}}}});  // skipped
+    steps.push_back(TrialStep{2 * k, Mode::Train, k, {data_images("net_hybridsequential0_input_0", 4, {0, 0.5, 0})}});
+    steps.push_back(TrialStep{2 * k + 1, Mode::Eval, k, {{"loss", {1}, {1}}}});  // skipped
   }
-  data_write_trial(dir.path(), steps);
-  auto s = data_evaluate("CheckInputImages", dir.path(), {{"threshold_samples", "10"}});
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{4, 6})) << data_seen(s);  // 12 images at step 4
+  write_trial(dir.path(), steps);
+  auto s = evaluate_rule("CheckInputImages", dir.path(), {{"threshold_samples", "10"}});
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{4, 6})) << seen(s);  // 12 images at step 4
   const auto& e = s.triggers[0].evidence.at(0);
   EXPECT_EQ(e["tensor"], "net_hybridsequential0_input_0");
   EXPECT_EQ(e["samples_seen"], 12);
@@ -419,82 +311,82 @@ TEST(DataCheckInputImages, FiresOnceEnoughImagesWereSeen) {
   EXPECT_EQ(e["channels_above_threshold"], nlohmann::json::array({1}));
   EXPECT_EQ(e["threshold_mean"], 0.2);
   // Defaults: 500 images are never reached.
-  auto d = data_evaluate("CheckInputImages", dir.path());
-  EXPECT_EQ(d.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(d);
+  auto d = evaluate_rule("CheckInputImages", dir.path());
+  EXPECT_EQ(d.status, RuleEvaluationStatus::NoIssuesFound) << seen(d);
 }
 
 TEST(DataCheckInputImages, MeansAreCumulativeAndTheBoundIsStrict) {
-  TempDir dir;
+  ScratchDir dir;
   // Channel 0 means: 0.25 on every image; channel 2: -0.75 then +0.25 (cumulative -0.25).
-  data_write_trial(dir.path(), {DataStep{0, Mode::Train, 0, {data_images("hybridsequential0_input_0", 2, {0.25, 0, -0.75})}},
-                                DataStep{1, Mode::Train, 1, {data_images("hybridsequential0_input_0", 2, {0.25, 0, 0.25})}}});
-  auto s = data_evaluate("CheckInputImages", dir.path(), {{"threshold_samples", "2"}, {"threshold_mean", "0.25"}});
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{0})) << data_seen(s);
+  write_trial(dir.path(), {TrialStep{0, Mode::Train, 0, {data_images("hybridsequential0_input_0", 2, {0.25, 0, -0.75})}},
+                                TrialStep{1, Mode::Train, 1, {data_images("hybridsequential0_input_0", 2, {0.25, 0, 0.25})}}});
+  auto s = evaluate_rule("CheckInputImages", dir.path(), {{"threshold_samples", "2"}, {"threshold_mean", "0.25"}});
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0})) << seen(s);
   EXPECT_EQ(s.triggers[0].evidence.at(0)["channels_above_threshold"], nlohmann::json::array({2}));
-  auto t = data_evaluate("CheckInputImages", dir.path(), {{"threshold_samples", "4"}, {"threshold_mean", "0.25"}});
-  EXPECT_EQ(t.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(t);  // |-0.25| and 0.25 are not > 0.25
-  auto u = data_evaluate("CheckInputImages", dir.path(), {{"threshold_samples", "4"}, {"threshold_mean", "0.24"}});
-  ASSERT_EQ(data_steps(u), (std::vector<int64_t>{1})) << data_seen(u);
+  auto t = evaluate_rule("CheckInputImages", dir.path(), {{"threshold_samples", "4"}, {"threshold_mean", "0.25"}});
+  EXPECT_EQ(t.status, RuleEvaluationStatus::NoIssuesFound) << seen(t);  // |-0.25| and 0.25 are not > 0.25
+  auto u = evaluate_rule("CheckInputImages", dir.path(), {{"threshold_samples", "4"}, {"threshold_mean", "0.24"}});
+  ASSERT_EQ(trigger_steps(u), (std::vector<int64_t>{1})) << seen(u);
   EXPECT_EQ(u.triggers[0].evidence.at(0)["channel_means"], nlohmann::json::array({0.25, 0.0, -0.25}));
 }
 
 TEST(DataCheckInputImages, ChannelsLastWithANegativeAxis) {
-  TempDir dir;
+  ScratchDir dir;
   // NHWC: 2 images of 1x2 pixels with 3 channels; channel 2 holds 1.0.
-  DataSave nhwc{"hybridsequential0_input_0", {0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1}, {2, 1, 2, 3}};
-  data_write_trial(dir.path(), {DataStep{0, Mode::Train, 0, {nhwc}}});
-  auto s = data_evaluate("CheckInputImages", dir.path(), {{"threshold_samples", "2"}, {"channel", "-1"}});
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{0})) << data_seen(s);
+  TensorSave nhwc{"hybridsequential0_input_0", {0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1}, {2, 1, 2, 3}};
+  write_trial(dir.path(), {TrialStep{0, Mode::Train, 0, {nhwc}}});
+  auto s = evaluate_rule("CheckInputImages", dir.path(), {{"threshold_samples", "2"}, {"channel", "-1"}});
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0})) << seen(s);
   EXPECT_EQ(s.triggers[0].evidence.at(0)["channel_means"], nlohmann::json::array({0.0, 0.0, 1.0}));
   // Channel 1 of NHWC is the height (1): its mean 1/3 fires as well, a misconfiguration the user sees.
-  auto h = data_evaluate("CheckInputImages", dir.path(), {{"threshold_samples", "2"}});
-  ASSERT_EQ(data_steps(h), (std::vector<int64_t>{0})) << data_seen(h);
+  auto h = evaluate_rule("CheckInputImages", dir.path(), {{"threshold_samples", "2"}});
+  ASSERT_EQ(trigger_steps(h), (std::vector<int64_t>{0})) << seen(h);
   EXPECT_EQ(h.triggers[0].evidence.at(0)["channel_means"].size(), 1u);
   // Axis 0 (the batch) or beyond the tensor: an error.
-  auto bad = data_evaluate("CheckInputImages", dir.path(), {{"threshold_samples", "2"}, {"channel", "4"}});
+  auto bad = evaluate_rule("CheckInputImages", dir.path(), {{"threshold_samples", "2"}, {"channel", "4"}});
   EXPECT_EQ(bad.status, RuleEvaluationStatus::Error);
   EXPECT_NE(bad.details.find("channel=4 is not one of its non-batch axes"), std::string::npos) << bad.details;
 }
 
 TEST(DataCheckInputImages, NaNNeverFiresInfDoes) {
-  TempDir dir;
+  ScratchDir dir;
   auto nan_images = data_images("hybridsequential0_input_0", 2, {kNaN, 0, 0});
-  data_write_trial(dir.path(), {DataStep{0, Mode::Train, 0, {nan_images}}});
-  auto s = data_evaluate("CheckInputImages", dir.path(), {{"threshold_samples", "1"}});
-  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(s);
-  TempDir inf;
-  data_write_trial(inf.path(), {DataStep{0, Mode::Train, 0, {data_images("hybridsequential0_input_0", 2, {0, -kInf, 0})}}});
-  auto t = data_evaluate("CheckInputImages", inf.path(), {{"threshold_samples", "1"}});
-  ASSERT_EQ(data_steps(t), (std::vector<int64_t>{0})) << data_seen(t);
+  write_trial(dir.path(), {TrialStep{0, Mode::Train, 0, {nan_images}}});
+  auto s = evaluate_rule("CheckInputImages", dir.path(), {{"threshold_samples", "1"}});
+  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << seen(s);
+  ScratchDir inf;
+  write_trial(inf.path(), {TrialStep{0, Mode::Train, 0, {data_images("hybridsequential0_input_0", 2, {0, -kInf, 0})}}});
+  auto t = evaluate_rule("CheckInputImages", inf.path(), {{"threshold_samples", "1"}});
+  ASSERT_EQ(trigger_steps(t), (std::vector<int64_t>{0})) << seen(t);
   EXPECT_EQ(t.triggers[0].evidence.at(0)["channels_above_threshold"], nlohmann::json::array({1}));
 }
 
 TEST(DataCheckInputImages, NoMatchingTensorIsNoData) {
-  TempDir dir;
-  data_write_trial(dir.path(), {DataStep{0, Mode::Train, 0, {data_images("other_input_0", 600, {1, 1, 1})}}});
-  auto s = data_evaluate("CheckInputImages", dir.path());
-  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(s);
-  auto r = data_evaluate("CheckInputImages", dir.path(), {{"regex", "other_input"}});
-  EXPECT_EQ(data_steps(r), (std::vector<int64_t>{0})) << data_seen(r);
+  ScratchDir dir;
+  write_trial(dir.path(), {TrialStep{0, Mode::Train, 0, {data_images("other_input_0", 600, {1, 1, 1})}}});
+  auto s = evaluate_rule("CheckInputImages", dir.path());
+  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << seen(s);
+  auto r = evaluate_rule("CheckInputImages", dir.path(), {{"regex", "other_input"}});
+  EXPECT_EQ(trigger_steps(r), (std::vector<int64_t>{0})) << seen(r);
 }
 
 // =============================================================================================
 // NLPSequenceRatio
 
-DataSave data_tokens(const std::string& name, std::vector<double> ids, format::ElementType dtype = format::ElementType::Int64) {
+TensorSave data_tokens(const std::string& name, std::vector<double> ids, format::ElementType dtype = format::ElementType::Int64) {
   const auto n = static_cast<int64_t>(ids.size());
-  return DataSave{name, std::move(ids), {2, n / 2}, dtype};
+  return TensorSave{name, std::move(ids), {2, n / 2}, dtype};
 }
 
 TEST(DataNLPSequenceRatio, FiresAboveTheThresholdNotAtIt) {
-  TempDir dir;
+  ScratchDir dir;
   std::vector<double> half = data_repeat({{0, 10}, {5, 10}});   // 50 %
   std::vector<double> more = data_repeat({{0, 11}, {5, 9}});    // 55 %
-  data_write_trial(dir.path(), {DataStep{0, Mode::Train, 0, {data_tokens("model.embedding0_input_0", half)}},
-                                DataStep{1, Mode::Eval, 0, {{"loss", {1}, {1}}}},
-                                DataStep{2, Mode::Train, 1, {data_tokens("model.embedding0_input_0", more)}}});
-  auto s = data_evaluate("NLPSequenceRatio", dir.path());
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{2})) << data_seen(s);
+  write_trial(dir.path(), {TrialStep{0, Mode::Train, 0, {data_tokens("model.embedding0_input_0", half)}},
+                                TrialStep{1, Mode::Eval, 0, {{"loss", {1}, {1}}}},
+                                TrialStep{2, Mode::Train, 1, {data_tokens("model.embedding0_input_0", more)}}});
+  auto s = evaluate_rule("NLPSequenceRatio", dir.path());
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{2})) << seen(s);
   const auto& e = s.triggers[0].evidence.at(0);
   EXPECT_EQ(e["tensor"], "model.embedding0_input_0");
   EXPECT_EQ(e["worker"], "worker_0");
@@ -506,51 +398,49 @@ TEST(DataNLPSequenceRatio, FiresAboveTheThresholdNotAtIt) {
 }
 
 TEST(DataNLPSequenceRatio, SeveralTokensPairedWithTheirThresholds) {
-  TempDir dir;
+  ScratchDir dir;
   std::vector<double> ids = data_repeat({{0, 4}, {1, 6}, {7, 10}});  // 20 %, 30 %
-  data_write_trial(dir.path(), {DataStep{0, Mode::Train, 0, {data_tokens("embedding0_input_0", ids)}}});
-  auto s = data_evaluate("NLPSequenceRatio", dir.path(),
+  write_trial(dir.path(), {TrialStep{0, Mode::Train, 0, {data_tokens("embedding0_input_0", ids)}}});
+  auto s = evaluate_rule("NLPSequenceRatio", dir.path(),
                          {{"token_values", "0, 1"}, {"token_thresholds_percent", "10, 30"}});
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{0})) << data_seen(s);
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0})) << seen(s);
   ASSERT_EQ(s.triggers[0].evidence.size(), 1u);  // token 1 is exactly at 30 %
   EXPECT_EQ(s.triggers[0].evidence[0]["token_value"], 0.0);
   // The 2020 docs' "50,50" for one token: the extra threshold is ignored.
-  auto old = data_evaluate("NLPSequenceRatio", dir.path(), {{"token_thresholds_percent", "50,50"}});
-  EXPECT_EQ(old.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(old);
+  auto old = evaluate_rule("NLPSequenceRatio", dir.path(), {{"token_thresholds_percent", "50,50"}});
+  EXPECT_EQ(old.status, RuleEvaluationStatus::NoIssuesFound) << seen(old);
   // A token without a threshold is refused when the rule is created.
-  auto bad = data_evaluate("NLPSequenceRatio", dir.path(), {{"token_values", "0,1"}});
+  auto bad = evaluate_rule("NLPSequenceRatio", dir.path(), {{"token_values", "0,1"}});
   EXPECT_EQ(bad.status, RuleEvaluationStatus::Error);
   EXPECT_NE(bad.details.find("one threshold per token value"), std::string::npos) << bad.details;
-  auto pct = data_evaluate("NLPSequenceRatio", dir.path(), {{"token_thresholds_percent", "150"}});
+  auto pct = evaluate_rule("NLPSequenceRatio", dir.path(), {{"token_thresholds_percent", "150"}});
   EXPECT_EQ(pct.status, RuleEvaluationStatus::Error);
 }
 
 TEST(DataNLPSequenceRatio, NaNElementsNeverMatchAndWorkersAreJudgedApart) {
-  TempDir dir;
-  data_write_trial(dir.path(),
-                   {DataStep{0, Mode::Train, 0, {data_tokens("embedding0_input_0", data_repeat({{kNaN, 8}, {3, 2}}), format::ElementType::Float32)}}},
-                   "worker_0", 2, {}, false);
-  data_write_trial(dir.path(),
-                   {DataStep{0, Mode::Train, 0, {data_tokens("embedding0_input_0", data_repeat({{0, 8}, {3, 2}}))}}},
-                   "worker_1", 2);
-  auto nan_token = data_evaluate("NLPSequenceRatio", dir.path(), {{"token_values", "nan"}});
+  ScratchDir dir;
+  write_trial(dir.path(),
+                   {TrialStep{0, Mode::Train, 0, {data_tokens("embedding0_input_0", data_repeat({{kNaN, 8}, {3, 2}}), format::ElementType::Float32)}}}, {.num_workers = 2, .end_marker = false});
+  write_trial(dir.path(),
+                   {TrialStep{0, Mode::Train, 0, {data_tokens("embedding0_input_0", data_repeat({{0, 8}, {3, 2}}))}}}, {.worker = "worker_1", .num_workers = 2});
+  auto nan_token = evaluate_rule("NLPSequenceRatio", dir.path(), {{"token_values", "nan"}});
   EXPECT_EQ(nan_token.status, RuleEvaluationStatus::Error);  // "nan" is not a token value
-  auto s = data_evaluate("NLPSequenceRatio", dir.path());
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{0})) << data_seen(s);
+  auto s = evaluate_rule("NLPSequenceRatio", dir.path());
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0})) << seen(s);
   ASSERT_EQ(s.triggers[0].evidence.size(), 1u);
   EXPECT_EQ(s.triggers[0].evidence[0]["worker"], "worker_1");
   EXPECT_DOUBLE_EQ(s.triggers[0].evidence[0]["percent"].get<double>(), 80.0);
 }
 
 TEST(DataNLPSequenceRatio, SeveralRegexesAndNoMatchIsNoData) {
-  TempDir dir;
-  data_write_trial(dir.path(), {DataStep{0, Mode::Train, 0,
+  ScratchDir dir;
+  write_trial(dir.path(), {TrialStep{0, Mode::Train, 0,
                                          {data_tokens("enc_input_0", data_repeat({{0, 10}})),
                                           data_tokens("dec_input_0", data_repeat({{0, 2}, {1, 8}}))}}});
-  auto none = data_evaluate("NLPSequenceRatio", dir.path());
-  EXPECT_EQ(none.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(none);
-  auto s = data_evaluate("NLPSequenceRatio", dir.path(), {{"tensor_regex", "^enc_,^dec_"}, {"token_thresholds_percent", "15"}});
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{0})) << data_seen(s);
+  auto none = evaluate_rule("NLPSequenceRatio", dir.path());
+  EXPECT_EQ(none.status, RuleEvaluationStatus::NoIssuesFound) << seen(none);
+  auto s = evaluate_rule("NLPSequenceRatio", dir.path(), {{"tensor_regex", "^enc_,^dec_"}, {"token_thresholds_percent", "15"}});
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0})) << seen(s);
   ASSERT_EQ(s.triggers[0].evidence.size(), 2u);
   EXPECT_EQ(s.triggers[0].evidence[0]["tensor"], "dec_input_0");  // name order
   EXPECT_EQ(s.triggers[0].evidence[1]["tensor"], "enc_input_0");
@@ -563,30 +453,30 @@ TEST(DataNLPSequenceRatio, SeveralRegexesAndNoMatchIsNoData) {
 fs::path data_run(const std::string& name) { return fs::path(VIGIL_SHARED_DIR) / "fixtures" / "pathologies" / name; }
 
 TEST(DataPathologies, ClassImbalanceEvidenceMatchesTheLabel) {
-  auto s = data_evaluate("ClassImbalance", data_run("class_imbalance_severe_s1"));
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{17, 20, 23, 26, 29, 32, 35, 38, 41, 44})) << data_seen(s);
+  auto s = evaluate_rule("ClassImbalance", data_run("class_imbalance_severe_s1"));
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{17, 20, 23, 26, 29, 32, 35, 38, 41, 44})) << seen(s);
   const auto& e = s.triggers.back().evidence.at(0);
   EXPECT_EQ(e["labels_seen"], 1440);
   EXPECT_EQ(e["class_counts"], nlohmann::json({{"0", 1335}, {"1", 90}, {"2", 15}}));
   EXPECT_DOUBLE_EQ(e["imbalance_ratio"].get<double>(), 89.0);
   EXPECT_EQ(e["worst_misprediction_class"], "2");
   EXPECT_NEAR(e["worst_misprediction_rate"].get<double>(), 0.933, 5e-4);
-  auto healthy = data_evaluate("ClassImbalance", data_run("healthy_mlp_s1"));
-  EXPECT_EQ(healthy.status, RuleEvaluationStatus::NoIssuesFound) << data_seen(healthy);
+  auto healthy = evaluate_rule("ClassImbalance", data_run("healthy_mlp_s1"));
+  EXPECT_EQ(healthy.status, RuleEvaluationStatus::NoIssuesFound) << seen(healthy);
 }
 
 TEST(DataPathologies, ConfusionDefaultsFireOnAHealthyRunAsLabelled) {
   // The faithful misfire: with min_diag 0.9 the early EVAL steps of a healthy run fire.
-  auto s = data_evaluate("Confusion", data_run("healthy_mlp_s1"));
-  EXPECT_EQ(data_steps(s), (std::vector<int64_t>{2, 5, 8, 11, 14})) << data_seen(s);
-  auto c = data_evaluate("Confusion", data_run("class_imbalance_severe_s1"));
-  EXPECT_EQ(data_steps(c), (std::vector<int64_t>{11, 14, 17, 38, 41})) << data_seen(c);
+  auto s = evaluate_rule("Confusion", data_run("healthy_mlp_s1"));
+  EXPECT_EQ(trigger_steps(s), (std::vector<int64_t>{2, 5, 8, 11, 14})) << seen(s);
+  auto c = evaluate_rule("Confusion", data_run("class_imbalance_severe_s1"));
+  EXPECT_EQ(trigger_steps(c), (std::vector<int64_t>{11, 14, 17, 38, 41})) << seen(c);
 }
 
 TEST(DataPathologies, CheckInputImagesEvidenceMatchesTheLabel) {
-  auto s = data_evaluate("CheckInputImages", data_run("unnormalized_images_unit_s1"));
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{22, 24, 25, 27, 28, 30, 31, 33, 34, 36, 37, 39, 40, 42, 43}))
-      << data_seen(s);
+  auto s = evaluate_rule("CheckInputImages", data_run("unnormalized_images_unit_s1"));
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{22, 24, 25, 27, 28, 30, 31, 33, 34, 36, 37, 39, 40, 42, 43}))
+      << seen(s);
   const auto& e = s.triggers.back().evidence.at(0);
   EXPECT_EQ(e["samples_seen"], 960);
   ASSERT_EQ(e["channel_means"].size(), 3u);
@@ -596,9 +486,9 @@ TEST(DataPathologies, CheckInputImagesEvidenceMatchesTheLabel) {
 }
 
 TEST(DataPathologies, NLPSequenceRatioEvidenceMatchesTheLabel) {
-  auto s = data_evaluate("NLPSequenceRatio", data_run("nlp_padding_dominated_s1"));
-  ASSERT_EQ(data_steps(s), (std::vector<int64_t>{0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39, 42}))
-      << data_seen(s);
+  auto s = evaluate_rule("NLPSequenceRatio", data_run("nlp_padding_dominated_s1"));
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39, 42}))
+      << seen(s);
   double max_percent = 0;
   int64_t max_step = -1;
   for (const auto& t : s.triggers)
@@ -609,7 +499,7 @@ TEST(DataPathologies, NLPSequenceRatioEvidenceMatchesTheLabel) {
 }
 
 TEST(DataRules, DescriptorsCarryTheDocumentedParameters) {
-  const auto& registry = data_registry();
+  const auto& registry = test::builtin_registry();
   for (const char* name : {"ClassImbalance", "Confusion", "CheckInputImages", "NLPSequenceRatio"}) {
     const auto* type = registry.find(name);
     ASSERT_NE(type, nullptr) << name;

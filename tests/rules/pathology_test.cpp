@@ -11,8 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "evaluate/evaluator.h"
-#include "plugin_host/plugin_loader.h"
+#include "test_support.h"
 
 namespace vigil {
 namespace {
@@ -99,40 +98,22 @@ std::vector<Case> load_cases() {
   return cases;
 }
 
-const plugin_host::PluginRegistry& builtin_rules() {
-  static plugin_host::PluginRegistry registry = [] {
-    plugin_host::PluginRegistry r;
-    r.load_directory(VIGIL_BUILTIN_PLUGIN_DIR);
-    return r;
-  }();
-  return registry;
-}
-
 class Pathology : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Pathology, GivesTheLabelledVerdict) {
   const Case& c = GetParam();
-  const auto& registry = builtin_rules();
-  ASSERT_NE(registry.find(c.rule), nullptr) << "built-in rule " << c.rule << " is not loaded from "
-                                            << VIGIL_BUILTIN_PLUGIN_DIR;
-  std::map<std::string, std::string> params{{"rule_to_invoke", c.rule}};
+  ASSERT_NE(test::builtin_registry().find(c.rule), nullptr)
+      << "built-in rule " << c.rule << " is not loaded from " << VIGIL_BUILTIN_PLUGIN_DIR;
+  std::map<std::string, std::string> params;
   for (const auto& [k, v] : c.params.items())
     if (auto s = as_rule_parameter(v)) params[k] = *s;
-  auto rule = evaluate::rule_from_parameters(c.rule, params, (kRuns / c.run).string(), "label");
-  ASSERT_TRUE(rule.has_value()) << rule.error().message;
-  evaluate::JobConfig job;
-  job.rules.push_back(*rule);
   evaluate::EvaluatorOptions options;
   options.output_directory = fs::temp_directory_path() / "vigil-pathology-reports";  // CreateXgboostReport's HTML
   fs::create_directories(*options.output_directory);
-  auto ev = evaluate::Evaluator::create(registry, job, options);
-  ASSERT_TRUE(ev.has_value()) << ev.error().message;
-  (*ev)->run({});
-  const auto status = (*ev)->statuses().at(0);
-  std::string triggers;
-  for (const auto& t : status.triggers) triggers += std::to_string(t.step) + " ";
-  const std::string seen = std::string(evaluate::status_name(status.status)) + " " + status.details +
-                           " triggers [" + triggers + "]";
+  auto run = test::try_evaluate_rule(c.rule, kRuns / c.run, params, options);
+  ASSERT_VIGIL_OK(run);
+  const auto& status = *run;
+  const std::string seen = test::seen(status);
   if (c.expected == "fire") {
     ASSERT_EQ(status.status, evaluate::RuleEvaluationStatus::IssuesFound) << seen;
     const int64_t first = status.triggers.front().step;

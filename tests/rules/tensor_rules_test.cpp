@@ -16,180 +16,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "evaluate/evaluator.h"
-#include "plugin_host/plugin_loader.h"
-#include "test_trials.h"
-#include "writer/trial_writer.h"
+#include "test_support.h"
 
 namespace vigil {
 namespace {
 
-namespace fs = std::filesystem;
 using evaluate::RuleEvaluationStatus;
 using format::ElementType;
-using testing::TempDir;
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// One tensor to save; values are converted to `dtype`. `strings` for String tensors.
-struct TensorSave {
-  std::string name;
-  std::vector<double> values;
-  std::vector<int64_t> shape;  // empty: 1-d of values.size()
-  ElementType dtype = ElementType::Float32;
-  std::vector<std::string> strings;
-};
-
-// A saved reduction (a float64 scalar) of a tensor.
-struct TensorReduction {
-  std::string name;
-  std::string op;
-  bool abs = false;
-  double value = 0;
-};
-
-struct TensorStep {
-  int64_t step;
-  Mode mode = Mode::Train;
-  int64_t mode_step = -1;  // -1: the global step
-  std::vector<TensorSave> saves;
-  std::vector<TensorReduction> reductions;
-  std::vector<std::string> shape_only;  // tensors saved with their shape [2] only
-};
-
-// IEEE binary16 bits of a value that float16 represents exactly (the test values), or NaN/±Inf.
-uint16_t tensor_half_bits(double v) {
-  if (std::isnan(v)) return 0x7E00;
-  if (std::isinf(v)) return v > 0 ? 0x7C00 : 0xFC00;
-  if (v == 0) return std::signbit(v) ? 0x8000 : 0;
-  int exp = 0;
-  const double m = std::frexp(std::fabs(v), &exp);  // v = m * 2^exp, m in [0.5, 1)
-  const auto e = static_cast<uint16_t>(exp + 14);   // biased exponent of 1.x * 2^(exp-1)
-  const auto mant = static_cast<uint16_t>(std::lround((m * 2 - 1) * 1024));
-  return static_cast<uint16_t>((v < 0 ? 0x8000 : 0) | (e << 10) | mant);
-}
-
-std::vector<std::byte> tensor_bytes(const TensorSave& s) {
-  std::vector<std::byte> out;
-  auto append = [&out](const auto& v) {
-    const auto* p = reinterpret_cast<const std::byte*>(&v);
-    out.insert(out.end(), p, p + sizeof v);
-  };
-  for (double v : s.values) {
-    switch (s.dtype) {
-      case ElementType::Float32: append(static_cast<float>(v)); break;
-      case ElementType::Float64: append(v); break;
-      case ElementType::Float16: append(tensor_half_bits(v)); break;
-      case ElementType::Int64: append(static_cast<int64_t>(v)); break;
-      case ElementType::Int32: append(static_cast<int32_t>(v)); break;
-      case ElementType::Int16: append(static_cast<int16_t>(v)); break;
-      case ElementType::UInt8: append(static_cast<uint8_t>(v)); break;
-      case ElementType::Bool: append(static_cast<uint8_t>(v != 0)); break;
-      default: ADD_FAILURE() << "unsupported dtype in the test helper";
-    }
-  }
-  return out;
-}
-
-// Writes one worker's steps with Vigil's writer, then the end marker (unless another worker writes it last).
-void tensor_write_trial(const fs::path& dir, const std::vector<TensorStep>& steps,
-                        const std::string& worker = "worker_0", int64_t num_workers = 1, bool end_marker = true) {
-  writer::WriterOptions options;
-  options.worker = worker;
-  options.num_workers = num_workers;
-  options.write_end_marker = end_marker;
-  for (auto& m : options.save_config) m.save_interval = 1;
-  auto w = writer::TrialWriter::create(dir, options);
-  ASSERT_TRUE(w.has_value()) << w.error().message;
-  for (const auto& s : steps) {
-    ASSERT_TRUE((*w)->begin_step_at(s.step, s.mode, s.mode_step < 0 ? s.step : s.mode_step).has_value());
-    for (const auto& save : s.saves) {
-      const auto bytes = tensor_bytes(save);
-      std::vector<int64_t> shape = save.shape;
-      if (shape.empty())
-        shape = {static_cast<int64_t>(save.dtype == ElementType::String ? save.strings.size() : save.values.size())};
-      writer::TensorData data{.dtype = save.dtype, .shape = shape, .bytes = bytes, .strings = save.strings};
-      auto r = (*w)->write_tensor(save.name, data);
-      ASSERT_TRUE(r.has_value()) << r.error().message;
-    }
-    for (const auto& red : s.reductions) {
-      const std::vector<int64_t> scalar_shape{};
-      writer::TensorData data{.dtype = ElementType::Float64,
-                              .shape = scalar_shape,
-                              .bytes = std::as_bytes(std::span<const double>(&red.value, 1))};
-      auto r = (*w)->write_reduction(red.name, red.op, red.abs, data);
-      ASSERT_TRUE(r.has_value()) << r.error().message;
-    }
-    for (const auto& name : s.shape_only) {
-      const std::vector<int64_t> shape{2};
-      ASSERT_TRUE((*w)->write_shape(name, shape).has_value());
-    }
-    ASSERT_TRUE((*w)->end_step().has_value());
-  }
-  auto r = (*w)->close();
-  ASSERT_TRUE(r.has_value()) << r.error().message;
-}
-
-const plugin_host::PluginRegistry& tensor_registry() {
-  static plugin_host::PluginRegistry registry = [] {
-    plugin_host::PluginRegistry r;
-    r.load_directory(VIGIL_BUILTIN_PLUGIN_DIR);
-    return r;
-  }();
-  return registry;
-}
-
-// Runs one rule on `trial` through the evaluator (start_step 0, no end_step unless given) and
-// returns its status.
-evaluate::RuleStatus tensor_evaluate(const std::string& rule, const fs::path& trial,
-                                     std::map<std::string, std::string> params = {}) {
-  const auto& registry = tensor_registry();
-  EXPECT_NE(registry.find(rule), nullptr) << rule << " is not loaded from " << VIGIL_BUILTIN_PLUGIN_DIR;
-  params["rule_to_invoke"] = rule;
-  auto config = evaluate::rule_from_parameters(rule, params, trial.string(), "test");
-  EXPECT_TRUE(config.has_value()) << config.error().message;
-  if (!config) return {};
-  evaluate::JobConfig job;
-  job.rules.push_back(*config);
-  auto ev = evaluate::Evaluator::create(registry, job, {});
-  EXPECT_TRUE(ev.has_value()) << ev.error().message;
-  if (!ev) return {};
-  (*ev)->run({});
-  return (*ev)->statuses().at(0);
-}
-
-// The evaluator's refusal of a configuration (bad parameter values), or "" when it accepts it.
-std::string tensor_refusal(const std::string& rule, const fs::path& trial, std::map<std::string, std::string> params) {
-  params["rule_to_invoke"] = rule;
-  auto config = evaluate::rule_from_parameters(rule, params, trial.string(), "test");
-  if (!config) return config.error().message;
-  evaluate::JobConfig job;
-  job.rules.push_back(*config);
-  auto ev = evaluate::Evaluator::create(tensor_registry(), job, {});
-  return ev ? std::string() : ev.error().message;
-}
-
-std::vector<int64_t> tensor_steps(const evaluate::RuleStatus& s) {
-  std::vector<int64_t> out;
-  for (const auto& t : s.triggers) out.push_back(t.step);
-  return out;
-}
-
-std::string tensor_seen(const evaluate::RuleStatus& s) {
-  std::string out = std::string(evaluate::status_name(s.status)) + " " + s.details + " triggers [";
-  for (const auto& t : s.triggers) out += std::to_string(t.step) + " ";
-  return out + "]";
-}
-
-const nlohmann::json& tensor_evidence(const evaluate::RuleStatus& s, size_t trigger) {
-  static const nlohmann::json kNone = nlohmann::json::object();
-  if (trigger >= s.triggers.size() || s.triggers[trigger].evidence.empty()) {
-    ADD_FAILURE() << "no evidence for trigger " << trigger << ": " << tensor_seen(s);
-    return kNone;
-  }
-  return s.triggers[trigger].evidence.front();
-}
+using namespace test;  // the suites' helpers: tests/support/test_support.h
 
 using Steps = std::vector<int64_t>;
 
@@ -197,7 +31,7 @@ using Steps = std::vector<int64_t>;
 // The plugin and its descriptors
 
 TEST(TensorRulesPlugin, RegistersEveryRuleWithSageMakersNamesAndDefaults) {
-  const auto& registry = tensor_registry();
+  const auto& registry = test::builtin_registry();
   const std::map<std::string, std::map<std::string, std::string>> expected = {
       {"VanishingGradient", {{"threshold", "0.0000001"}}},
       {"ExplodingTensor", {{"collection_names", ""}, {"tensor_regex", ""}, {"only_nan", "False"}}},
@@ -234,8 +68,8 @@ TEST(TensorRulesPlugin, RegistersEveryRuleWithSageMakersNamesAndDefaults) {
 // VanishingGradient
 
 TEST(TensorVanishingGradient, FiresStrictlyBelowTheThresholdAndSkipsNonFiniteMeans) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Train, -1, {{"gradient/fc.weight", {0.5, -0.5}}, {"gradient/fc.bias", {1, 1}}}},   // 0.5: not below
       {1, Mode::Train, -1, {{"gradient/fc.weight", {0.25, -0.5}}, {"gradient/fc.bias", {1, 1}}}},  // 0.375 < 0.5
       {2, Mode::Train, -1, {{"gradient/fc.weight", {kNaN, 0}}}},                                   // NaN
@@ -243,78 +77,78 @@ TEST(TensorVanishingGradient, FiresStrictlyBelowTheThresholdAndSkipsNonFiniteMea
       {4, Mode::Train, -1, {{"loss_output_0", {0.0}}}},                                            // no gradient
       {5, Mode::Train, -1, {{"gradient/fc.weight", {0, 0}}, {"gradient/fc.bias", {0.1, -0.1}}}},
   });
-  auto s = tensor_evaluate("VanishingGradient", dir.path(), {{"threshold", "0.5"}});
-  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << tensor_seen(s);
-  EXPECT_EQ(tensor_steps(s), (Steps{1, 5}));
-  const auto& e = tensor_evidence(s, 0);
+  auto s = evaluate_rule("VanishingGradient", dir.path(), {{"threshold", "0.5"}});
+  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << seen(s);
+  EXPECT_EQ(trigger_steps(s), (Steps{1, 5}));
+  const auto& e = evidence(s, 0);
   EXPECT_EQ(e["tensor"], "gradient/fc.weight");
   EXPECT_EQ(e["worker"], "worker_0");
   EXPECT_DOUBLE_EQ(e["mean_abs"].get<double>(), 0.375);
   EXPECT_DOUBLE_EQ(e["threshold"].get<double>(), 0.5);
   EXPECT_EQ(e["tensors_below"], 1);
   // Step 5: both gradients are below; the evidence names the smallest mean and lists both.
-  const auto& e5 = tensor_evidence(s, 1);
+  const auto& e5 = evidence(s, 1);
   EXPECT_EQ(e5["tensor"], "gradient/fc.weight");
   EXPECT_DOUBLE_EQ(e5["mean_abs"].get<double>(), 0.0);
   EXPECT_EQ(e5["tensors_below"], 2);
   EXPECT_EQ(e5["below"].size(), 2u);
 
   // The default threshold (1e-7) sees none of these as vanishing except the all-zero gradient.
-  auto d = tensor_evaluate("VanishingGradient", dir.path());
-  EXPECT_EQ(tensor_steps(d), (Steps{5})) << tensor_seen(d);
+  auto d = evaluate_rule("VanishingGradient", dir.path());
+  EXPECT_EQ(trigger_steps(d), (Steps{5})) << seen(d);
 }
 
 TEST(TensorVanishingGradient, ReadsSavedAbsMeanReductionsAndEveryWorker) {
-  TempDir dir;
+  ScratchDir dir;
   // worker_0: healthy values; a reduction-only gradient whose saved abs-mean is tiny at step 1.
-  tensor_write_trial(dir.path() , {
+  write_trial(dir.path() , {
       {0, Mode::Train, -1, {{"gradient/a", {1, 2}}}, {{"gradient/r", "mean", true, 1.0}}},
       {1, Mode::Train, -1, {{"gradient/a", {1, 2}}}, {{"gradient/r", "mean", true, 1e-9}}},
       {2, Mode::Train, -1, {{"gradient/a", {1, 2}}}, {{"gradient/r", "mean", false, 1e-9}}},  // not abs: not read
       {3, Mode::Train, -1, {{"gradient/a", {1, 2}}}},
-  }, "worker_0", 2, /*end_marker=*/false);
+  }, {.num_workers = 2, .end_marker = false});
   // worker_1: the gradient vanishes at step 3 only.
-  tensor_write_trial(dir.path(), {
+  write_trial(dir.path(), {
       {0, Mode::Train, -1, {{"gradient/a", {1, 2}}}},
       {1, Mode::Train, -1, {{"gradient/a", {1, 2}}}},
       {2, Mode::Train, -1, {{"gradient/a", {1, 2}}}},
       {3, Mode::Train, -1, {{"gradient/a", {1e-9, 0}}}},
-  }, "worker_1", 2);
-  auto s = tensor_evaluate("VanishingGradient", dir.path());
-  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << tensor_seen(s);
-  EXPECT_EQ(tensor_steps(s), (Steps{1, 3}));
-  EXPECT_EQ(tensor_evidence(s, 0)["tensor"], "gradient/r");
-  EXPECT_DOUBLE_EQ(tensor_evidence(s, 0)["mean_abs"].get<double>(), 1e-9);
-  EXPECT_EQ(tensor_evidence(s, 1)["tensor"], "gradient/a");
-  EXPECT_EQ(tensor_evidence(s, 1)["worker"], "worker_1");
+  }, {.worker = "worker_1", .num_workers = 2});
+  auto s = evaluate_rule("VanishingGradient", dir.path());
+  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << seen(s);
+  EXPECT_EQ(trigger_steps(s), (Steps{1, 3}));
+  EXPECT_EQ(evidence(s, 0)["tensor"], "gradient/r");
+  EXPECT_DOUBLE_EQ(evidence(s, 0)["mean_abs"].get<double>(), 1e-9);
+  EXPECT_EQ(evidence(s, 1)["tensor"], "gradient/a");
+  EXPECT_EQ(evidence(s, 1)["worker"], "worker_1");
 }
 
 TEST(TensorVanishingGradient, OnlyTheGradientsCollectionIsRead) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Train, -1, {{"layer.weight", {0, 0}}, {"relu_output_0", {0, 0}}}},
       {1, Mode::Eval, 0, {{"gradient/x", {0, 0}}}},  // a gradient in an EVAL step is judged too (global steps)
   });
-  auto s = tensor_evaluate("VanishingGradient", dir.path());
-  EXPECT_EQ(tensor_steps(s), (Steps{1})) << tensor_seen(s);
+  auto s = evaluate_rule("VanishingGradient", dir.path());
+  EXPECT_EQ(trigger_steps(s), (Steps{1})) << seen(s);
 }
 
 // =============================================================================================
 // ExplodingTensor
 
 TEST(TensorExplodingTensor, SpecTestVectorFiresAtTheNaNSteps) {
-  TempDir dir;
+  ScratchDir dir;
   // builtin-rules.md §2.2: three tensors per step; [NaN] at 0, [1.0] at 1, [NaN] at 2.
-  std::vector<TensorStep> steps;
+  std::vector<TrialStep> steps;
   for (int64_t s = 0; s < 3; ++s) {
     const double v = s == 1 ? 1.0 : kNaN;
     steps.push_back({s, Mode::Train, -1, {{"t_0", {v}}, {"t_1", {v}}, {"t_2", {v}}}});
   }
-  tensor_write_trial(dir.path(), steps);
-  auto s = tensor_evaluate("ExplodingTensor", dir.path());
-  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << tensor_seen(s);
-  EXPECT_EQ(tensor_steps(s), (Steps{0, 2}));
-  const auto& e = tensor_evidence(s, 0);
+  write_trial(dir.path(), steps);
+  auto s = evaluate_rule("ExplodingTensor", dir.path());
+  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << seen(s);
+  EXPECT_EQ(trigger_steps(s), (Steps{0, 2}));
+  const auto& e = evidence(s, 0);
   EXPECT_EQ(e["tensor"], "t_0");
   EXPECT_EQ(e["what"], "value");
   EXPECT_EQ(e["nan_count"], 1);
@@ -323,44 +157,44 @@ TEST(TensorExplodingTensor, SpecTestVectorFiresAtTheNaNSteps) {
 }
 
 TEST(TensorExplodingTensor, InfinitiesFireUnlessOnlyNaN) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Train, -1, {{"a", {1, kInf}}}},
       {1, Mode::Train, -1, {{"a", {-kInf, 1}, {}, ElementType::Float64}}},
       {2, Mode::Train, -1, {{"a", {kNaN, kInf}, {}, ElementType::Float64}}},
       {3, Mode::Train, -1, {{"a", {1e38, 1e38}}}},  // finite, though its sum overflows float32
   });
-  auto s = tensor_evaluate("ExplodingTensor", dir.path());
-  EXPECT_EQ(tensor_steps(s), (Steps{0, 1, 2})) << tensor_seen(s);
-  EXPECT_EQ(tensor_evidence(s, 0)["inf_count"], 1);
-  auto n = tensor_evaluate("ExplodingTensor", dir.path(), {{"only_nan", "True"}});
-  EXPECT_EQ(tensor_steps(n), (Steps{2})) << tensor_seen(n);
-  EXPECT_EQ(tensor_evidence(n, 0)["only_nan"], true);
+  auto s = evaluate_rule("ExplodingTensor", dir.path());
+  EXPECT_EQ(trigger_steps(s), (Steps{0, 1, 2})) << seen(s);
+  EXPECT_EQ(evidence(s, 0)["inf_count"], 1);
+  auto n = evaluate_rule("ExplodingTensor", dir.path(), {{"only_nan", "True"}});
+  EXPECT_EQ(trigger_steps(n), (Steps{2})) << seen(n);
+  EXPECT_EQ(evidence(n, 0)["only_nan"], true);
 }
 
 TEST(TensorExplodingTensor, SelectsCollectionsAndRegexesOrEveryTensor) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Train, -1, {{"CrossEntropyLoss_output_0", {kNaN}}, {"gradient/fc.weight", {1, 2}}}},
       {1, Mode::Train, -1, {{"CrossEntropyLoss_output_0", {1}}, {"gradient/fc.weight", {kNaN, 2}}}},
       {2, Mode::Train, -1, {{"other", {kNaN}}}},
   });
-  EXPECT_EQ(tensor_steps(tensor_evaluate("ExplodingTensor", dir.path())), (Steps{0, 1, 2}));
-  EXPECT_EQ(tensor_steps(tensor_evaluate("ExplodingTensor", dir.path(), {{"tensor_regex", ".*gradient"}})), (Steps{1}));
-  EXPECT_EQ(tensor_steps(tensor_evaluate("ExplodingTensor", dir.path(), {{"collection_names", "losses"}})), (Steps{0}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("ExplodingTensor", dir.path())), (Steps{0, 1, 2}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("ExplodingTensor", dir.path(), {{"tensor_regex", ".*gradient"}})), (Steps{1}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("ExplodingTensor", dir.path(), {{"collection_names", "losses"}})), (Steps{0}));
   // Both: the union.
-  EXPECT_EQ(tensor_steps(tensor_evaluate("ExplodingTensor", dir.path(),
+  EXPECT_EQ(trigger_steps(evaluate_rule("ExplodingTensor", dir.path(),
                                          {{"collection_names", "losses"}, {"tensor_regex", "^oth, nothing"}})),
             (Steps{0, 2}));
   // A regex the host cannot compile is refused when the rule is created.
-  auto bad = tensor_evaluate("ExplodingTensor", dir.path(), {{"tensor_regex", "(unclosed"}});
-  EXPECT_EQ(bad.status, RuleEvaluationStatus::Error) << tensor_seen(bad);
+  auto bad = evaluate_rule("ExplodingTensor", dir.path(), {{"tensor_regex", "(unclosed"}});
+  EXPECT_EQ(bad.status, RuleEvaluationStatus::Error) << seen(bad);
   EXPECT_NE(bad.details.find("tensor_regex"), std::string::npos) << bad.details;
 }
 
 TEST(TensorExplodingTensor, EveryFloatDtypeIsCheckedAndOtherDtypesNeverFire) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Train, -1, {{"half", {1, 2.5}, {}, ElementType::Float16}}},
       {1, Mode::Train, -1, {{"half", {kNaN, 1}, {}, ElementType::Float16}}},
       {2, Mode::Train, -1, {{"half", {1, -kInf}, {2, 1}, ElementType::Float16}}},
@@ -370,13 +204,13 @@ TEST(TensorExplodingTensor, EveryFloatDtypeIsCheckedAndOtherDtypesNeverFire) {
                             {"flag", {1, 0}, {}, ElementType::Bool},
                             {"text", {}, {}, ElementType::String, {"nan", "inf"}}}},
   });
-  auto s = tensor_evaluate("ExplodingTensor", dir.path());
-  EXPECT_EQ(tensor_steps(s), (Steps{1, 2})) << tensor_seen(s);
+  auto s = evaluate_rule("ExplodingTensor", dir.path());
+  EXPECT_EQ(trigger_steps(s), (Steps{1, 2})) << seen(s);
 }
 
 TEST(TensorExplodingTensor, SavedReductionsAreCheckedWithOrWithoutTheValue) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Train, -1, {}, {{"relu_output_0", "min", false, 0.0}, {"relu_output_0", "l2", false, 3.0}}},
       {1, Mode::Train, -1, {}, {{"relu_output_0", "min", false, 0.0}, {"relu_output_0", "l2", false, kNaN}}},
       {2, Mode::Train, -1, {}, {{"relu_output_0", "mean", true, kInf}}},
@@ -386,43 +220,43 @@ TEST(TensorExplodingTensor, SavedReductionsAreCheckedWithOrWithoutTheValue) {
       // A finite float16 value whose prod would overflow: nothing is computed, nothing fires.
       {5, Mode::Train, -1, {{"half", {60000, 60000}, {}, ElementType::Float16}}},
   });
-  auto s = tensor_evaluate("ExplodingTensor", dir.path());
-  ASSERT_EQ(tensor_steps(s), (Steps{1, 2, 4})) << tensor_seen(s);
-  EXPECT_EQ(tensor_evidence(s, 0)["what"], "reduction:l2");
-  EXPECT_EQ(tensor_evidence(s, 0)["value"], "NaN");
-  EXPECT_EQ(tensor_evidence(s, 1)["what"], "reduction:abs_mean");
-  EXPECT_EQ(tensor_evidence(s, 1)["value"], "Infinity");
-  EXPECT_EQ(tensor_evidence(s, 2)["tensor"], "big");
-  EXPECT_EQ(tensor_evidence(s, 2)["what"], "reduction:l2");
-  auto n = tensor_evaluate("ExplodingTensor", dir.path(), {{"only_nan", "True"}});
-  EXPECT_EQ(tensor_steps(n), (Steps{1})) << tensor_seen(n);
+  auto s = evaluate_rule("ExplodingTensor", dir.path());
+  ASSERT_EQ(trigger_steps(s), (Steps{1, 2, 4})) << seen(s);
+  EXPECT_EQ(evidence(s, 0)["what"], "reduction:l2");
+  EXPECT_EQ(evidence(s, 0)["value"], "NaN");
+  EXPECT_EQ(evidence(s, 1)["what"], "reduction:abs_mean");
+  EXPECT_EQ(evidence(s, 1)["value"], "Infinity");
+  EXPECT_EQ(evidence(s, 2)["tensor"], "big");
+  EXPECT_EQ(evidence(s, 2)["what"], "reduction:l2");
+  auto n = evaluate_rule("ExplodingTensor", dir.path(), {{"only_nan", "True"}});
+  EXPECT_EQ(trigger_steps(n), (Steps{1})) << seen(n);
 }
 
 TEST(TensorExplodingTensor, EveryWorkerIsInspected) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {{0, Mode::Train, -1, {{"a", {1}}}}, {1, Mode::Train, -1, {{"a", {1}}}}}, "worker_0", 2, /*end_marker=*/false);
-  tensor_write_trial(dir.path(), {{0, Mode::Train, -1, {{"a", {1}}}}, {1, Mode::Train, -1, {{"a", {kNaN}}}}}, "worker_1", 2);
-  auto s = tensor_evaluate("ExplodingTensor", dir.path());
-  EXPECT_EQ(tensor_steps(s), (Steps{1})) << tensor_seen(s);
-  EXPECT_EQ(tensor_evidence(s, 0)["worker"], "worker_1");
+  ScratchDir dir;
+  write_trial(dir.path(), {{0, Mode::Train, -1, {{"a", {1}}}}, {1, Mode::Train, -1, {{"a", {1}}}}}, {.num_workers = 2, .end_marker = false});
+  write_trial(dir.path(), {{0, Mode::Train, -1, {{"a", {1}}}}, {1, Mode::Train, -1, {{"a", {kNaN}}}}}, {.worker = "worker_1", .num_workers = 2});
+  auto s = evaluate_rule("ExplodingTensor", dir.path());
+  EXPECT_EQ(trigger_steps(s), (Steps{1})) << seen(s);
+  EXPECT_EQ(evidence(s, 0)["worker"], "worker_1");
 }
 
 // =============================================================================================
 // AllZero
 
 TEST(TensorAllZero, NeedsASelection) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {{0, Mode::Train, -1, {{"a", {0, 0}}}}});
-  auto s = tensor_evaluate("AllZero", dir.path());
-  EXPECT_EQ(s.status, RuleEvaluationStatus::Error) << tensor_seen(s);
+  ScratchDir dir;
+  write_trial(dir.path(), {{0, Mode::Train, -1, {{"a", {0, 0}}}}});
+  auto s = evaluate_rule("AllZero", dir.path());
+  EXPECT_EQ(s.status, RuleEvaluationStatus::Error) << seen(s);
   EXPECT_NE(s.details.find("please provide either collection_names or tensor_regex"), std::string::npos) << s.details;
-  EXPECT_NE(tensor_refusal("AllZero", dir.path(), {{"tensor_regex", ".*"}, {"threshold", "100.5"}}), "");
-  EXPECT_NE(tensor_refusal("AllZero", dir.path(), {{"tensor_regex", ".*"}, {"threshold", "-1"}}), "");
+  EXPECT_NE(rule_refusal("AllZero", dir.path(), {{"tensor_regex", ".*"}, {"threshold", "100.5"}}), "");
+  EXPECT_NE(rule_refusal("AllZero", dir.path(), {{"tensor_regex", ".*"}, {"threshold", "-1"}}), "");
 }
 
 TEST(TensorAllZero, DefaultThresholdNeedsEveryElementZero) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Train, -1, {{"a", {0, -0.0, 0}}}},          // -0.0 is zero
       {1, Mode::Train, -1, {{"a", {0, 0, 1e-30}}}},
       {2, Mode::Train, -1, {{"a", {0, kNaN, 0}}}},         // NaN is not zero
@@ -430,10 +264,10 @@ TEST(TensorAllZero, DefaultThresholdNeedsEveryElementZero) {
       {4, Mode::Train, -1, {{"mask", {0, 0}, {}, ElementType::Bool}}},
       {5, Mode::Train, -1, {{"names", {}, {}, ElementType::String, {"", ""}}}},  // strings: no verdict
   });
-  auto s = tensor_evaluate("AllZero", dir.path(), {{"tensor_regex", ".*"}});
-  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << tensor_seen(s);
-  EXPECT_EQ(tensor_steps(s), (Steps{0, 3, 4}));
-  const auto& e = tensor_evidence(s, 0);
+  auto s = evaluate_rule("AllZero", dir.path(), {{"tensor_regex", ".*"}});
+  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << seen(s);
+  EXPECT_EQ(trigger_steps(s), (Steps{0, 3, 4}));
+  const auto& e = evidence(s, 0);
   EXPECT_EQ(e["tensor"], "a");
   EXPECT_DOUBLE_EQ(e["zero_percent"].get<double>(), 100.0);
   EXPECT_EQ(e["zero_count"], 3);
@@ -442,30 +276,30 @@ TEST(TensorAllZero, DefaultThresholdNeedsEveryElementZero) {
 }
 
 TEST(TensorAllZero, ThresholdIsInclusive) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Train, -1, {{"a", {0, 0, 1, 1}}}},  // 50 %
       {1, Mode::Train, -1, {{"a", {0, 1, 1, 1}}}},  // 25 %
   });
-  EXPECT_EQ(tensor_steps(tensor_evaluate("AllZero", dir.path(), {{"tensor_regex", "a"}, {"threshold", "50"}})),
+  EXPECT_EQ(trigger_steps(evaluate_rule("AllZero", dir.path(), {{"tensor_regex", "a"}, {"threshold", "50"}})),
             (Steps{0}));
-  EXPECT_EQ(tensor_steps(tensor_evaluate("AllZero", dir.path(), {{"tensor_regex", "a"}, {"threshold", "25"}})),
+  EXPECT_EQ(trigger_steps(evaluate_rule("AllZero", dir.path(), {{"tensor_regex", "a"}, {"threshold", "25"}})),
             (Steps{0, 1}));
-  EXPECT_EQ(tensor_steps(tensor_evaluate("AllZero", dir.path(), {{"tensor_regex", "a"}, {"threshold", "50.1"}})),
+  EXPECT_EQ(trigger_steps(evaluate_rule("AllZero", dir.path(), {{"tensor_regex", "a"}, {"threshold", "50.1"}})),
             (Steps{}));
 }
 
 TEST(TensorAllZero, SelectionAndMissingValues) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Train, -1, {{"fc.weight", {1, 1}}, {"fc.bias", {0, 0}}}},
       {1, Mode::Train, -1, {{"fc.weight", {0, 0}}}, {{"relu_output_0", "max", false, 0.0}}},
       {2, Mode::Train, -1, {}, {{"relu_output_0", "max", false, 0.0}}},  // reductions only: no verdict
   });
-  EXPECT_EQ(tensor_steps(tensor_evaluate("AllZero", dir.path(), {{"collection_names", "weights"}})), (Steps{1}));
-  EXPECT_EQ(tensor_steps(tensor_evaluate("AllZero", dir.path(), {{"collection_names", "biases"}})), (Steps{0}));
-  EXPECT_EQ(tensor_steps(tensor_evaluate("AllZero", dir.path(), {{"tensor_regex", "relu"}})), (Steps{}));
-  EXPECT_EQ(tensor_steps(tensor_evaluate("AllZero", dir.path(),
+  EXPECT_EQ(trigger_steps(evaluate_rule("AllZero", dir.path(), {{"collection_names", "weights"}})), (Steps{1}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("AllZero", dir.path(), {{"collection_names", "biases"}})), (Steps{0}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("AllZero", dir.path(), {{"tensor_regex", "relu"}})), (Steps{}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("AllZero", dir.path(),
                                          {{"collection_names", "weights"}, {"tensor_regex", "bias"}})),
             (Steps{0, 1}));
 }
@@ -474,16 +308,16 @@ TEST(TensorAllZero, SelectionAndMissingValues) {
 // UnchangedTensor
 
 TEST(TensorUnchangedTensor, SpecTestVectors) {
-  TempDir dir;
+  ScratchDir dir;
   // builtin-rules.md §2.4: foo_0..2 all ones at steps 0, 1, 2; boo_0..2 all ones at step 5.
-  std::vector<TensorStep> steps;
+  std::vector<TrialStep> steps;
   for (int64_t s = 0; s < 3; ++s) steps.push_back({s, Mode::Train, -1, {{"foo_0", {1, 1}}, {"foo_1", {1, 1}}, {"foo_2", {1, 1}}}});
   steps.push_back({5, Mode::Train, -1, {{"boo_0", {1, 1}}, {"boo_1", {1, 1}}, {"boo_2", {1, 1}}}});
-  tensor_write_trial(dir.path(), steps);
+  write_trial(dir.path(), steps);
   const std::map<std::string, std::string> sel{{"tensor_regex", "foo|boo"}};
-  auto all = tensor_evaluate("UnchangedTensor", dir.path(), sel);
-  ASSERT_EQ(tensor_steps(all), (Steps{2})) << tensor_seen(all);
-  const auto& e = tensor_evidence(all, 0);
+  auto all = evaluate_rule("UnchangedTensor", dir.path(), sel);
+  ASSERT_EQ(trigger_steps(all), (Steps{2})) << seen(all);
+  const auto& e = evidence(all, 0);
   EXPECT_EQ(e["tensor"], "foo_0");
   EXPECT_EQ(e["steps"], nlohmann::json::array({0, 1, 2}));
   EXPECT_EQ(e["num_steps"], 3);
@@ -491,22 +325,22 @@ TEST(TensorUnchangedTensor, SpecTestVectors) {
 
   auto p = sel;
   p["end_step"] = "2";  // steps 0..1
-  EXPECT_EQ(tensor_steps(tensor_evaluate("UnchangedTensor", dir.path(), p)), (Steps{}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("UnchangedTensor", dir.path(), p)), (Steps{}));
   p = sel;
   p["start_step"] = "2";  // the history before start_step counts
-  EXPECT_EQ(tensor_steps(tensor_evaluate("UnchangedTensor", dir.path(), p)), (Steps{2}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("UnchangedTensor", dir.path(), p)), (Steps{2}));
   p = sel;
   p["start_step"] = "3";  // steps 3..5: the boo tensors have one step only
-  EXPECT_EQ(tensor_steps(tensor_evaluate("UnchangedTensor", dir.path(), p)), (Steps{}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("UnchangedTensor", dir.path(), p)), (Steps{}));
   p = sel;
   p["num_steps"] = "1";  // a one-step history is trivially unchanged
-  EXPECT_EQ(tensor_steps(tensor_evaluate("UnchangedTensor", dir.path(), p)), (Steps{0, 1, 2, 5}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("UnchangedTensor", dir.path(), p)), (Steps{0, 1, 2, 5}));
 }
 
 TEST(TensorUnchangedTensor, ToleranceBoundaryAndNaN) {
-  TempDir dir;
+  ScratchDir dir;
   const auto f64 = ElementType::Float64;
-  tensor_write_trial(dir.path(), {
+  write_trial(dir.path(), {
       {0, Mode::Train, -1, {{"a", {1.5}, {}, f64}, {"n", {kNaN, 1}}, {"i", {kInf, 1}}}},
       {1, Mode::Train, -1, {{"a", {1.5}, {}, f64}, {"n", {kNaN, 1}}, {"i", {kInf, 1}}}},
       {2, Mode::Train, -1, {{"a", {1.0}, {}, f64}, {"n", {kNaN, 1}}, {"i", {kInf, 1}}}},  // |1.5 - 1| = 0.5
@@ -514,26 +348,26 @@ TEST(TensorUnchangedTensor, ToleranceBoundaryAndNaN) {
       {4, Mode::Train, -1, {{"a", {1.0000001}, {}, f64}}},
   });
   // |v_p - v_s| <= atol + rtol * |v_s| with atol 0.5, rtol 0: 0.5 is inside, 0.5000001 outside.
-  auto a = tensor_evaluate("UnchangedTensor", dir.path(), {{"tensor_regex", "^a$"}, {"rtol", "0"}, {"atol", "0.5"}});
-  EXPECT_EQ(tensor_steps(a), (Steps{2, 3, 4})) << tensor_seen(a);
-  auto b = tensor_evaluate("UnchangedTensor", dir.path(), {{"tensor_regex", "^a$"}, {"rtol", "0"}, {"atol", "0.4999"}});
-  EXPECT_EQ(tensor_steps(b), (Steps{4})) << tensor_seen(b);  // only 1.0, 1.0, 1.0000001 are within 0.4999
+  auto a = evaluate_rule("UnchangedTensor", dir.path(), {{"tensor_regex", "^a$"}, {"rtol", "0"}, {"atol", "0.5"}});
+  EXPECT_EQ(trigger_steps(a), (Steps{2, 3, 4})) << seen(a);
+  auto b = evaluate_rule("UnchangedTensor", dir.path(), {{"tensor_regex", "^a$"}, {"rtol", "0"}, {"atol", "0.4999"}});
+  EXPECT_EQ(trigger_steps(b), (Steps{4})) << seen(b);  // only 1.0, 1.0, 1.0000001 are within 0.4999
   // rtol scales with the value at the judged step: 0.5 <= 0.5 * 1.0.
-  auto r = tensor_evaluate("UnchangedTensor", dir.path(), {{"tensor_regex", "^a$"}, {"rtol", "0.5"}, {"atol", "0"}});
-  EXPECT_EQ(tensor_steps(r), (Steps{2, 3, 4})) << tensor_seen(r);
+  auto r = evaluate_rule("UnchangedTensor", dir.path(), {{"tensor_regex", "^a$"}, {"rtol", "0.5"}, {"atol", "0"}});
+  EXPECT_EQ(trigger_steps(r), (Steps{2, 3, 4})) << seen(r);
   // NaN equals NaN only with equal_nan; an infinity equals itself.
-  EXPECT_EQ(tensor_steps(tensor_evaluate("UnchangedTensor", dir.path(), {{"tensor_regex", "^n$"}})), (Steps{}));
-  EXPECT_EQ(tensor_steps(tensor_evaluate("UnchangedTensor", dir.path(),
+  EXPECT_EQ(trigger_steps(evaluate_rule("UnchangedTensor", dir.path(), {{"tensor_regex", "^n$"}})), (Steps{}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("UnchangedTensor", dir.path(),
                                          {{"tensor_regex", "^n$"}, {"equal_nan", "True"}})),
             (Steps{2}));
-  EXPECT_EQ(tensor_steps(tensor_evaluate("UnchangedTensor", dir.path(), {{"tensor_regex", "^i$"}})), (Steps{2}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("UnchangedTensor", dir.path(), {{"tensor_regex", "^i$"}})), (Steps{2}));
   // The default tolerances: 1e-7 apart is close for 1.0 (1e-5 + 1e-8).
-  EXPECT_EQ(tensor_steps(tensor_evaluate("UnchangedTensor", dir.path(), {{"tensor_regex", "^a$"}})), (Steps{4}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("UnchangedTensor", dir.path(), {{"tensor_regex", "^a$"}})), (Steps{4}));
 }
 
 TEST(TensorUnchangedTensor, UsesTheTensorsOwnSavedStepsAcrossModes) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Train, 0, {{"CrossEntropyLoss_output_0", {2}}, {"w", {1}}}},
       {1, Mode::Train, 1, {{"CrossEntropyLoss_output_0", {2}}}},
       {2, Mode::Eval, 0, {{"CrossEntropyLoss_output_0", {2}}}},
@@ -541,63 +375,63 @@ TEST(TensorUnchangedTensor, UsesTheTensorsOwnSavedStepsAcrossModes) {
       {7, Mode::Train, 3, {{"w", {1}}}},
       {9, Mode::Train, 4, {{"w", {1}}}},
   });
-  auto s = tensor_evaluate("UnchangedTensor", dir.path(), {{"collection_names", "losses"}});
-  EXPECT_EQ(tensor_steps(s), (Steps{2})) << tensor_seen(s);
-  auto w = tensor_evaluate("UnchangedTensor", dir.path(), {{"tensor_regex", "^w$"}});
-  ASSERT_EQ(tensor_steps(w), (Steps{9})) << tensor_seen(w);
-  EXPECT_EQ(tensor_evidence(w, 0)["steps"], nlohmann::json::array({0, 7, 9}));
-  auto none = tensor_evaluate("UnchangedTensor", dir.path());
-  EXPECT_EQ(none.status, RuleEvaluationStatus::Error) << tensor_seen(none);
-  EXPECT_NE(tensor_refusal("UnchangedTensor", dir.path(), {{"tensor_regex", "w"}, {"num_steps", "0"}}), "");
+  auto s = evaluate_rule("UnchangedTensor", dir.path(), {{"collection_names", "losses"}});
+  EXPECT_EQ(trigger_steps(s), (Steps{2})) << seen(s);
+  auto w = evaluate_rule("UnchangedTensor", dir.path(), {{"tensor_regex", "^w$"}});
+  ASSERT_EQ(trigger_steps(w), (Steps{9})) << seen(w);
+  EXPECT_EQ(evidence(w, 0)["steps"], nlohmann::json::array({0, 7, 9}));
+  auto none = evaluate_rule("UnchangedTensor", dir.path());
+  EXPECT_EQ(none.status, RuleEvaluationStatus::Error) << seen(none);
+  EXPECT_NE(rule_refusal("UnchangedTensor", dir.path(), {{"tensor_regex", "w"}, {"num_steps", "0"}}), "");
 }
 
 TEST(TensorUnchangedTensor, ComparesEachWorkerWithItsOwnHistory) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {{0, Mode::Train, -1, {{"w", {1}}}}, {1, Mode::Train, -1, {{"w", {1}}}},
-                                  {2, Mode::Train, -1, {{"w", {2}}}}}, "worker_0", 2, /*end_marker=*/false);
-  tensor_write_trial(dir.path(), {{0, Mode::Train, -1, {{"w", {5}}}}, {1, Mode::Train, -1, {{"w", {5}}}},
-                                  {2, Mode::Train, -1, {{"w", {5}}}}}, "worker_1", 2);
-  auto s = tensor_evaluate("UnchangedTensor", dir.path(), {{"tensor_regex", "w"}});
-  ASSERT_EQ(tensor_steps(s), (Steps{2})) << tensor_seen(s);
-  EXPECT_EQ(tensor_evidence(s, 0)["worker"], "worker_1");
-  EXPECT_EQ(tensor_evidence(s, 0)["tensors_unchanged"], 1);
+  ScratchDir dir;
+  write_trial(dir.path(), {{0, Mode::Train, -1, {{"w", {1}}}}, {1, Mode::Train, -1, {{"w", {1}}}},
+                                  {2, Mode::Train, -1, {{"w", {2}}}}}, {.num_workers = 2, .end_marker = false});
+  write_trial(dir.path(), {{0, Mode::Train, -1, {{"w", {5}}}}, {1, Mode::Train, -1, {{"w", {5}}}},
+                                  {2, Mode::Train, -1, {{"w", {5}}}}}, {.worker = "worker_1", .num_workers = 2});
+  auto s = evaluate_rule("UnchangedTensor", dir.path(), {{"tensor_regex", "w"}});
+  ASSERT_EQ(trigger_steps(s), (Steps{2})) << seen(s);
+  EXPECT_EQ(evidence(s, 0)["worker"], "worker_1");
+  EXPECT_EQ(evidence(s, 0)["tensors_unchanged"], 1);
 }
 
 // =============================================================================================
 // TensorVariance
 
 TEST(TensorTensorVariance, NeverFiresWithoutThresholds) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {{0, Mode::Train, -1, {{"fc.weight", {-1000, 1000}}}},
+  ScratchDir dir;
+  write_trial(dir.path(), {{0, Mode::Train, -1, {{"fc.weight", {-1000, 1000}}}},
                                   {1, Mode::Train, -1, {{"fc.weight", {0, 0}}}}});
-  auto s = tensor_evaluate("TensorVariance", dir.path(), {{"collection_names", "weights"}});
-  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << tensor_seen(s);
-  auto none = tensor_evaluate("TensorVariance", dir.path(), {{"max_threshold", "1"}});
-  EXPECT_EQ(none.status, RuleEvaluationStatus::Error) << tensor_seen(none);
+  auto s = evaluate_rule("TensorVariance", dir.path(), {{"collection_names", "weights"}});
+  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << seen(s);
+  auto none = evaluate_rule("TensorVariance", dir.path(), {{"max_threshold", "1"}});
+  EXPECT_EQ(none.status, RuleEvaluationStatus::Error) << seen(none);
 }
 
 TEST(TensorTensorVariance, StrictBoundsOnThePopulationVariance) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Train, -1, {{"fc.weight", {0, 2}}}},        // var 1 (ddof 0)
       {1, Mode::Train, -1, {{"fc.weight", {1, 1, 1}}}},     // var 0
       {2, Mode::Train, -1, {{"fc.weight", {kNaN, 1}}}},     // var NaN
       {3, Mode::Train, -1, {}, {{"fc.weight", "variance", false, 7.0}}},  // saved variance, no value
   });
   const std::string w = "weights";
-  EXPECT_EQ(tensor_steps(tensor_evaluate("TensorVariance", dir.path(), {{"collection_names", w}, {"max_threshold", "1"}})),
+  EXPECT_EQ(trigger_steps(evaluate_rule("TensorVariance", dir.path(), {{"collection_names", w}, {"max_threshold", "1"}})),
             (Steps{3}));
-  auto above = tensor_evaluate("TensorVariance", dir.path(), {{"collection_names", w}, {"max_threshold", "0.5"}});
-  ASSERT_EQ(tensor_steps(above), (Steps{0, 3})) << tensor_seen(above);
-  EXPECT_DOUBLE_EQ(tensor_evidence(above, 0)["variance"].get<double>(), 1.0);
-  EXPECT_EQ(tensor_evidence(above, 0)["above_max"], true);
-  EXPECT_DOUBLE_EQ(tensor_evidence(above, 0)["max_threshold"].get<double>(), 0.5);
-  EXPECT_EQ(tensor_steps(tensor_evaluate("TensorVariance", dir.path(), {{"collection_names", w}, {"min_threshold", "0"}})),
+  auto above = evaluate_rule("TensorVariance", dir.path(), {{"collection_names", w}, {"max_threshold", "0.5"}});
+  ASSERT_EQ(trigger_steps(above), (Steps{0, 3})) << seen(above);
+  EXPECT_DOUBLE_EQ(evidence(above, 0)["variance"].get<double>(), 1.0);
+  EXPECT_EQ(evidence(above, 0)["above_max"], true);
+  EXPECT_DOUBLE_EQ(evidence(above, 0)["max_threshold"].get<double>(), 0.5);
+  EXPECT_EQ(trigger_steps(evaluate_rule("TensorVariance", dir.path(), {{"collection_names", w}, {"min_threshold", "0"}})),
             (Steps{}));
-  auto below = tensor_evaluate("TensorVariance", dir.path(), {{"collection_names", w}, {"min_threshold", "1"}});
-  ASSERT_EQ(tensor_steps(below), (Steps{1})) << tensor_seen(below);
-  EXPECT_EQ(tensor_evidence(below, 0)["below_min"], true);
-  EXPECT_EQ(tensor_steps(tensor_evaluate("TensorVariance", dir.path(),
+  auto below = evaluate_rule("TensorVariance", dir.path(), {{"collection_names", w}, {"min_threshold", "1"}});
+  ASSERT_EQ(trigger_steps(below), (Steps{1})) << seen(below);
+  EXPECT_EQ(evidence(below, 0)["below_min"], true);
+  EXPECT_EQ(trigger_steps(evaluate_rule("TensorVariance", dir.path(),
                                          {{"tensor_regex", "fc"}, {"min_threshold", "0.5"}, {"max_threshold", "5"}})),
             (Steps{1, 3}));
 }
@@ -606,25 +440,25 @@ TEST(TensorTensorVariance, StrictBoundsOnThePopulationVariance) {
 // WeightUpdateRatio
 
 TEST(TensorWeightUpdateRatio, JudgesTrainStepsAgainstThePreviousTrainStep) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Train, 0, {{"fc.weight", {1, 1}}}},
       {1, Mode::Train, 1, {{"fc.weight", {1, 1}}}},      // unchanged: ratio 0 < 1e-8
       {2, Mode::Eval, 0, {{"fc.weight", {1.1, 1.1}}}},   // EVAL: neither judged nor a previous step
       {3, Mode::Train, 2, {{"fc.weight", {1.1, 1.1}}}},  // ratio ~0.1 against step 1
       {4, Mode::Train, 3, {{"fc.weight", {50, 50}}}},    // ratio ~44 > 10
   });
-  auto s = tensor_evaluate("WeightUpdateRatio", dir.path());
-  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << tensor_seen(s);
-  EXPECT_EQ(tensor_steps(s), (Steps{1, 4}));
-  const auto& small = tensor_evidence(s, 0);
+  auto s = evaluate_rule("WeightUpdateRatio", dir.path());
+  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << seen(s);
+  EXPECT_EQ(trigger_steps(s), (Steps{1, 4}));
+  const auto& small = evidence(s, 0);
   EXPECT_EQ(small["tensor"], "fc.weight");
   EXPECT_EQ(small["mode"], "TRAIN");
   EXPECT_EQ(small["step"], 1);
   EXPECT_EQ(small["previous_step"], 0);
   EXPECT_DOUBLE_EQ(small["ratio"].get<double>(), 0.0);
   EXPECT_EQ(small["too_small"], true);
-  const auto& large = tensor_evidence(s, 1);
+  const auto& large = evidence(s, 1);
   EXPECT_EQ(large["step"], 3);
   EXPECT_EQ(large["previous_step"], 2);
   EXPECT_EQ(large["too_large"], true);
@@ -634,150 +468,150 @@ TEST(TensorWeightUpdateRatio, JudgesTrainStepsAgainstThePreviousTrainStep) {
 }
 
 TEST(TensorWeightUpdateRatio, GlobalStepsWhenTheTrialHasNoTrainStep) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Global, 0, {{"fc.weight", {1, 1}}}},
       {1, Mode::Global, 1, {{"fc.weight", {1, 1}}}},
       {5, Mode::Global, 5, {{"fc.weight", {2, 2}}}},
   });
-  auto s = tensor_evaluate("WeightUpdateRatio", dir.path());
-  ASSERT_EQ(tensor_steps(s), (Steps{1})) << tensor_seen(s);
-  EXPECT_EQ(tensor_evidence(s, 0)["mode"], "GLOBAL");
+  auto s = evaluate_rule("WeightUpdateRatio", dir.path());
+  ASSERT_EQ(trigger_steps(s), (Steps{1})) << seen(s);
+  EXPECT_EQ(evidence(s, 0)["mode"], "GLOBAL");
 }
 
 TEST(TensorWeightUpdateRatio, NumStepsBoundsHowFarBackThePreviousStepMayBe) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Train, 0, {{"fc.weight", {1, 1}}}},
       {5, Mode::Train, 5, {{"fc.weight", {1, 1}}}},      // unchanged since step 0
       {6, Mode::Train, 6, {{"fc.weight", {1.1, 1.1}}}},
   });
-  EXPECT_EQ(tensor_steps(tensor_evaluate("WeightUpdateRatio", dir.path())), (Steps{5}));
-  EXPECT_EQ(tensor_steps(tensor_evaluate("WeightUpdateRatio", dir.path(), {{"num_steps", "2"}})), (Steps{}));
-  EXPECT_EQ(tensor_steps(tensor_evaluate("WeightUpdateRatio", dir.path(), {{"num_steps", "5"}})), (Steps{5}));
-  EXPECT_NE(tensor_refusal("WeightUpdateRatio", dir.path(), {{"num_steps", "0"}}), "");
+  EXPECT_EQ(trigger_steps(evaluate_rule("WeightUpdateRatio", dir.path())), (Steps{5}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("WeightUpdateRatio", dir.path(), {{"num_steps", "2"}})), (Steps{}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("WeightUpdateRatio", dir.path(), {{"num_steps", "5"}})), (Steps{5}));
+  EXPECT_NE(rule_refusal("WeightUpdateRatio", dir.path(), {{"num_steps", "0"}}), "");
 }
 
 TEST(TensorWeightUpdateRatio, ThresholdsAreStrictAndNaNNeverFires) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {
+  ScratchDir dir;
+  write_trial(dir.path(), {
       {0, Mode::Train, 0, {{"fc.weight", {3, 4}}}},
       {1, Mode::Train, 1, {{"fc.weight", {33, 44}}}},     // ‖(30, 40)‖ / ‖(3, 4)‖ = 50 / 5 = 10
       {2, Mode::Train, 2, {{"fc.weight", {kNaN, 44}}}},
       {3, Mode::Train, 3, {{"fc.weight", {kNaN, 44}}}},
   });
   const std::map<std::string, std::string> no_eps{{"epsilon", "0"}, {"small_threshold", "0"}};
-  EXPECT_EQ(tensor_steps(tensor_evaluate("WeightUpdateRatio", dir.path(), no_eps)), (Steps{}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("WeightUpdateRatio", dir.path(), no_eps)), (Steps{}));
   auto p = no_eps;
   p["large_threshold"] = "9.999";
-  auto s = tensor_evaluate("WeightUpdateRatio", dir.path(), p);
-  ASSERT_EQ(tensor_steps(s), (Steps{1})) << tensor_seen(s);
-  EXPECT_DOUBLE_EQ(tensor_evidence(s, 0)["ratio"].get<double>(), 10.0);
-  EXPECT_DOUBLE_EQ(tensor_evidence(s, 0)["update_norm"].get<double>(), 50.0);
-  EXPECT_DOUBLE_EQ(tensor_evidence(s, 0)["previous_norm"].get<double>(), 5.0);
+  auto s = evaluate_rule("WeightUpdateRatio", dir.path(), p);
+  ASSERT_EQ(trigger_steps(s), (Steps{1})) << seen(s);
+  EXPECT_DOUBLE_EQ(evidence(s, 0)["ratio"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(evidence(s, 0)["update_norm"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(evidence(s, 0)["previous_norm"].get<double>(), 5.0);
   // The ratio's lower bound is strict too: 10 is not below 10.
-  EXPECT_EQ(tensor_steps(tensor_evaluate("WeightUpdateRatio", dir.path(),
+  EXPECT_EQ(trigger_steps(evaluate_rule("WeightUpdateRatio", dir.path(),
                                          {{"epsilon", "0"}, {"small_threshold", "10"}, {"large_threshold", "100"}})),
             (Steps{}));
-  EXPECT_EQ(tensor_steps(tensor_evaluate("WeightUpdateRatio", dir.path(),
+  EXPECT_EQ(trigger_steps(evaluate_rule("WeightUpdateRatio", dir.path(),
                                          {{"epsilon", "0"}, {"small_threshold", "10.001"}, {"large_threshold", "100"}})),
             (Steps{1}));
 }
 
 TEST(TensorWeightUpdateRatio, OnlyTheWeightsCollectionPerWorker) {
-  TempDir dir;
-  tensor_write_trial(dir.path(), {{0, Mode::Train, 0, {{"fc.bias", {1}}, {"fc.weight", {1}}}},
-                                  {1, Mode::Train, 1, {{"fc.bias", {1}}, {"fc.weight", {1.5}}}}}, "worker_0", 2, /*end_marker=*/false);
-  tensor_write_trial(dir.path(), {{0, Mode::Train, 0, {{"fc.weight", {1}}}},
-                                  {1, Mode::Train, 1, {{"fc.weight", {1}}}}}, "worker_1", 2);
-  auto s = tensor_evaluate("WeightUpdateRatio", dir.path());
-  ASSERT_EQ(tensor_steps(s), (Steps{1})) << tensor_seen(s);
-  EXPECT_EQ(tensor_evidence(s, 0)["worker"], "worker_1");
-  EXPECT_EQ(tensor_evidence(s, 0)["tensors_outside"], 1);
+  ScratchDir dir;
+  write_trial(dir.path(), {{0, Mode::Train, 0, {{"fc.bias", {1}}, {"fc.weight", {1}}}},
+                                  {1, Mode::Train, 1, {{"fc.bias", {1}}, {"fc.weight", {1.5}}}}}, {.num_workers = 2, .end_marker = false});
+  write_trial(dir.path(), {{0, Mode::Train, 0, {{"fc.weight", {1}}}},
+                                  {1, Mode::Train, 1, {{"fc.weight", {1}}}}}, {.worker = "worker_1", .num_workers = 2});
+  auto s = evaluate_rule("WeightUpdateRatio", dir.path());
+  ASSERT_EQ(trigger_steps(s), (Steps{1})) << seen(s);
+  EXPECT_EQ(evidence(s, 0)["worker"], "worker_1");
+  EXPECT_EQ(evidence(s, 0)["tensors_outside"], 1);
 }
 
 // =============================================================================================
 // SimilarAcrossRuns
 
 TEST(TensorSimilarAcrossRuns, FiresWhereTheOtherRunDiffers) {
-  TempDir base, other;
-  tensor_write_trial(base.path(), {
+  ScratchDir base, other;
+  write_trial(base.path(), {
       {0, Mode::Train, -1, {{"fc.weight", {1, 2}}, {"loss_output_0", {0.5}}}},
       {1, Mode::Train, -1, {{"fc.weight", {1, 2}}, {"loss_output_0", {0.5}}}},
       {2, Mode::Train, -1, {{"fc.weight", {1, 2}}, {"loss_output_0", {0.5}}}},
       {3, Mode::Train, -1, {{"fc.weight", {1, 2}}}},
       {4, Mode::Train, -1, {{"only_here", {1}}}},
   });
-  tensor_write_trial(other.path(), {
+  write_trial(other.path(), {
       {0, Mode::Train, -1, {{"fc.weight", {1, 2}}, {"loss_output_0", {0.5}}}},
       {1, Mode::Train, -1, {{"fc.weight", {1.000001, 2}}, {"loss_output_0", {0.5}}}},  // within allclose
       {2, Mode::Train, -1, {{"fc.weight", {1, 2.5}}, {"loss_output_0", {0.5}}}},
       {3, Mode::Train, -1, {{"fc.weight", {1, 2, 3}}}},  // another shape
       {4, Mode::Train, -1, {{"elsewhere", {1}}}},
   });
-  auto s = tensor_evaluate("SimilarAcrossRuns", base.path(), {{"other_trial_0", other.path().string()}});
-  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << tensor_seen(s);
-  EXPECT_EQ(tensor_steps(s), (Steps{2, 3}));
-  const auto& e = tensor_evidence(s, 0);
+  auto s = evaluate_rule("SimilarAcrossRuns", base.path(), {{"other_trial_0", other.path().string()}});
+  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << seen(s);
+  EXPECT_EQ(trigger_steps(s), (Steps{2, 3}));
+  const auto& e = evidence(s, 0);
   EXPECT_EQ(e["tensor"], "fc.weight");
   EXPECT_EQ(e["other_trial"], "other_trial_0");
   EXPECT_EQ(e["worker"], "worker_0");
   EXPECT_EQ(e["shape"], nlohmann::json::array({2}));
   EXPECT_DOUBLE_EQ(e["max_abs_diff"].get<double>(), 0.5);
-  EXPECT_EQ(tensor_evidence(s, 1)["other_shape"], nlohmann::json::array({3}));
+  EXPECT_EQ(evidence(s, 1)["other_shape"], nlohmann::json::array({3}));
 
   // The docs' comma-separated other_trials key works the same; a selection restricts the comparison.
-  auto o = tensor_evaluate("SimilarAcrossRuns", base.path(), {{"other_trials", other.path().string()}});
-  EXPECT_EQ(tensor_steps(o), (Steps{2, 3})) << tensor_seen(o);
-  auto loss = tensor_evaluate("SimilarAcrossRuns", base.path(),
+  auto o = evaluate_rule("SimilarAcrossRuns", base.path(), {{"other_trials", other.path().string()}});
+  EXPECT_EQ(trigger_steps(o), (Steps{2, 3})) << seen(o);
+  auto loss = evaluate_rule("SimilarAcrossRuns", base.path(),
                               {{"other_trials", other.path().string()}, {"tensor_regex", "loss"}});
-  EXPECT_EQ(loss.status, RuleEvaluationStatus::NoIssuesFound) << tensor_seen(loss);
+  EXPECT_EQ(loss.status, RuleEvaluationStatus::NoIssuesFound) << seen(loss);
   // Identical runs never fire.
-  auto same = tensor_evaluate("SimilarAcrossRuns", base.path(), {{"other_trial_0", base.path().string()}});
-  EXPECT_EQ(same.status, RuleEvaluationStatus::NoIssuesFound) << tensor_seen(same);
+  auto same = evaluate_rule("SimilarAcrossRuns", base.path(), {{"other_trial_0", base.path().string()}});
+  EXPECT_EQ(same.status, RuleEvaluationStatus::NoIssuesFound) << seen(same);
 }
 
 TEST(TensorSimilarAcrossRuns, ComparesEveryOtherRunAndSkipsStepsTheyLack) {
-  TempDir base, a, b;
-  tensor_write_trial(base.path(), {{0, Mode::Train, -1, {{"w", {1}}}}, {1, Mode::Train, -1, {{"w", {1}}}},
+  ScratchDir base, a, b;
+  write_trial(base.path(), {{0, Mode::Train, -1, {{"w", {1}}}}, {1, Mode::Train, -1, {{"w", {1}}}},
                                    {2, Mode::Train, -1, {{"w", {1}}}}});
-  tensor_write_trial(a.path(), {{0, Mode::Train, -1, {{"w", {1}}}}, {2, Mode::Train, -1, {{"w", {kNaN}}}}});
-  tensor_write_trial(b.path(), {{0, Mode::Train, -1, {{"w", {1}}}}, {1, Mode::Train, -1, {{"w", {2}}}}});
-  auto s = tensor_evaluate("SimilarAcrossRuns", base.path(),
+  write_trial(a.path(), {{0, Mode::Train, -1, {{"w", {1}}}}, {2, Mode::Train, -1, {{"w", {kNaN}}}}});
+  write_trial(b.path(), {{0, Mode::Train, -1, {{"w", {1}}}}, {1, Mode::Train, -1, {{"w", {2}}}}});
+  auto s = evaluate_rule("SimilarAcrossRuns", base.path(),
                            {{"other_trial_0", a.path().string()}, {"other_trial_1", b.path().string()}});
-  ASSERT_EQ(tensor_steps(s), (Steps{1, 2})) << tensor_seen(s);
-  EXPECT_EQ(tensor_evidence(s, 0)["other_trial"], "other_trial_1");
-  EXPECT_EQ(tensor_evidence(s, 1)["other_trial"], "other_trial_0");  // NaN is never close (equal_nan False)
+  ASSERT_EQ(trigger_steps(s), (Steps{1, 2})) << seen(s);
+  EXPECT_EQ(evidence(s, 0)["other_trial"], "other_trial_1");
+  EXPECT_EQ(evidence(s, 1)["other_trial"], "other_trial_0");  // NaN is never close (equal_nan False)
 }
 
 TEST(TensorSimilarAcrossRuns, ComparesStringTensorsAndNeedsAnotherRun) {
-  TempDir base, other;
-  tensor_write_trial(base.path(), {{0, Mode::Train, -1, {{"s", {}, {}, ElementType::String, {"a", "b"}}}},
+  ScratchDir base, other;
+  write_trial(base.path(), {{0, Mode::Train, -1, {{"s", {}, {}, ElementType::String, {"a", "b"}}}},
                                    {1, Mode::Train, -1, {{"s", {}, {}, ElementType::String, {"a", "b"}}}}});
-  tensor_write_trial(other.path(), {{0, Mode::Train, -1, {{"s", {}, {}, ElementType::String, {"a", "b"}}}},
+  write_trial(other.path(), {{0, Mode::Train, -1, {{"s", {}, {}, ElementType::String, {"a", "b"}}}},
                                     {1, Mode::Train, -1, {{"s", {}, {}, ElementType::String, {"a", "c"}}}}});
-  auto s = tensor_evaluate("SimilarAcrossRuns", base.path(), {{"other_trial_0", other.path().string()}});
-  EXPECT_EQ(tensor_steps(s), (Steps{1})) << tensor_seen(s);
-  auto missing = tensor_evaluate("SimilarAcrossRuns", base.path());
-  EXPECT_EQ(missing.status, RuleEvaluationStatus::Error) << tensor_seen(missing);
+  auto s = evaluate_rule("SimilarAcrossRuns", base.path(), {{"other_trial_0", other.path().string()}});
+  EXPECT_EQ(trigger_steps(s), (Steps{1})) << seen(s);
+  auto missing = evaluate_rule("SimilarAcrossRuns", base.path());
+  EXPECT_EQ(missing.status, RuleEvaluationStatus::Error) << seen(missing);
   EXPECT_NE(missing.details.find("Required argument other_trials"), std::string::npos) << missing.details;
   // The other rules read one trial: the host refuses other trials for them.
-  EXPECT_NE(tensor_refusal("ExplodingTensor", base.path(), {{"other_trial_0", other.path().string()}}), "");
+  EXPECT_NE(rule_refusal("ExplodingTensor", base.path(), {{"other_trial_0", other.path().string()}}), "");
 }
 
 TEST(TensorSimilarAcrossRuns, OnRealRunsWrittenBySmdebug) {
   const fs::path runs = fs::path(VIGIL_SHARED_DIR) / "fixtures" / "pathologies";
   // The same seed and model: the stalled run only paused between steps, so every tensor agrees.
-  auto same = tensor_evaluate("SimilarAcrossRuns", runs / "healthy_mlp_s1",
+  auto same = evaluate_rule("SimilarAcrossRuns", runs / "healthy_mlp_s1",
                               {{"other_trial_0", (runs / "stalled_pause_5s_s1").string()}});
-  EXPECT_EQ(same.status, RuleEvaluationStatus::NoIssuesFound) << tensor_seen(same);
+  EXPECT_EQ(same.status, RuleEvaluationStatus::NoIssuesFound) << seen(same);
   // Another training set: the losses differ from the first step on.
-  auto other = tensor_evaluate("SimilarAcrossRuns", runs / "healthy_mlp_s1",
+  auto other = evaluate_rule("SimilarAcrossRuns", runs / "healthy_mlp_s1",
                                {{"other_trial_0", (runs / "flat_loss_random_labels_s1").string()},
                                 {"collection_names", "losses"}});
-  ASSERT_EQ(other.status, RuleEvaluationStatus::IssuesFound) << tensor_seen(other);
+  ASSERT_EQ(other.status, RuleEvaluationStatus::IssuesFound) << seen(other);
   EXPECT_EQ(other.triggers.front().step, 0);
-  EXPECT_EQ(tensor_evidence(other, 0)["tensor"], "CrossEntropyLoss_output_0");
+  EXPECT_EQ(evidence(other, 0)["tensor"], "CrossEntropyLoss_output_0");
 }
 
 // =============================================================================================
@@ -797,13 +631,13 @@ TEST_P(TensorRealFixture, FiresAtExactlyTheReferenceSteps) {
   const fs::path trial = fs::path(VIGIL_SHARED_DIR) / "fixtures" / "smdebug-real" / name;
   const auto& results = expected.at("rules").at("results");
 
-  auto vg = tensor_evaluate("VanishingGradient", trial, {{"threshold", "1e-7"}});
-  EXPECT_EQ(tensor_steps(vg), results.at("VanishingGradientLike").at("triggered_steps").get<Steps>()) << tensor_seen(vg);
-  EXPECT_EQ(vg.status, tensor_steps(vg).empty() ? RuleEvaluationStatus::NoIssuesFound : RuleEvaluationStatus::IssuesFound);
+  auto vg = evaluate_rule("VanishingGradient", trial, {{"threshold", "1e-7"}});
+  EXPECT_EQ(trigger_steps(vg), results.at("VanishingGradientLike").at("triggered_steps").get<Steps>()) << seen(vg);
+  EXPECT_EQ(vg.status, trigger_steps(vg).empty() ? RuleEvaluationStatus::NoIssuesFound : RuleEvaluationStatus::IssuesFound);
 
-  auto et = tensor_evaluate("ExplodingTensor", trial);
-  EXPECT_EQ(tensor_steps(et), results.at("ExplodingTensorLike").at("triggered_steps").get<Steps>()) << tensor_seen(et);
-  EXPECT_EQ(et.status, tensor_steps(et).empty() ? RuleEvaluationStatus::NoIssuesFound : RuleEvaluationStatus::IssuesFound);
+  auto et = evaluate_rule("ExplodingTensor", trial);
+  EXPECT_EQ(trigger_steps(et), results.at("ExplodingTensorLike").at("triggered_steps").get<Steps>()) << seen(et);
+  EXPECT_EQ(et.status, trigger_steps(et).empty() ? RuleEvaluationStatus::NoIssuesFound : RuleEvaluationStatus::IssuesFound);
 }
 
 INSTANTIATE_TEST_SUITE_P(SmdebugReal, TensorRealFixture,
@@ -821,15 +655,15 @@ TEST(TensorRealFixtureLists, ExactTriggerSteps) {
       {"vanishing_gradient", {even, {}}},
   };
   for (const auto& [name, want] : lists) {
-    auto vg = tensor_evaluate("VanishingGradient", root / name, {{"threshold", "1e-7"}});
-    EXPECT_EQ(tensor_steps(vg), want.first) << name << ": " << tensor_seen(vg);
-    auto et = tensor_evaluate("ExplodingTensor", root / name);
-    EXPECT_EQ(tensor_steps(et), want.second) << name << ": " << tensor_seen(et);
+    auto vg = evaluate_rule("VanishingGradient", root / name, {{"threshold", "1e-7"}});
+    EXPECT_EQ(trigger_steps(vg), want.first) << name << ": " << seen(vg);
+    auto et = evaluate_rule("ExplodingTensor", root / name);
+    EXPECT_EQ(trigger_steps(et), want.second) << name << ": " << seen(et);
   }
   // vanishing_gradient: the first trigger's evidence names the smallest mean |g| of step 0.
-  auto vg = tensor_evaluate("VanishingGradient", root / "vanishing_gradient", {{"threshold", "1e-7"}});
+  auto vg = evaluate_rule("VanishingGradient", root / "vanishing_gradient", {{"threshold", "1e-7"}});
   ASSERT_FALSE(vg.triggers.empty());
-  const auto& e = tensor_evidence(vg, 0);
+  const auto& e = evidence(vg, 0);
   const auto reference = tensor_expected("vanishing_gradient")["rules"]["results"]["VanishingGradientLike"]["details"]["0"];
   EXPECT_EQ(e["tensors_below"].get<size_t>(), reference.size());
   double lowest = std::numeric_limits<double>::infinity();
@@ -871,8 +705,8 @@ TEST(TensorPathologyTriggerLists, EveryLabelledTriggerStep) {
           params[k] = val.get<std::string>();
         }
       }
-      auto s = tensor_evaluate(rule, runs / run, params);
-      EXPECT_EQ(tensor_steps(s), v["trigger_steps"].get<Steps>()) << run << " " << rule << ": " << tensor_seen(s);
+      auto s = evaluate_rule(rule, runs / run, params);
+      EXPECT_EQ(trigger_steps(s), v["trigger_steps"].get<Steps>()) << run << " " << rule << ": " << seen(s);
       ++checked;
     }
   }

@@ -18,33 +18,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "evaluate/evaluator.h"
-#include "plugin_host/plugin_loader.h"
-#include "test_trials.h"
-#include "writer/trial_writer.h"
+#include "test_support.h"
 
 namespace vigil {
 namespace {
 
-namespace fs = std::filesystem;
 using evaluate::RuleEvaluationStatus;
 using format::ElementType;
-using testing::TempDir;
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using namespace test;  // the suites' helpers: tests/support/test_support.h
 const std::string kLoss = "CrossEntropyLoss_output_0";  // in smdebug PyTorch's "losses" collection
 
 // ---- helpers (prefixed: other families' test files share this executable) ----
-
-const plugin_host::PluginRegistry& training_registry() {
-  static const plugin_host::PluginRegistry registry = [] {
-    plugin_host::PluginRegistry r;
-    r.load_directory(VIGIL_BUILTIN_PLUGIN_DIR);
-    return r;
-  }();
-  return registry;
-}
 
 // One worker of a trial, written step by step. Event wall times come from `now` (seconds), which a
 // test may move; with real_clock the system clock is used.
@@ -59,7 +43,7 @@ class TrainingWriter {
     for (auto& m : options.save_config) m.save_interval = 1;
     if (!real_clock) options.clock = [this] { return now; };
     auto w = writer::TrialWriter::create(dir, options);
-    EXPECT_TRUE(w.has_value()) << w.error().message;
+    EXPECT_VIGIL_OK(w);
     if (w) w_ = std::move(*w);
   }
   TrainingWriter(const TrainingWriter&) = delete;
@@ -68,12 +52,12 @@ class TrainingWriter {
   // The next step of `mode` (global and mode steps count from 0).
   TrainingWriter& step(Mode mode = Mode::Train) {
     auto r = w_->begin_step(mode);
-    EXPECT_TRUE(r.has_value()) << r.error().message;
+    EXPECT_VIGIL_OK(r);
     return *this;
   }
   TrainingWriter& step_at(int64_t global_step, Mode mode, int64_t mode_step) {
     auto r = w_->begin_step_at(global_step, mode, mode_step);
-    EXPECT_TRUE(r.has_value()) << r.error().message;
+    EXPECT_VIGIL_OK(r);
     return *this;
   }
   // Saves a float64 tensor (shape {} for a 0-d scalar such as a PyTorch loss) in the collections
@@ -83,18 +67,18 @@ class TrainingWriter {
                          .shape = std::move(shape),
                          .bytes = std::as_bytes(std::span<const double>(values))};
     auto r = w_->save_tensor(name, d);
-    EXPECT_TRUE(r.has_value()) << r.error().message;
+    EXPECT_VIGIL_OK(r);
     return *this;
   }
   TrainingWriter& f32(const std::string& name, const std::vector<float>& values, std::vector<int64_t> shape) {
-    auto r = w_->save_tensor(name, testing::float_data(values, std::move(shape)));
-    EXPECT_TRUE(r.has_value()) << r.error().message;
+    auto r = w_->save_tensor(name, test::float_data(values, std::move(shape)));
+    EXPECT_VIGIL_OK(r);
     return *this;
   }
   TrainingWriter& loss(double v, const std::string& name = kLoss) { return f64(name, {v}); }
   void close() {
     auto r = w_->close();
-    EXPECT_TRUE(r.has_value()) << r.error().message;
+    EXPECT_VIGIL_OK(r);
   }
 
   double now = 1000.0;
@@ -103,42 +87,15 @@ class TrainingWriter {
   std::unique_ptr<writer::TrialWriter> w_;
 };
 
-Result<evaluate::RuleStatus> training_try_run(const std::string& rule, const fs::path& trial,
-                                              std::map<std::string, std::string> params = {},
-                                              evaluate::EvaluatorOptions options = {}) {
-  params["rule_to_invoke"] = rule;
-  auto config = evaluate::rule_from_parameters("training-test", params, trial.string(), "test");
-  if (!config) return fail(config.error());
-  evaluate::JobConfig job;
-  job.rules.push_back(*config);
-  auto ev = evaluate::Evaluator::create(training_registry(), job, std::move(options));
-  if (!ev) return fail(ev.error());
-  (*ev)->run({});
-  return (*ev)->statuses().at(0);
-}
-
+// A rule run that must not end in an Error status (the family's tests check what the rule found).
 evaluate::RuleStatus training_run(const std::string& rule, const fs::path& trial,
                                   std::map<std::string, std::string> params = {},
                                   evaluate::EvaluatorOptions options = {}) {
-  auto s = training_try_run(rule, trial, std::move(params), std::move(options));
-  EXPECT_TRUE(s.has_value()) << s.error().message;
+  auto s = try_evaluate_rule(rule, trial, std::move(params), std::move(options), "training-test");
+  EXPECT_VIGIL_OK(s);
   if (!s) return {};
   EXPECT_NE(s->status, RuleEvaluationStatus::Error) << s->details;
   return *s;
-}
-
-std::vector<int64_t> training_steps(const evaluate::RuleStatus& s) {
-  std::vector<int64_t> out;
-  for (const auto& t : s.triggers) out.push_back(t.step);
-  return out;
-}
-
-// The evidence object reported at `step` (the first one).
-nlohmann::json training_evidence(const evaluate::RuleStatus& s, int64_t step) {
-  for (const auto& t : s.triggers)
-    if (t.step == step && !t.evidence.empty()) return t.evidence.front();
-  ADD_FAILURE() << "no evidence at step " << step;
-  return nlohmann::json::object();
 }
 
 std::vector<int64_t> training_range(int64_t first, int64_t last) {
@@ -152,7 +109,7 @@ using Steps = std::vector<int64_t>;
 // ---- the plugin ----
 
 TEST(TrainingRulesPlugin, LoadsEveryRuleWithSageMakersNamesAndDefaults) {
-  const auto& registry = training_registry();
+  const auto& registry = test::builtin_registry();
   const std::map<std::string, std::map<std::string, std::string>> expected = {
       {"LossNotDecreasing",
        {{"collection_names", ""}, {"tensor_regex", ""}, {"use_losses_collection", "True"}, {"num_steps", "10"},
@@ -186,7 +143,7 @@ TEST(TrainingRulesPlugin, LoadsEveryRuleWithSageMakersNamesAndDefaults) {
 }
 
 TEST(TrainingRulesPlugin, RefusesOutOfRangeParameters) {
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     w.step().loss(1.0);
@@ -204,11 +161,11 @@ TEST(TrainingRulesPlugin, RefusesOutOfRangeParameters) {
       {"StalledTrainingRule", {{"threshold", "-5"}}},
   };
   for (const auto& [rule, params] : bad) {
-    auto s = training_try_run(rule, dir.path(), params);
+    auto s = try_evaluate_rule(rule, dir.path(), params);
     EXPECT_FALSE(s.has_value()) << rule << " " << params.begin()->first;
   }
   // Case-insensitive mode names, as SageMaker's strings may come.
-  EXPECT_TRUE(training_try_run("LossNotDecreasing", dir.path(), {{"mode", "train"}}).has_value());
+  EXPECT_TRUE(try_evaluate_rule("LossNotDecreasing", dir.path(), {{"mode", "train"}}).has_value());
 }
 
 // ---- LossNotDecreasing ----
@@ -223,12 +180,12 @@ void training_loss_trial(const fs::path& dir, const Steps& steps, const std::fun
 TEST(TrainingLossNotDecreasing, ChecksAtMostEveryNumStepsLikeTheDocsExample) {
   // The docs: losses every 3 steps, num_steps 10: step 21 is compared with step 9; steps 31 and 32
   // are not saved, so the next check is at 33. A constant loss decreased by 0% < 0.1%: every check fires.
-  TempDir dir;
+  ScratchDir dir;
   training_loss_trial(dir.path(), {9, 21, 30, 33}, [](int64_t) { return 1.0; });
   auto s = training_run("LossNotDecreasing", dir.path());
   EXPECT_EQ(s.status, RuleEvaluationStatus::IssuesFound);
-  EXPECT_EQ(training_steps(s), (Steps{21, 33}));
-  auto e = training_evidence(s, 21);
+  EXPECT_EQ(trigger_steps(s), (Steps{21, 33}));
+  auto e = evidence_at_step(s, 21);
   EXPECT_EQ(e["mode"], "TRAIN");
   EXPECT_EQ(e["num_steps"], 10);
   ASSERT_EQ(e["losses"].size(), 1u);
@@ -236,27 +193,27 @@ TEST(TrainingLossNotDecreasing, ChecksAtMostEveryNumStepsLikeTheDocsExample) {
   EXPECT_EQ(e["losses"][0]["worker"], "worker_0");
   EXPECT_EQ(e["losses"][0]["compared_with_step"], 9);
   EXPECT_EQ(e["losses"][0]["crossed"], "diff_percent");
-  EXPECT_EQ(training_evidence(s, 33)["losses"][0]["compared_with_step"], 21);
+  EXPECT_EQ(evidence_at_step(s, 33)["losses"][0]["compared_with_step"], 21);
 
   // From the first step: the first check is at the first step with a saved step num_steps earlier.
-  TempDir every3;
+  ScratchDir every3;
   Steps steps;
   for (int64_t k = 0; k <= 36; k += 3) steps.push_back(k);
   training_loss_trial(every3.path(), steps, [](int64_t) { return 2.5; });
-  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", every3.path())), (Steps{12, 24, 36}));
-  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", every3.path(), {{"num_steps", "6"}})),
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", every3.path())), (Steps{12, 24, 36}));
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", every3.path(), {{"num_steps", "6"}})),
             (Steps{6, 12, 18, 24, 30, 36}));
 }
 
 TEST(TrainingLossNotDecreasing, DecreaseBelowDiffPercentFiresStrictly) {
-  TempDir dir;
+  ScratchDir dir;
   training_loss_trial(dir.path(), {0, 10}, [](int64_t s) { return s == 0 ? 1.0 : 0.875; });  // -12.5 %
   EXPECT_EQ(training_run("LossNotDecreasing", dir.path()).status, RuleEvaluationStatus::NoIssuesFound);
   EXPECT_EQ(training_run("LossNotDecreasing", dir.path(), {{"diff_percent", "12.5"}}).status,
             RuleEvaluationStatus::NoIssuesFound);  // exactly at the threshold
   auto s = training_run("LossNotDecreasing", dir.path(), {{"diff_percent", "12.6"}});
-  EXPECT_EQ(training_steps(s), (Steps{10}));
-  auto e = training_evidence(s, 10);
+  EXPECT_EQ(trigger_steps(s), (Steps{10}));
+  auto e = evidence_at_step(s, 10);
   EXPECT_EQ(e["diff_percent"], 12.6);
   EXPECT_EQ(e["losses"][0]["prev"], 1.0);
   EXPECT_EQ(e["losses"][0]["cur"], 0.875);
@@ -265,17 +222,17 @@ TEST(TrainingLossNotDecreasing, DecreaseBelowDiffPercentFiresStrictly) {
 }
 
 TEST(TrainingLossNotDecreasing, IncreaseAboveIncreaseThresholdFiresStrictly) {
-  TempDir dir;
+  ScratchDir dir;
   training_loss_trial(dir.path(), {0, 10}, [](int64_t s) { return s == 0 ? 1.0 : 1.125; });  // +12.5 %
   auto s = training_run("LossNotDecreasing", dir.path());
-  EXPECT_EQ(training_steps(s), (Steps{10}));
-  EXPECT_EQ(training_evidence(s, 10)["losses"][0]["crossed"], "increase_threshold_percent");
+  EXPECT_EQ(trigger_steps(s), (Steps{10}));
+  EXPECT_EQ(evidence_at_step(s, 10)["losses"][0]["crossed"], "increase_threshold_percent");
   EXPECT_EQ(training_run("LossNotDecreasing", dir.path(), {{"increase_threshold_percent", "12.5"}}).status,
             RuleEvaluationStatus::NoIssuesFound);
-  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", dir.path(), {{"increase_threshold_percent", "12.4"}})),
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", dir.path(), {{"increase_threshold_percent", "12.4"}})),
             (Steps{10}));
   // A small increase is below both tests: the documented meaning does not fire on it.
-  TempDir small;
+  ScratchDir small;
   training_loss_trial(small.path(), {0, 10}, [](int64_t s) { return s == 0 ? 1.0 : 1.03125; });  // +3.125 %
   EXPECT_EQ(training_run("LossNotDecreasing", small.path()).status, RuleEvaluationStatus::NoIssuesFound);
 }
@@ -285,14 +242,14 @@ TEST(TrainingLossNotDecreasing, The2019TestVectorsUnderTheDocumentedComparison) 
   // gave 12 for vector 1 and 24 for vector 2; the documented comparison gives these.
   const std::vector<double> v1{0.3, 0.33, 0.31, 0.30, 0.28};
   const std::vector<double> v2{0.3, 0.33, 0.31, 0.30, 0.28, 0.2, 0.42};
-  TempDir d1, d2;
+  ScratchDir d1, d2;
   training_loss_trial(d1.path(), {0, 4, 8, 12, 16}, [&](int64_t s) { return v1[size_t(s / 4)]; });
   training_loss_trial(d2.path(), {0, 4, 8, 12, 16, 20, 24}, [&](int64_t s) { return v2[size_t(s / 4)]; });
   // Vector 1, diff 0: step 12 equals step 0, a 0 % decrease is not < 0 %.
   EXPECT_EQ(training_run("LossNotDecreasing", d1.path(), {{"diff_percent", "0"}}).status,
             RuleEvaluationStatus::NoIssuesFound);
   // Vector 2, diff 20: 0 % < 20 % at 12, then +40 % > 5 % at 24.
-  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", d2.path(), {{"diff_percent", "20"}})), (Steps{12, 24}));
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", d2.path(), {{"diff_percent", "20"}})), (Steps{12, 24}));
 }
 
 // 15 cycles of (TRAIN, TRAIN, EVAL) like the pathology runs: global 0..44, TRAIN mode steps 0..29,
@@ -308,50 +265,50 @@ void training_cycles(const fs::path& dir, const std::function<double(Mode, int64
 }
 
 TEST(TrainingLossNotDecreasing, ModeUnsetTriesEvalThenTrainThenGlobal) {
-  TempDir dir;
+  ScratchDir dir;
   training_cycles(dir.path(), [](Mode, int64_t) { return 1.0; });
   // EVAL: mode step 10 (global 32) against mode step 0; the next would be mode step 20.
   auto unset = training_run("LossNotDecreasing", dir.path());
-  EXPECT_EQ(training_steps(unset), (Steps{32}));
-  EXPECT_EQ(training_evidence(unset, 32)["mode"], "EVAL");
-  EXPECT_EQ(training_evidence(unset, 32)["mode_step"], 10);
-  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", dir.path(), {{"mode", "EVAL"}})), (Steps{32}));
+  EXPECT_EQ(trigger_steps(unset), (Steps{32}));
+  EXPECT_EQ(evidence_at_step(unset, 32)["mode"], "EVAL");
+  EXPECT_EQ(evidence_at_step(unset, 32)["mode_step"], 10);
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", dir.path(), {{"mode", "EVAL"}})), (Steps{32}));
   // TRAIN: mode steps 10 and 20 are global 15 and 30.
   auto train = training_run("LossNotDecreasing", dir.path(), {{"mode", "TRAIN"}});
-  EXPECT_EQ(training_steps(train), (Steps{15, 30}));
-  EXPECT_EQ(training_evidence(train, 30)["losses"][0]["compared_with_step"], 10);
+  EXPECT_EQ(trigger_steps(train), (Steps{15, 30}));
+  EXPECT_EQ(evidence_at_step(train, 30)["losses"][0]["compared_with_step"], 10);
   // GLOBAL: every step, global numbers.
-  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", dir.path(), {{"mode", "GLOBAL"}})),
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", dir.path(), {{"mode", "GLOBAL"}})),
             (Steps{10, 20, 30, 40}));
 
   // Without EVAL losses the unset mode is TRAIN; without modes at all, GLOBAL.
-  TempDir train_only;
+  ScratchDir train_only;
   training_loss_trial(train_only.path(), training_range(0, 20), [](int64_t) { return 1.0; });
-  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", train_only.path())), (Steps{10, 20}));
-  EXPECT_EQ(training_evidence(training_run("LossNotDecreasing", train_only.path()), 10)["mode"], "TRAIN");
-  TempDir global_only;
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", train_only.path())), (Steps{10, 20}));
+  EXPECT_EQ(evidence_at_step(training_run("LossNotDecreasing", train_only.path()), 10)["mode"], "TRAIN");
+  ScratchDir global_only;
   {
     TrainingWriter w(global_only.path());
     for (int k = 0; k <= 20; ++k) w.step(Mode::Global).loss(1.0);
     w.close();
   }
   auto g = training_run("LossNotDecreasing", global_only.path());
-  EXPECT_EQ(training_steps(g), (Steps{10, 20}));
-  EXPECT_EQ(training_evidence(g, 10)["mode"], "GLOBAL");
+  EXPECT_EQ(trigger_steps(g), (Steps{10, 20}));
+  EXPECT_EQ(evidence_at_step(g, 10)["mode"], "GLOBAL");
 }
 
 TEST(TrainingLossNotDecreasing, EvalLossesDecreasingHideAFlatTrainingLoss) {
   // The unset mode judges EVAL: a flat TRAIN loss is then not seen (what the labels assume).
-  TempDir dir;
+  ScratchDir dir;
   training_cycles(dir.path(), [](Mode m, int64_t k) { return m == Mode::Eval ? std::ldexp(1.0, -int(k)) : 1.0; });
   EXPECT_EQ(training_run("LossNotDecreasing", dir.path()).status, RuleEvaluationStatus::NoIssuesFound);
-  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", dir.path(), {{"mode", "TRAIN"}})), (Steps{15, 30}));
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", dir.path(), {{"mode", "TRAIN"}})), (Steps{15, 30}));
 }
 
 TEST(TrainingLossNotDecreasing, StepsWithoutTheLossAreNotJudged) {
   // The loss is saved at 0, 5 and 12 only; other steps hold a weight. 5 has no step <= -5; 12 is
   // compared with 0 (the newest saved step <= 2).
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     for (int64_t s = 0; s <= 20; ++s) {
@@ -361,8 +318,8 @@ TEST(TrainingLossNotDecreasing, StepsWithoutTheLossAreNotJudged) {
     w.close();
   }
   auto s = training_run("LossNotDecreasing", dir.path());
-  EXPECT_EQ(training_steps(s), (Steps{12}));
-  EXPECT_EQ(training_evidence(s, 12)["losses"][0]["compared_with_step"], 0);
+  EXPECT_EQ(trigger_steps(s), (Steps{12}));
+  EXPECT_EQ(evidence_at_step(s, 12)["losses"][0]["compared_with_step"], 0);
   // Non-scalar tensors are skipped, not errors.
   auto w = training_run("LossNotDecreasing", dir.path(),
                         {{"collection_names", "weights"}, {"use_losses_collection", "False"}});
@@ -371,9 +328,9 @@ TEST(TrainingLossNotDecreasing, StepsWithoutTheLossAreNotJudged) {
 
 TEST(TrainingLossNotDecreasing, NaNNeverFiresAndInfinityIsAnIncrease) {
   auto run = [](double first, double second) {
-    TempDir dir;
+    ScratchDir dir;
     training_loss_trial(dir.path(), {0, 10}, [&](int64_t s) { return s == 0 ? first : second; });
-    return training_steps(training_run("LossNotDecreasing", dir.path()));
+    return trigger_steps(training_run("LossNotDecreasing", dir.path()));
   };
   EXPECT_EQ(run(1.0, kNaN), Steps{});
   EXPECT_EQ(run(kNaN, 1.0), Steps{});
@@ -383,7 +340,7 @@ TEST(TrainingLossNotDecreasing, NaNNeverFiresAndInfinityIsAnIncrease) {
 }
 
 TEST(TrainingLossNotDecreasing, TensorSelection) {
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     for (int64_t s = 0; s <= 10; ++s)
@@ -394,13 +351,13 @@ TEST(TrainingLossNotDecreasing, TensorSelection) {
   EXPECT_EQ(training_run("LossNotDecreasing", dir.path()).status, RuleEvaluationStatus::NoIssuesFound);
   // A regex adds a flat scalar (union with losses).
   auto r = training_run("LossNotDecreasing", dir.path(), {{"tensor_regex", "^my_"}});
-  EXPECT_EQ(training_steps(r), (Steps{10}));
-  ASSERT_EQ(training_evidence(r, 10)["losses"].size(), 1u);
-  EXPECT_EQ(training_evidence(r, 10)["losses"][0]["tensor"], "my_metric");
+  EXPECT_EQ(trigger_steps(r), (Steps{10}));
+  ASSERT_EQ(evidence_at_step(r, 10)["losses"].size(), 1u);
+  EXPECT_EQ(evidence_at_step(r, 10)["losses"][0]["tensor"], "my_metric");
   // Without the losses collection and nothing else: every scalar tensor.
   auto all = training_run("LossNotDecreasing", dir.path(), {{"use_losses_collection", "False"}});
-  EXPECT_EQ(training_steps(all), (Steps{10}));
-  EXPECT_EQ(training_evidence(all, 10)["losses"][0]["tensor"], "my_metric");
+  EXPECT_EQ(trigger_steps(all), (Steps{10}));
+  EXPECT_EQ(evidence_at_step(all, 10)["losses"][0]["tensor"], "my_metric");
   // A collection of non-scalars only: nothing to judge.
   EXPECT_EQ(training_run("LossNotDecreasing", dir.path(), {{"collection_names", "weights"}, {"use_losses_collection", "False"}})
                 .status,
@@ -408,15 +365,15 @@ TEST(TrainingLossNotDecreasing, TensorSelection) {
 }
 
 TEST(TrainingLossNotDecreasing, EachWorkerIsComparedWithItself) {
-  TempDir dir;
+  ScratchDir dir;
   for (int k = 0; k < 2; ++k) {
     TrainingWriter w(dir.path(), /*end_marker=*/k == 1, false, "worker_" + std::to_string(k), 2);
     for (int64_t s = 0; s <= 10; ++s) w.step(Mode::Train).loss(k == 0 ? 10.0 - double(s) : 4.0);
     w.close();
   }
   auto s = training_run("LossNotDecreasing", dir.path());
-  EXPECT_EQ(training_steps(s), (Steps{10}));
-  auto e = training_evidence(s, 10);
+  EXPECT_EQ(trigger_steps(s), (Steps{10}));
+  auto e = evidence_at_step(s, 10);
   ASSERT_EQ(e["losses"].size(), 1u);
   EXPECT_EQ(e["losses"][0]["worker"], "worker_1");
 }
@@ -425,44 +382,44 @@ TEST(TrainingLossNotDecreasing, EachWorkerIsComparedWithItself) {
 TEST(TrainingLossNotDecreasing, Ci2019ComparisonReproducesSmdebugsTestVectors) {
   const std::vector<double> losses{0.3, 0.33, 0.31, 0.30, 0.28, 0.2, 0.42};
   const auto at = [&](int64_t s) { return losses[size_t(s / 4)]; };
-  TempDir v1, v2;
+  ScratchDir v1, v2;
   training_loss_trial(v1.path(), {0, 4, 8, 12, 16}, at);
   training_loss_trial(v2.path(), {0, 4, 8, 12, 16, 20, 24}, at);
   // Vector 1, diff 0: first trigger at 12 (0.30 vs 0.3 at step 0); 16 is inside the schedule.
-  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", v1.path(), {{"comparison", "ci2019"}, {"diff_percent", "0"}})),
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", v1.path(), {{"comparison", "ci2019"}, {"diff_percent", "0"}})),
             (Steps{12}));
   // Vector 2, diff 20: not at 12 (0.30 < 0.36), at 24 (0.42 >= 0.30*1.2 vs step 12).
   auto s = training_run("LossNotDecreasing", v2.path(), {{"comparison", "ci2019"}, {"diff_percent", "20"}});
-  EXPECT_EQ(training_steps(s), (Steps{24}));
-  EXPECT_EQ(training_evidence(s, 24)["comparison"], "ci2019");
-  EXPECT_EQ(training_evidence(s, 24)["losses"][0]["compared_with_step"], 12);
+  EXPECT_EQ(trigger_steps(s), (Steps{24}));
+  EXPECT_EQ(evidence_at_step(s, 24)["comparison"], "ci2019");
+  EXPECT_EQ(evidence_at_step(s, 24)["losses"][0]["compared_with_step"], 12);
   // The documented comparison tells the vectors apart: it fires at 12 (a 0 % decrease < 20 %).
-  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", v2.path(), {{"diff_percent", "20"}})).front(), 12);
-  EXPECT_FALSE(training_try_run("LossNotDecreasing", v2.path(), {{"comparison", "latest"}}).has_value());
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", v2.path(), {{"diff_percent", "20"}})).front(), 12);
+  EXPECT_FALSE(try_evaluate_rule("LossNotDecreasing", v2.path(), {{"comparison", "latest"}}).has_value());
 }
 
 TEST(TrainingLossNotDecreasing, WindowMeanComparesTheLastTwoWindows) {
   // num_steps 3: checks when 6, 9, 12 losses are saved. Windows: (4,4,4)->(4,4,4) fires (not lower);
   // then (4,4,4)->(3,3,3) lower; then (3,3,3)->(3,2.5,4) mean 3.1667 fires.
   const std::vector<double> losses{4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 2.5, 4};
-  TempDir dir;
+  ScratchDir dir;
   Steps steps;
   for (int64_t k = 0; k < 12; ++k) steps.push_back(2 * k);
   training_loss_trial(dir.path(), steps, [&](int64_t s) { return losses[size_t(s / 2)]; });
   auto s = training_run("LossNotDecreasing", dir.path(),
                         {{"comparison", "window_mean"}, {"num_steps", "3"}, {"diff_percent", "0"}});
-  EXPECT_EQ(training_steps(s), (Steps{10, 22}));
-  auto e = training_evidence(s, 22)["losses"][0];
+  EXPECT_EQ(trigger_steps(s), (Steps{10, 22}));
+  auto e = evidence_at_step(s, 22)["losses"][0];
   EXPECT_EQ(e["prev_window_first_step"], 12);
   EXPECT_EQ(e["cur_window_first_step"], 18);
   EXPECT_DOUBLE_EQ(e["prev_mean"].get<double>(), 3.0);
   EXPECT_DOUBLE_EQ(e["cur_mean"].get<double>(), 9.5 / 3);
   // diff_percent lowers the bar: a 25 % drop of the mean (4 -> 3) fires with 25 % (exactly at the
   // bar: cur >= prev*(1 - d)), not with 24 %.
-  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", dir.path(),
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", dir.path(),
                                         {{"comparison", "window_mean"}, {"num_steps", "3"}, {"diff_percent", "25"}})),
             (Steps{10, 16, 22}));
-  EXPECT_EQ(training_steps(training_run("LossNotDecreasing", dir.path(),
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", dir.path(),
                                         {{"comparison", "window_mean"}, {"num_steps", "3"}, {"diff_percent", "24"}})),
             (Steps{10, 22}));
 }
@@ -500,7 +457,7 @@ TEST(TrainingLossNotDecreasing, RealSmdebugFixturesAgainstLossNotDecreasingLike)
     auto windows = same;
     windows["comparison"] = "window_mean";
     auto w = training_run("LossNotDecreasing", root / c.name, windows);
-    EXPECT_EQ(training_steps(w), ref["triggered_steps"].get<Steps>()) << c.name;
+    EXPECT_EQ(trigger_steps(w), ref["triggered_steps"].get<Steps>()) << c.name;
     for (const auto& t : w.triggers) {  // the same means as the reference's details
       const auto& detail = ref["details"][std::to_string(t.step)][0];
       ASSERT_FALSE(t.evidence.empty());
@@ -510,18 +467,18 @@ TEST(TrainingLossNotDecreasing, RealSmdebugFixturesAgainstLossNotDecreasingLike)
       EXPECT_DOUBLE_EQ(mine["prev_mean"].get<double>(), detail["prev_mean"].get<double>()) << c.name;
     }
 
-    EXPECT_EQ(training_steps(training_run("LossNotDecreasing", root / c.name, same)), c.documented) << c.name;
+    EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", root / c.name, same)), c.documented) << c.name;
   }
 }
 
 // ---- Overfit ----
 
 TEST(TrainingOverfit, RatioAboveThresholdAtEachEvalStepStrictly) {
-  TempDir dir;
+  ScratchDir dir;
   training_cycles(dir.path(), [](Mode m, int64_t) { return m == Mode::Eval ? 2.25 : 2.0; }, 3);  // r = 0.125
   auto s = training_run("Overfit", dir.path());
-  EXPECT_EQ(training_steps(s), (Steps{2, 5, 8}));
-  auto e = training_evidence(s, 2)["losses"][0];
+  EXPECT_EQ(trigger_steps(s), (Steps{2, 5, 8}));
+  auto e = evidence_at_step(s, 2)["losses"][0];
   EXPECT_EQ(e["tensor"], kLoss);
   EXPECT_EQ(e["val"], 2.25);
   EXPECT_EQ(e["mean_train"], 2.0);
@@ -529,36 +486,36 @@ TEST(TrainingOverfit, RatioAboveThresholdAtEachEvalStepStrictly) {
   EXPECT_EQ(e["ratio"], 0.125);
   EXPECT_EQ(training_run("Overfit", dir.path(), {{"ratio_threshold", "0.125"}}).status,
             RuleEvaluationStatus::NoIssuesFound);
-  EXPECT_EQ(training_steps(training_run("Overfit", dir.path(), {{"ratio_threshold", "0.12"}})), (Steps{2, 5, 8}));
+  EXPECT_EQ(trigger_steps(training_run("Overfit", dir.path(), {{"ratio_threshold", "0.12"}})), (Steps{2, 5, 8}));
 }
 
 TEST(TrainingOverfit, PatienceCountsConsecutiveChecks) {
   // EVAL checks: above, above, below, above, above, above.
   const std::vector<double> eval{1.5, 1.5, 1.0, 1.5, 1.5, 1.5};
-  TempDir dir;
+  ScratchDir dir;
   training_cycles(dir.path(), [&](Mode m, int64_t k) { return m == Mode::Eval ? eval[size_t(k)] : 1.0; }, 6);
-  EXPECT_EQ(training_steps(training_run("Overfit", dir.path())), (Steps{2, 5, 11, 14, 17}));
-  EXPECT_EQ(training_steps(training_run("Overfit", dir.path(), {{"patience", "2"}})), (Steps{5, 14, 17}));
+  EXPECT_EQ(trigger_steps(training_run("Overfit", dir.path())), (Steps{2, 5, 11, 14, 17}));
+  EXPECT_EQ(trigger_steps(training_run("Overfit", dir.path(), {{"patience", "2"}})), (Steps{5, 14, 17}));
   auto s = training_run("Overfit", dir.path(), {{"patience", "3"}});
-  EXPECT_EQ(training_steps(s), (Steps{17}));
-  EXPECT_EQ(training_evidence(s, 17)["losses"][0]["counter"], 3);
+  EXPECT_EQ(trigger_steps(s), (Steps{17}));
+  EXPECT_EQ(evidence_at_step(s, 17)["losses"][0]["counter"], 3);
 }
 
 TEST(TrainingOverfit, TrainingMeanCoversTheTrainStepsSinceThePreviousCheck) {
   // Phase 1: train 4, 4, val 4 (r 0). Phase 2: train 1, 1, val 1.5 (r 0.5; cumulative means would
   // give 2.75/2.5 - 1 = 0.1, not above 0.1).
-  TempDir dir;
+  ScratchDir dir;
   training_cycles(dir.path(), [](Mode m, int64_t k) {
     if (m == Mode::Train) return k < 2 ? 4.0 : 1.0;
     return k == 0 ? 4.0 : 1.5;
   }, 2);
   auto s = training_run("Overfit", dir.path());
-  EXPECT_EQ(training_steps(s), (Steps{5}));
-  EXPECT_EQ(training_evidence(s, 5)["losses"][0]["mean_train"], 1.0);
+  EXPECT_EQ(trigger_steps(s), (Steps{5}));
+  EXPECT_EQ(evidence_at_step(s, 5)["losses"][0]["mean_train"], 1.0);
 }
 
 TEST(TrainingOverfit, ConsecutiveEvalStepsReuseTheLastTrainingMean) {
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     w.step(Mode::Eval).loss(9.0);  // 0: no training loss yet: no check
@@ -572,20 +529,20 @@ TEST(TrainingOverfit, ConsecutiveEvalStepsReuseTheLastTrainingMean) {
     w.close();
   }
   auto s = training_run("Overfit", dir.path());
-  EXPECT_EQ(training_steps(s), (Steps{3, 5}));
-  EXPECT_EQ(training_evidence(s, 5)["losses"][0]["mean_train"], 2.0);
-  EXPECT_EQ(training_steps(training_run("Overfit", dir.path(), {{"patience", "2"}})), Steps{});
+  EXPECT_EQ(trigger_steps(s), (Steps{3, 5}));
+  EXPECT_EQ(evidence_at_step(s, 5)["losses"][0]["mean_train"], 2.0);
+  EXPECT_EQ(trigger_steps(training_run("Overfit", dir.path(), {{"patience", "2"}})), Steps{});
 }
 
 TEST(TrainingOverfit, StartStepIsTheHostsEvaluationWindow) {
-  TempDir dir;
+  ScratchDir dir;
   training_cycles(dir.path(), [](Mode m, int64_t) { return m == Mode::Eval ? 1.5 : 1.0; }, 4);
-  EXPECT_EQ(training_steps(training_run("Overfit", dir.path(), {{"start_step", "6"}})), (Steps{8, 11}));
-  EXPECT_EQ(training_steps(training_run("Overfit", dir.path(), {{"start_step", "0"}})), (Steps{2, 5, 8, 11}));
+  EXPECT_EQ(trigger_steps(training_run("Overfit", dir.path(), {{"start_step", "6"}})), (Steps{8, 11}));
+  EXPECT_EQ(trigger_steps(training_run("Overfit", dir.path(), {{"start_step", "0"}})), (Steps{2, 5, 8, 11}));
 }
 
 TEST(TrainingOverfit, NaNResetsAndOtherTensorsByRegex) {
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     for (int c = 0; c < 3; ++c) {
@@ -595,12 +552,12 @@ TEST(TrainingOverfit, NaNResetsAndOtherTensorsByRegex) {
     w.close();
   }
   // Checks at 1, 3, 5: ratio 0.5, NaN (no trigger, counter reset), 0.5.
-  EXPECT_EQ(training_steps(training_run("Overfit", dir.path())), (Steps{1, 5}));
-  EXPECT_EQ(training_steps(training_run("Overfit", dir.path(), {{"patience", "2"}})), Steps{});
+  EXPECT_EQ(trigger_steps(training_run("Overfit", dir.path())), (Steps{1, 5}));
+  EXPECT_EQ(trigger_steps(training_run("Overfit", dir.path(), {{"patience", "2"}})), Steps{});
   // tensor_regex replaces the losses collection: val_metric is 5 % above.
   EXPECT_EQ(training_run("Overfit", dir.path(), {{"tensor_regex", "val_metric"}}).status,
             RuleEvaluationStatus::NoIssuesFound);
-  EXPECT_EQ(training_steps(training_run("Overfit", dir.path(), {{"tensor_regex", "val_metric"}, {"ratio_threshold", "0.04"}})),
+  EXPECT_EQ(trigger_steps(training_run("Overfit", dir.path(), {{"tensor_regex", "val_metric"}, {"ratio_threshold", "0.04"}})),
             (Steps{1, 3, 5}));
   // No loss at all: no data, no error.
   EXPECT_EQ(training_run("Overfit", dir.path(), {{"tensor_regex", "nothing_matches"}}).status,
@@ -612,25 +569,25 @@ TEST(TrainingOverfit, NaNResetsAndOtherTensorsByRegex) {
 TEST(TrainingOvertraining, TrainingLossWithoutImprovementAboveDelta) {
   // 2.0 then 1.75 seven times. delta 0.25: 1.75 is not < 2.0 - 0.25, no improvement ever: the counter
   // reaches 5 at step 5. delta 0.125: 1.75 improves at step 1, then 5 at step 6.
-  TempDir dir;
+  ScratchDir dir;
   training_loss_trial(dir.path(), training_range(0, 7), [](int64_t s) { return s == 0 ? 2.0 : 1.75; });
   auto s = training_run("Overtraining", dir.path(), {{"delta", "0.25"}});
-  EXPECT_EQ(training_steps(s), (Steps{5, 6, 7}));
-  auto e = training_evidence(s, 5)["no_improvement"][0];
+  EXPECT_EQ(trigger_steps(s), (Steps{5, 6, 7}));
+  auto e = evidence_at_step(s, 5)["no_improvement"][0];
   EXPECT_EQ(e["mode"], "TRAIN");
   EXPECT_EQ(e["counter"], 5);
   EXPECT_EQ(e["patience"], 5);
   EXPECT_EQ(e["best"], 2.0);
   EXPECT_EQ(e["value"], 1.75);
-  EXPECT_EQ(training_steps(training_run("Overtraining", dir.path(), {{"delta", "0.125"}})), (Steps{6, 7}));
-  EXPECT_EQ(training_steps(training_run("Overtraining", dir.path(), {{"delta", "0.125"}, {"patience_train", "7"}})),
+  EXPECT_EQ(trigger_steps(training_run("Overtraining", dir.path(), {{"delta", "0.125"}})), (Steps{6, 7}));
+  EXPECT_EQ(trigger_steps(training_run("Overtraining", dir.path(), {{"delta", "0.125"}, {"patience_train", "7"}})),
             Steps{});
 }
 
 TEST(TrainingOvertraining, ValidationLossStallsWhileTrainingImproves) {
   // (TRAIN, EVAL) x 10: TRAIN falls by 0.5 each time, EVAL stays at 1: the validation counter is 3 at
   // the 4th EVAL step (global 7) and the rule fires at every later step, TRAIN steps included.
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     for (int k = 0; k < 10; ++k) {
@@ -641,13 +598,13 @@ TEST(TrainingOvertraining, ValidationLossStallsWhileTrainingImproves) {
   }
   EXPECT_EQ(training_run("Overtraining", dir.path()).status, RuleEvaluationStatus::NoIssuesFound);
   auto s = training_run("Overtraining", dir.path(), {{"patience_validation", "3"}});
-  EXPECT_EQ(training_steps(s), training_range(7, 19));
-  EXPECT_EQ(training_evidence(s, 7)["no_improvement"][0]["mode"], "EVAL");
-  EXPECT_EQ(training_evidence(s, 8)["no_improvement"][0]["counter"], 3);
+  EXPECT_EQ(trigger_steps(s), training_range(7, 19));
+  EXPECT_EQ(evidence_at_step(s, 7)["no_improvement"][0]["mode"], "EVAL");
+  EXPECT_EQ(evidence_at_step(s, 8)["no_improvement"][0]["counter"], 3);
 }
 
 TEST(TrainingOvertraining, ImprovementResetsNaNDoesNotAndStepsWithoutLossAreNotJudged) {
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     const std::vector<double> v{1, 1, 1, 1, 1, 1, 0.5, 0.5, kNaN, kNaN, kNaN, kNaN};
@@ -658,7 +615,7 @@ TEST(TrainingOvertraining, ImprovementResetsNaNDoesNotAndStepsWithoutLossAreNotJ
     w.close();
   }
   // Counter: 5 at 5; 0 at 6; then 1, 2, 3, 4, 5 at 7..11 (NaN is no improvement); 6 at 14.
-  EXPECT_EQ(training_steps(training_run("Overtraining", dir.path())), (Steps{5, 11, 14}));
+  EXPECT_EQ(trigger_steps(training_run("Overtraining", dir.path())), (Steps{5, 11, 14}));
 }
 
 // ---- DeadRelu ----
@@ -673,7 +630,7 @@ std::vector<double> training_units(const std::vector<std::vector<double>>& per_u
 
 TEST(TrainingDeadRelu, DeadShareAboveThresholdLayerStrictly) {
   const std::vector<double> off{0, 0, -1, 0}, on{1, 2, 0.5, 3};
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     w.step().f64("layer1.relu_output_0", training_units({off, off, off, on}), {4, 4});   // 75 %
@@ -683,21 +640,21 @@ TEST(TrainingDeadRelu, DeadShareAboveThresholdLayerStrictly) {
     w.close();
   }
   auto s = training_run("DeadRelu", dir.path());
-  EXPECT_EQ(training_steps(s), (Steps{0, 3}));
-  auto e = training_evidence(s, 0)["layers"][0];
+  EXPECT_EQ(trigger_steps(s), (Steps{0, 3}));
+  auto e = evidence_at_step(s, 0)["layers"][0];
   EXPECT_EQ(e["tensor"], "layer1.relu_output_0");
   EXPECT_EQ(e["dead_percent"], 75.0);
   EXPECT_EQ(e["dead_units"], 3);
   EXPECT_EQ(e["units"], 4);
   EXPECT_EQ(e["batch"], 4);
-  EXPECT_EQ(training_steps(training_run("DeadRelu", dir.path(), {{"threshold_layer", "49.9"}})), (Steps{0, 1, 3}));
-  EXPECT_EQ(training_steps(training_run("DeadRelu", dir.path(), {{"threshold_layer", "75"}})), (Steps{3}));
+  EXPECT_EQ(trigger_steps(training_run("DeadRelu", dir.path(), {{"threshold_layer", "49.9"}})), (Steps{0, 1, 3}));
+  EXPECT_EQ(trigger_steps(training_run("DeadRelu", dir.path(), {{"threshold_layer", "75"}})), (Steps{3}));
 }
 
 TEST(TrainingDeadRelu, ThresholdInactivityIsStrict) {
   // Every unit is active in exactly 1 of 4 samples (25 %).
   const std::vector<double> once{0, 0, 0, 1};
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     w.step().f64("layer1.relu_output_0", training_units({once, once, once, once}), {4, 4});
@@ -705,11 +662,11 @@ TEST(TrainingDeadRelu, ThresholdInactivityIsStrict) {
   }
   EXPECT_EQ(training_run("DeadRelu", dir.path(), {{"threshold_inactivity", "25"}}).status,
             RuleEvaluationStatus::NoIssuesFound);
-  EXPECT_EQ(training_steps(training_run("DeadRelu", dir.path(), {{"threshold_inactivity", "25.5"}})), (Steps{0}));
+  EXPECT_EQ(trigger_steps(training_run("DeadRelu", dir.path(), {{"threshold_inactivity", "25.5"}})), (Steps{0}));
 }
 
 TEST(TrainingDeadRelu, NaNIsInactiveInfinityActive) {
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     w.step().f64("layer1.relu_output_0", std::vector<double>(16, kNaN), {4, 4});
@@ -717,11 +674,11 @@ TEST(TrainingDeadRelu, NaNIsInactiveInfinityActive) {
     w.step().f64("layer1.relu_output_0", std::vector<double>(16, -kInf), {4, 4});
     w.close();
   }
-  EXPECT_EQ(training_steps(training_run("DeadRelu", dir.path())), (Steps{0, 2}));
+  EXPECT_EQ(trigger_steps(training_run("DeadRelu", dir.path())), (Steps{0, 2}));
 }
 
 TEST(TrainingDeadRelu, UnitsOfConvolutionsAndVectorsAndSeveralLayers) {
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     // (batch 2, channels 2, 2x2): channel 0 dead everywhere, plus one position of channel 1: 5/8.
@@ -738,16 +695,16 @@ TEST(TrainingDeadRelu, UnitsOfConvolutionsAndVectorsAndSeveralLayers) {
     w.close();
   }
   auto s = training_run("DeadRelu", dir.path());
-  EXPECT_EQ(training_steps(s), (Steps{0, 1}));
-  EXPECT_EQ(training_evidence(s, 0)["layers"][0]["dead_percent"], 62.5);
-  EXPECT_EQ(training_evidence(s, 0)["layers"][0]["units"], 8);
-  EXPECT_EQ(training_evidence(s, 1)["layers"][0]["batch"], 1);
-  EXPECT_EQ(training_steps(training_run("DeadRelu", dir.path(), {{"threshold_layer", "62.5"}})), (Steps{1}));
+  EXPECT_EQ(trigger_steps(s), (Steps{0, 1}));
+  EXPECT_EQ(evidence_at_step(s, 0)["layers"][0]["dead_percent"], 62.5);
+  EXPECT_EQ(evidence_at_step(s, 0)["layers"][0]["units"], 8);
+  EXPECT_EQ(evidence_at_step(s, 1)["layers"][0]["batch"], 1);
+  EXPECT_EQ(trigger_steps(training_run("DeadRelu", dir.path(), {{"threshold_layer", "62.5"}})), (Steps{1}));
   // The docs' example regex: both spellings.
   auto both = training_run("DeadRelu", dir.path(), {{"tensor_regex", ".*relu_output|.*ReLU_output"}});
-  EXPECT_EQ(training_steps(both), (Steps{0, 1, 2}));
-  ASSERT_EQ(training_evidence(both, 2)["layers"].size(), 1u);
-  EXPECT_EQ(training_evidence(both, 2)["layers"][0]["tensor"], "b.ReLU_output_0");
+  EXPECT_EQ(trigger_steps(both), (Steps{0, 1, 2}));
+  ASSERT_EQ(evidence_at_step(both, 2)["layers"].size(), 1u);
+  EXPECT_EQ(evidence_at_step(both, 2)["layers"][0]["tensor"], "b.ReLU_output_0");
   // Nothing matches: no data, no error.
   EXPECT_EQ(training_run("DeadRelu", dir.path(), {{"tensor_regex", "^nothing$"}}).status,
             RuleEvaluationStatus::NoIssuesFound);
@@ -763,7 +720,7 @@ TEST(TrainingSaturatedActivation, TanhInputsOutsideTheRangeStrictly) {
       for (int u = 0; u < saturated; ++u) v[size_t(b * 4 + u)] = (u % 2 ? -10.0 : 10.0);
     return v;
   };
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     w.step().f64("layer3.tanh_input_0", layer(2), {2, 4});  // 50 %
@@ -772,25 +729,25 @@ TEST(TrainingSaturatedActivation, TanhInputsOutsideTheRangeStrictly) {
     w.close();
   }
   auto s = training_run("SaturatedActivation", dir.path());
-  EXPECT_EQ(training_steps(s), (Steps{1}));
-  auto e = training_evidence(s, 1)["layers"][0];
+  EXPECT_EQ(trigger_steps(s), (Steps{1}));
+  auto e = evidence_at_step(s, 1)["layers"][0];
   EXPECT_EQ(e["function"], "tanh");
   EXPECT_EQ(e["saturated_percent"], 75.0);
   EXPECT_EQ(e["range_max"], 9.4999);
   // The ends of the range are outside it: at step 2, 3 of 4 units sit exactly on +-2.
-  EXPECT_EQ(training_steps(training_run("SaturatedActivation", dir.path(),
+  EXPECT_EQ(trigger_steps(training_run("SaturatedActivation", dir.path(),
                                         {{"threshold_tanh_min", "-2"}, {"threshold_tanh_max", "2"}})),
             (Steps{1, 2}));
-  EXPECT_EQ(training_steps(training_run("SaturatedActivation", dir.path(),
+  EXPECT_EQ(trigger_steps(training_run("SaturatedActivation", dir.path(),
                                         {{"threshold_tanh_min", "-2.5"}, {"threshold_tanh_max", "2.5"}})),
             (Steps{1}));
-  EXPECT_EQ(training_steps(training_run("SaturatedActivation", dir.path(), {{"threshold_layer", "50"}})), (Steps{1}));
-  EXPECT_EQ(training_steps(training_run("SaturatedActivation", dir.path(), {{"threshold_layer", "49"}})),
+  EXPECT_EQ(trigger_steps(training_run("SaturatedActivation", dir.path(), {{"threshold_layer", "50"}})), (Steps{1}));
+  EXPECT_EQ(trigger_steps(training_run("SaturatedActivation", dir.path(), {{"threshold_layer", "49"}})),
             (Steps{0, 1}));
 }
 
 TEST(TrainingSaturatedActivation, SigmoidRangeNaNAndNamesWithoutAFunction) {
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     // Sigmoid: 17 and -23 are outside (-23, 16.99999), 16.9 and -22.5 inside.
@@ -801,13 +758,13 @@ TEST(TrainingSaturatedActivation, SigmoidRangeNaNAndNamesWithoutAFunction) {
     w.close();
   }
   auto s = training_run("SaturatedActivation", dir.path());
-  EXPECT_EQ(training_steps(s), (Steps{1}));
-  EXPECT_EQ(training_evidence(s, 1)["layers"][0]["function"], "sigmoid");
+  EXPECT_EQ(trigger_steps(s), (Steps{1}));
+  EXPECT_EQ(evidence_at_step(s, 1)["layers"][0]["function"], "sigmoid");
   // Any case of the function's name; a selected tensor naming no function is skipped.
-  EXPECT_EQ(training_steps(training_run("SaturatedActivation", dir.path(), {{"tensor_regex", "_input_0$"}})),
+  EXPECT_EQ(trigger_steps(training_run("SaturatedActivation", dir.path(), {{"tensor_regex", "_input_0$"}})),
             (Steps{1, 2}));
   // collection_names adds a collection's tensors to the regex matches.
-  TempDir coll;
+  ScratchDir coll;
   {
     TrainingWriter w(coll.path());
     w.step().f64("a.Sigmoid_input_0", std::vector<double>(8, 30.0), {2, 4}).f64("b.tanh_input_0", {0.0, 0.0}, {2, 1});
@@ -816,14 +773,14 @@ TEST(TrainingSaturatedActivation, SigmoidRangeNaNAndNamesWithoutAFunction) {
   EXPECT_EQ(training_run("SaturatedActivation", coll.path(), {{"tensor_regex", "^b\\."}}).status,
             RuleEvaluationStatus::NoIssuesFound);
   auto u = training_run("SaturatedActivation", coll.path(), {{"tensor_regex", "^b\\."}, {"collection_names", "default"}});
-  EXPECT_EQ(training_steps(u), (Steps{0}));
-  EXPECT_EQ(training_evidence(u, 0)["layers"][0]["tensor"], "a.Sigmoid_input_0");
+  EXPECT_EQ(trigger_steps(u), (Steps{0}));
+  EXPECT_EQ(evidence_at_step(u, 0)["layers"][0]["tensor"], "a.Sigmoid_input_0");
 }
 
 // ---- PoorWeightInitialization ----
 
 TEST(TrainingPoorWeightInitialization, ActivationVarianceRatio) {
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     w.step().f64("layer1.relu_input_0", {-1, 1, -1, 1}, {2, 2}).f64("layer2.relu_input_0", {-4, 4, -4, 4}, {2, 2});
@@ -835,15 +792,15 @@ TEST(TrainingPoorWeightInitialization, ActivationVarianceRatio) {
   }
   // Step 0: 16/1; step 1: 1/0 = inf fires; step 2: 0/0 is NaN; step 4: NaN variance.
   auto s = training_run("PoorWeightInitialization", dir.path());
-  EXPECT_EQ(training_steps(s), (Steps{0, 1}));
-  auto e = training_evidence(s, 0)["checks"][0];
+  EXPECT_EQ(trigger_steps(s), (Steps{0, 1}));
+  auto e = evidence_at_step(s, 0)["checks"][0];
   EXPECT_EQ(e["check"], "activation_variance_ratio");
   EXPECT_EQ(e["ratio"], 16.0);
   EXPECT_EQ(e["max_variance_tensor"], "layer2.relu_input_0");
   EXPECT_EQ(e["min_variance_tensor"], "layer1.relu_input_0");
-  EXPECT_EQ(training_evidence(s, 1)["checks"][0]["ratio_is_infinite"], true);
-  EXPECT_EQ(training_steps(training_run("PoorWeightInitialization", dir.path(), {{"threshold", "16"}})), (Steps{1}));
-  EXPECT_EQ(training_steps(training_run("PoorWeightInitialization", dir.path(), {{"threshold", "15.9"}})),
+  EXPECT_EQ(evidence_at_step(s, 1)["checks"][0]["ratio_is_infinite"], true);
+  EXPECT_EQ(trigger_steps(training_run("PoorWeightInitialization", dir.path(), {{"threshold", "16"}})), (Steps{1}));
+  EXPECT_EQ(trigger_steps(training_run("PoorWeightInitialization", dir.path(), {{"threshold", "15.9"}})),
             (Steps{0, 1}));
 }
 
@@ -851,7 +808,7 @@ TEST(TrainingPoorWeightInitialization, GradientSpreadOnlyDuringTheFirstSteps) {
   std::vector<float> ramp(21);
   for (int i = 0; i <= 20; ++i) ramp[size_t(i)] = float(i);  // p5 = 1, p95 = 19: spread 18
   const std::vector<float> flat(4, 0.5f);                      // spread 0
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     for (int s = 0; s < 15; ++s) {
@@ -864,20 +821,20 @@ TEST(TrainingPoorWeightInitialization, GradientSpreadOnlyDuringTheFirstSteps) {
   }
   EXPECT_EQ(training_run("PoorWeightInitialization", dir.path()).status, RuleEvaluationStatus::NoIssuesFound);
   auto s = training_run("PoorWeightInitialization", dir.path(), {{"steps", "20"}});
-  EXPECT_EQ(training_steps(s), (Steps{12, 13, 14}));
-  auto e = training_evidence(s, 12)["checks"][0];
+  EXPECT_EQ(trigger_steps(s), (Steps{12, 13, 14}));
+  auto e = evidence_at_step(s, 12)["checks"][0];
   EXPECT_EQ(e["check"], "gradient_distribution_range");
   EXPECT_EQ(e["tensor"], "gradient/fc.weight");
   EXPECT_EQ(e["p95_minus_p5"], 0.0);
   // Exactly at the range: strict.
-  EXPECT_EQ(training_steps(training_run("PoorWeightInitialization", dir.path(), {{"distribution_range", "18"}})),
+  EXPECT_EQ(trigger_steps(training_run("PoorWeightInitialization", dir.path(), {{"distribution_range", "18"}})),
             Steps{});
-  EXPECT_EQ(training_steps(training_run("PoorWeightInitialization", dir.path(), {{"distribution_range", "18.5"}})),
+  EXPECT_EQ(trigger_steps(training_run("PoorWeightInitialization", dir.path(), {{"distribution_range", "18.5"}})),
             training_range(0, 9));
 }
 
 TEST(TrainingPoorWeightInitialization, LossThatStopsDecreasing) {
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     const std::vector<double> train{1.0, 0.9, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95};
@@ -889,20 +846,20 @@ TEST(TrainingPoorWeightInitialization, LossThatStopsDecreasing) {
   }
   // TRAIN values since the lowest (0.9 at step 1): 5 at step 7 (global; step 4 is EVAL).
   auto s = training_run("PoorWeightInitialization", dir.path());
-  EXPECT_EQ(training_steps(s), (Steps{7, 8}));
-  auto e = training_evidence(s, 7)["checks"][0];
+  EXPECT_EQ(trigger_steps(s), (Steps{7, 8}));
+  auto e = evidence_at_step(s, 7)["checks"][0];
   EXPECT_EQ(e["check"], "loss_stall");
   EXPECT_EQ(e["lowest_loss"], 0.9);
   EXPECT_EQ(e["steps_without_new_lowest"], 5);
-  EXPECT_EQ(training_steps(training_run("PoorWeightInitialization", dir.path(), {{"patience", "6"}})), (Steps{8}));
-  EXPECT_EQ(training_steps(training_run("PoorWeightInitialization", dir.path(), {{"steps", "8"}})), (Steps{7}));
+  EXPECT_EQ(trigger_steps(training_run("PoorWeightInitialization", dir.path(), {{"patience", "6"}})), (Steps{8}));
+  EXPECT_EQ(trigger_steps(training_run("PoorWeightInitialization", dir.path(), {{"steps", "8"}})), (Steps{7}));
 }
 
 // ---- StalledTrainingRule ----
 
 TEST(TrainingStalledTrainingRule, GapBetweenSavedStepsAboveThresholdStrictly) {
   // Wall times 1000, 1001, 1002, then 2000 (a 998 s gap after step 2), 2001.
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     for (double t : {1000.0, 1001.0, 1002.0, 2000.0, 2001.0}) {
@@ -913,8 +870,8 @@ TEST(TrainingStalledTrainingRule, GapBetweenSavedStepsAboveThresholdStrictly) {
   }
   EXPECT_EQ(training_run("StalledTrainingRule", dir.path()).status, RuleEvaluationStatus::NoIssuesFound);
   auto s = training_run("StalledTrainingRule", dir.path(), {{"threshold", "500"}});
-  EXPECT_EQ(training_steps(s), (Steps{2}));
-  auto e = training_evidence(s, 2);
+  EXPECT_EQ(trigger_steps(s), (Steps{2}));
+  auto e = evidence_at_step(s, 2);
   EXPECT_EQ(e["next_step"], 3);
   EXPECT_EQ(e["wall_time"], 1002.0);
   EXPECT_EQ(e["next_wall_time"], 2000.0);
@@ -922,18 +879,18 @@ TEST(TrainingStalledTrainingRule, GapBetweenSavedStepsAboveThresholdStrictly) {
   EXPECT_EQ(e["stop_training_on_fire"], false);
   EXPECT_EQ(training_run("StalledTrainingRule", dir.path(), {{"threshold", "998"}}).status,
             RuleEvaluationStatus::NoIssuesFound);
-  EXPECT_EQ(training_steps(training_run("StalledTrainingRule", dir.path(), {{"threshold", "997.5"}})), (Steps{2}));
+  EXPECT_EQ(trigger_steps(training_run("StalledTrainingRule", dir.path(), {{"threshold", "997.5"}})), (Steps{2}));
   // Every gap of 1 s fires with a threshold below it; the last step (training ended) never does.
-  EXPECT_EQ(training_steps(training_run("StalledTrainingRule", dir.path(), {{"threshold", "0.5"}})),
+  EXPECT_EQ(trigger_steps(training_run("StalledTrainingRule", dir.path(), {{"threshold", "0.5"}})),
             (Steps{0, 1, 2, 3}));
   auto stop = training_run("StalledTrainingRule", dir.path(),
                            {{"threshold", "500"}, {"stop_training_on_fire", "True"}, {"training_job_name_prefix", "job"}});
-  EXPECT_EQ(training_evidence(stop, 2)["stop_training"], "not run locally");
+  EXPECT_EQ(evidence_at_step(stop, 2)["stop_training"], "not run locally");
 }
 
 TEST(TrainingStalledTrainingRule, AStepIsSavedWhenItsLastRecordIsWritten) {
   // Step 0 writes records at 1000 and 1010, step 1 at 1015: the gap is 5 s, not 15 s.
-  TempDir dir;
+  ScratchDir dir;
   {
     TrainingWriter w(dir.path());
     w.step().loss(1.0);
@@ -945,9 +902,9 @@ TEST(TrainingStalledTrainingRule, AStepIsSavedWhenItsLastRecordIsWritten) {
   }
   EXPECT_EQ(training_run("StalledTrainingRule", dir.path(), {{"threshold", "5"}}).status,
             RuleEvaluationStatus::NoIssuesFound);
-  EXPECT_EQ(training_steps(training_run("StalledTrainingRule", dir.path(), {{"threshold", "4.9"}})), (Steps{0}));
+  EXPECT_EQ(trigger_steps(training_run("StalledTrainingRule", dir.path(), {{"threshold", "4.9"}})), (Steps{0}));
   // Any mode, any tensor; steps are global.
-  TempDir modes;
+  ScratchDir modes;
   {
     TrainingWriter w(modes.path());
     w.step(Mode::Train).loss(1.0);
@@ -955,7 +912,7 @@ TEST(TrainingStalledTrainingRule, AStepIsSavedWhenItsLastRecordIsWritten) {
     w.step(Mode::Eval).f64("labels", {1.0, 0.0}, {2});
     w.close();
   }
-  EXPECT_EQ(training_steps(training_run("StalledTrainingRule", modes.path(), {{"threshold", "60"}})), (Steps{0}));
+  EXPECT_EQ(trigger_steps(training_run("StalledTrainingRule", modes.path(), {{"threshold", "60"}})), (Steps{0}));
 }
 
 TEST(TrainingStalledTrainingRule, WhileTrainingRunsTheLastStepIsMeasuredToNow) {
@@ -963,7 +920,7 @@ TEST(TrainingStalledTrainingRule, WhileTrainingRunsTheLastStepIsMeasuredToNow) {
   // was written long ago (wall time 1001 s after the epoch): it fires; written now: it does not.
   evaluate::EvaluatorOptions options;
   options.idle_timeout = std::chrono::milliseconds(300);
-  TempDir old_run;
+  ScratchDir old_run;
   {
     TrainingWriter w(old_run.path(), /*end_marker=*/false);
     w.step().loss(1.0);
@@ -972,10 +929,10 @@ TEST(TrainingStalledTrainingRule, WhileTrainingRunsTheLastStepIsMeasuredToNow) {
     w.close();
   }
   auto s = training_run("StalledTrainingRule", old_run.path(), {}, options);
-  EXPECT_EQ(training_steps(s), (Steps{1}));
-  EXPECT_TRUE(training_evidence(s, 1)["next_step"].is_null());
-  EXPECT_GT(training_evidence(s, 1)["gap_seconds"].get<double>(), 1e9);
-  TempDir fresh;
+  EXPECT_EQ(trigger_steps(s), (Steps{1}));
+  EXPECT_TRUE(evidence_at_step(s, 1)["next_step"].is_null());
+  EXPECT_GT(evidence_at_step(s, 1)["gap_seconds"].get<double>(), 1e9);
+  ScratchDir fresh;
   {
     TrainingWriter w(fresh.path(), /*end_marker=*/false, /*real_clock=*/true);
     w.step().loss(1.0).step().loss(1.0);
@@ -1021,20 +978,20 @@ TEST(TrainingPathologyLabels, ExactTriggerStepsOnEveryRun) {
     for (const auto& rule : rules) {
       const auto& v = label["rules"][rule];
       const auto base = as_params(v["params"]);
-      EXPECT_TRUE(matches(training_steps(training_run(rule, trial, base)), v)) << file << " " << rule;
+      EXPECT_TRUE(matches(trigger_steps(training_run(rule, trial, base)), v)) << file << " " << rule;
       ++checked;
       if (v.contains("other_configs"))
         for (const auto& [name, oc] : v["other_configs"].items()) {
           auto params = base;
           for (const auto& [k, val] : as_params(oc["params"])) params[k] = val;
-          EXPECT_TRUE(matches(training_steps(training_run(rule, trial, params)), oc)) << file << " " << rule << " " << name;
+          EXPECT_TRUE(matches(trigger_steps(training_run(rule, trial, params)), oc)) << file << " " << rule << " " << name;
           ++checked;
         }
       if (v.contains("would_fire_with") && v["would_fire_with"].is_object()) {
         const auto& wf = v["would_fire_with"];
         auto params = base;
         for (const auto& [k, val] : as_params(wf["params"])) params[k] = val;
-        const auto got = training_steps(training_run(rule, trial, params));
+        const auto got = trigger_steps(training_run(rule, trial, params));
         ASSERT_FALSE(got.empty()) << file << " " << rule << " would_fire_with";
         EXPECT_EQ(got.front(), wf["first_trigger_step"].get<int64_t>()) << file << " " << rule;
         EXPECT_EQ(got.size(), wf["n_trigger_steps"].get<size_t>()) << file << " " << rule;
@@ -1044,7 +1001,7 @@ TEST(TrainingPathologyLabels, ExactTriggerStepsOnEveryRun) {
         for (const std::string mode : {"TRAIN", "GLOBAL"}) {
           auto params = base;
           params["mode"] = mode;
-          EXPECT_TRUE(matches(training_steps(training_run(rule, trial, params)),
+          EXPECT_TRUE(matches(trigger_steps(training_run(rule, trial, params)),
                               v["interpretation_variants"]["mode=" + mode]))
               << file << " mode " << mode;
           ++checked;

@@ -16,32 +16,20 @@
 #include <string>
 #include <vector>
 
-#include "evaluate/evaluator.h"
-#include "plugin_host/plugin_loader.h"
-#include "test_trials.h"
-#include "writer/trial_writer.h"
+#include "test_support.h"
 
 namespace vigil {
 namespace {
 
-namespace fs = std::filesystem;
 using evaluate::RuleEvaluationStatus;
-using testing::TempDir;
+using namespace test;  // the suites' helpers: tests/support/test_support.h
+// The XGBoost hook saves numbers as float64 (TensorSave's default is float32).
+constexpr auto kF64 = format::ElementType::Float64;
 
-constexpr double kXgbNaN = std::numeric_limits<double>::quiet_NaN();
-
-// One tensor of a round: numbers (saved as `dtype`) or strings.
-struct XgbTensor {
-  std::string name;
-  std::vector<double> values;
-  std::vector<int64_t> shape;  // empty: 1-D of values.size() (or of strings.size())
-  format::ElementType dtype = format::ElementType::Float64;
-  std::vector<std::string> strings;  // dtype String
-};
-
+// One boosting round: a GLOBAL step whose mode step is the round.
 struct XgbRound {
   int64_t step;
-  std::vector<XgbTensor> tensors;
+  std::vector<TensorSave> tensors;
 };
 
 // The XGBoost hook's collections (smdebug-format.md §6.2).
@@ -58,54 +46,26 @@ std::vector<format::CollectionConfig> xgb_collections() {
   return out;
 }
 
-// Writes one worker's rounds; the last worker written writes the end marker.
-void xgb_write_trial(const fs::path& dir, const std::vector<XgbRound>& rounds, const std::string& worker = "worker_0",
-                     int64_t num_workers = 1, bool end_marker = true) {
-  writer::WriterOptions options;
-  options.worker = worker;
-  options.num_workers = num_workers;
-  options.write_end_marker = end_marker;
+// Writes one worker's rounds with the XGBoost hook's collections only (the last worker written
+// writes the end marker).
+void xgb_write_trial(const fs::path& dir, const std::vector<XgbRound>& rounds, WorkerOptions options = {}) {
+  std::vector<TrialStep> steps;
+  for (const auto& round : rounds) steps.push_back(TrialStep{round.step, Mode::Global, round.step, round.tensors});
+  options.collections = xgb_collections();
   options.builtin_collections = false;
-  for (auto& m : options.save_config) m.save_interval = 1;
-  auto w = writer::TrialWriter::create(dir, options);
-  ASSERT_TRUE(w.has_value()) << w.error().message;
-  for (const auto& c : xgb_collections()) ASSERT_TRUE((*w)->add_collection(c).has_value());
-  for (const auto& round : rounds) {
-    ASSERT_TRUE((*w)->begin_step_at(round.step, Mode::Global, round.step).has_value());
-    for (const auto& t : round.tensors) {
-      std::vector<std::byte> bytes;
-      auto append = [&bytes](const auto& v) {
-        const auto* p = reinterpret_cast<const std::byte*>(&v);
-        bytes.insert(bytes.end(), p, p + sizeof v);
-      };
-      for (double v : t.values) {
-        if (t.dtype == format::ElementType::Float32) append(static_cast<float>(v));
-        else if (t.dtype == format::ElementType::Int64) append(static_cast<int64_t>(v));
-        else append(v);
-      }
-      const bool strings = t.dtype == format::ElementType::String;
-      std::vector<int64_t> shape = t.shape;
-      if (shape.empty()) shape = {static_cast<int64_t>(strings ? t.strings.size() : t.values.size())};
-      writer::TensorData data{.dtype = t.dtype, .shape = shape, .bytes = bytes, .strings = t.strings};
-      auto r = (*w)->write_tensor(t.name, data);
-      ASSERT_TRUE(r.has_value()) << t.name << ": " << r.error().message;
-    }
-    ASSERT_TRUE((*w)->end_step().has_value());
-  }
-  auto r = (*w)->close();
-  ASSERT_TRUE(r.has_value()) << r.error().message;
+  write_trial(dir, steps, options);
 }
 
 // trees/<column> of a complete tree of depth `depth` (breadth-first ids 0 .. 2^(depth+1) - 2), as
 // smdebug's parse_tree_model saves the round's tree.
-std::vector<XgbTensor> xgb_full_tree(int64_t round, int depth) {
+std::vector<TensorSave> xgb_full_tree(int64_t round, int depth) {
   const int64_t n = (int64_t{1} << (depth + 1)) - 1;
-  XgbTensor tree{"trees/Tree", {}, {}, format::ElementType::Int64};
-  XgbTensor node{"trees/Node", {}, {}, format::ElementType::Int64};
-  XgbTensor id{"trees/ID", {}, {}, format::ElementType::String};
-  XgbTensor feature{"trees/Feature", {}, {}, format::ElementType::String};
-  XgbTensor yes{"trees/Yes", {}, {}, format::ElementType::String};
-  XgbTensor split{"trees/Split"}, gain{"trees/Gain"};
+  TensorSave tree{"trees/Tree", {}, {}, format::ElementType::Int64};
+  TensorSave node{"trees/Node", {}, {}, format::ElementType::Int64};
+  TensorSave id{"trees/ID", {}, {}, format::ElementType::String};
+  TensorSave feature{"trees/Feature", {}, {}, format::ElementType::String};
+  TensorSave yes{"trees/Yes", {}, {}, format::ElementType::String};
+  TensorSave split{"trees/Split", {}, {}, kF64}, gain{"trees/Gain", {}, {}, kF64};
   for (int64_t i = 0; i < n; ++i) {
     const bool leaf = 2 * i + 1 >= n;
     tree.values.push_back(static_cast<double>(round));
@@ -113,72 +73,31 @@ std::vector<XgbTensor> xgb_full_tree(int64_t round, int depth) {
     id.strings.push_back(std::to_string(round) + "-" + std::to_string(i));
     feature.strings.push_back(leaf ? "Leaf" : "f" + std::to_string(i % 4));
     yes.strings.push_back(leaf ? "nan" : std::to_string(round) + "-" + std::to_string(2 * i + 1));
-    split.values.push_back(leaf ? kXgbNaN : 0.5);
+    split.values.push_back(leaf ? kNaN : 0.5);
     gain.values.push_back(1.0 / static_cast<double>(i + 1));
   }
   return {tree, node, id, feature, yes, split, gain};
 }
 
-XgbTensor xgb_scalar(const std::string& name, double v) { return XgbTensor{name, {v}, {}}; }
-XgbTensor xgb_string(const std::string& name, const std::string& v) {
-  return XgbTensor{name, {}, {}, format::ElementType::String, {v}};
+TensorSave xgb_scalar(const std::string& name, double v) { return TensorSave{name, {v}, {}, kF64}; }
+TensorSave xgb_string(const std::string& name, const std::string& v) {
+  return TensorSave{name, {}, {}, format::ElementType::String, {v}};
 }
 
 // feature_importance/<type>/<feature> scalars.
-std::vector<XgbTensor> xgb_importance(const std::string& type, const std::vector<std::pair<std::string, double>>& values) {
-  std::vector<XgbTensor> out;
+std::vector<TensorSave> xgb_importance(const std::string& type, const std::vector<std::pair<std::string, double>>& values) {
+  std::vector<TensorSave> out;
   for (const auto& [f, v] : values) out.push_back(xgb_scalar("feature_importance/" + type + "/" + f, v));
   return out;
 }
 
-void xgb_append(std::vector<XgbTensor>& to, const std::vector<XgbTensor>& more) { to.insert(to.end(), more.begin(), more.end()); }
-
-const plugin_host::PluginRegistry& xgb_registry() {
-  static plugin_host::PluginRegistry registry = [] {
-    plugin_host::PluginRegistry r;
-    r.load_directory(VIGIL_BUILTIN_PLUGIN_DIR);
-    return r;
-  }();
-  return registry;
-}
-
-evaluate::RuleStatus xgb_evaluate(const std::string& rule, const fs::path& trial,
-                                  std::map<std::string, std::string> params = {}, const std::string& name = {},
-                                  std::optional<fs::path> output_directory = {}) {
-  const auto& registry = xgb_registry();
-  EXPECT_NE(registry.find(rule), nullptr) << rule << " is not loaded from " << VIGIL_BUILTIN_PLUGIN_DIR;
-  params["rule_to_invoke"] = rule;
-  auto config = evaluate::rule_from_parameters(name.empty() ? rule : name, params, trial.string(), "test");
-  EXPECT_TRUE(config.has_value()) << config.error().message;
-  if (!config) return {};
-  evaluate::JobConfig job;
-  job.rules.push_back(*config);
-  evaluate::EvaluatorOptions options;
-  options.output_directory = output_directory;
-  auto ev = evaluate::Evaluator::create(registry, job, options);
-  EXPECT_TRUE(ev.has_value()) << ev.error().message;
-  if (!ev) return {};
-  (*ev)->run({});
-  return (*ev)->statuses().at(0);
-}
-
-std::vector<int64_t> xgb_steps(const evaluate::RuleStatus& s) {
-  std::vector<int64_t> out;
-  for (const auto& t : s.triggers) out.push_back(t.step);
-  return out;
-}
-
-std::string xgb_seen(const evaluate::RuleStatus& s) {
-  std::string out = std::string(evaluate::status_name(s.status)) + " " + s.details + " triggers [";
-  for (const auto& t : s.triggers) out += std::to_string(t.step) + " ";
-  return out + "]";
-}
+void xgb_append(std::vector<TensorSave>& to, const std::vector<TensorSave>& more) { to.insert(to.end(), more.begin(), more.end()); }
 
 // =============================================================================================
 // TreeDepth
 
 TEST(XgbTreeDepth, FiresOnTreesDeeperThanTheThreshold) {
-  TempDir dir;
+  ScratchDir dir;
   std::vector<XgbRound> rounds;
   const int depths[] = {2, 4, 5, 3};
   for (int64_t r = 0; r < 4; ++r) {
@@ -188,8 +107,8 @@ TEST(XgbTreeDepth, FiresOnTreesDeeperThanTheThreshold) {
   }
   rounds.push_back(XgbRound{4, {xgb_scalar("train-rmse", 0.1)}});  // no tree saved: skipped
   xgb_write_trial(dir.path(), rounds);
-  auto s = xgb_evaluate("TreeDepth", dir.path());
-  ASSERT_EQ(xgb_steps(s), (std::vector<int64_t>{2})) << xgb_seen(s);  // the depth-4 tree (ids up to 30) does not fire
+  auto s = evaluate_rule("TreeDepth", dir.path());
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{2})) << seen(s);  // the depth-4 tree (ids up to 30) does not fire
   const auto& e = s.triggers[0].evidence.at(0);
   EXPECT_EQ(e["tensor"], "trees/Node");
   EXPECT_EQ(e["worker"], "worker_0");
@@ -197,29 +116,29 @@ TEST(XgbTreeDepth, FiresOnTreesDeeperThanTheThreshold) {
   EXPECT_EQ(e["largest_node_id"], 62.0);
   EXPECT_EQ(e["depth"], 5.0);
   EXPECT_EQ(e["threshold_depth"], 4.0);
-  EXPECT_EQ(xgb_steps(xgb_evaluate("TreeDepth", dir.path(), {{"depth", "4.5"}})), (std::vector<int64_t>{2}));
-  EXPECT_EQ(xgb_steps(xgb_evaluate("TreeDepth", dir.path(), {{"depth", "1"}})), (std::vector<int64_t>{0, 1, 2, 3}));
-  EXPECT_EQ(xgb_evaluate("TreeDepth", dir.path(), {{"depth", "5"}}).status, RuleEvaluationStatus::NoIssuesFound);
+  EXPECT_EQ(trigger_steps(evaluate_rule("TreeDepth", dir.path(), {{"depth", "4.5"}})), (std::vector<int64_t>{2}));
+  EXPECT_EQ(trigger_steps(evaluate_rule("TreeDepth", dir.path(), {{"depth", "1"}})), (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(evaluate_rule("TreeDepth", dir.path(), {{"depth", "5"}}).status, RuleEvaluationStatus::NoIssuesFound);
 }
 
 TEST(XgbTreeDepth, NaNIdsNeverFireAndNoTreesIsNoData) {
-  TempDir dir;
-  xgb_write_trial(dir.path(), {XgbRound{0, {XgbTensor{"trees/Node", {0, 1, 2, kXgbNaN, 1000}, {}}}},
-                               XgbRound{1, {XgbTensor{"trees/Node", {}, {0}, format::ElementType::Int64}}}});
-  auto s = xgb_evaluate("TreeDepth", dir.path());
-  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << xgb_seen(s);
-  TempDir none;
+  ScratchDir dir;
+  xgb_write_trial(dir.path(), {XgbRound{0, {TensorSave{"trees/Node", {0, 1, 2, kNaN, 1000}, {}, kF64}}},
+                               XgbRound{1, {TensorSave{"trees/Node", {}, {0}, format::ElementType::Int64}}}});
+  auto s = evaluate_rule("TreeDepth", dir.path());
+  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << seen(s);
+  ScratchDir none;
   xgb_write_trial(none.path(), {XgbRound{0, {xgb_scalar("train-rmse", 1)}}});
-  auto n = xgb_evaluate("TreeDepth", none.path(), {{"depth", "0"}});
-  EXPECT_EQ(n.status, RuleEvaluationStatus::NoIssuesFound) << xgb_seen(n);
+  auto n = evaluate_rule("TreeDepth", none.path(), {{"depth", "0"}});
+  EXPECT_EQ(n.status, RuleEvaluationStatus::NoIssuesFound) << seen(n);
 }
 
 TEST(XgbTreeDepth, EveryWorkerIsJudged) {
-  TempDir dir;
-  xgb_write_trial(dir.path(), {XgbRound{0, xgb_full_tree(0, 3)}}, "worker_0", 2, false);
-  xgb_write_trial(dir.path(), {XgbRound{0, xgb_full_tree(0, 6)}}, "worker_1", 2);
-  auto s = xgb_evaluate("TreeDepth", dir.path());
-  ASSERT_EQ(xgb_steps(s), (std::vector<int64_t>{0})) << xgb_seen(s);
+  ScratchDir dir;
+  xgb_write_trial(dir.path(), {XgbRound{0, xgb_full_tree(0, 3)}}, {.num_workers = 2, .end_marker = false});
+  xgb_write_trial(dir.path(), {XgbRound{0, xgb_full_tree(0, 6)}}, {.worker = "worker_1", .num_workers = 2});
+  auto s = evaluate_rule("TreeDepth", dir.path());
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0})) << seen(s);
   ASSERT_EQ(s.triggers[0].evidence.size(), 1u);
   EXPECT_EQ(s.triggers[0].evidence[0]["worker"], "worker_1");
   EXPECT_EQ(s.triggers[0].evidence[0]["depth"], 6.0);
@@ -229,15 +148,15 @@ TEST(XgbTreeDepth, EveryWorkerIsJudged) {
 // FeatureImportanceOverweight
 
 TEST(XgbFeatureImportanceOverweight, FiresWhenTheTopFeaturesDominate) {
-  TempDir dir;
-  std::vector<XgbTensor> balanced = xgb_importance("weight", {{"f0", 0.25}, {"f1", 0.25}, {"f2", 0.25}, {"f3", 0.25}});
-  std::vector<XgbTensor> dominated =
+  ScratchDir dir;
+  std::vector<TensorSave> balanced = xgb_importance("weight", {{"f0", 0.25}, {"f1", 0.25}, {"f2", 0.25}, {"f3", 0.25}});
+  std::vector<TensorSave> dominated =
       xgb_importance("weight", {{"f0", 0.05}, {"f1", 0.5}, {"f2", 0.15}, {"f3", 0.2}, {"f4", 0.1}});
   xgb_append(balanced, xgb_importance("gain", {{"f0", 0.9}, {"f1", 0.1}}));  // not matched by the default regex
   xgb_write_trial(dir.path(), {XgbRound{0, balanced}, XgbRound{1, {xgb_scalar("train-rmse", 1)}},
                                XgbRound{2, dominated}});
-  auto s = xgb_evaluate("FeatureImportanceOverweight", dir.path());
-  ASSERT_EQ(xgb_steps(s), (std::vector<int64_t>{2})) << xgb_seen(s);
+  auto s = evaluate_rule("FeatureImportanceOverweight", dir.path());
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{2})) << seen(s);
   const auto& e = s.triggers[0].evidence.at(0);
   EXPECT_EQ(e["worker"], "worker_0");
   EXPECT_EQ(e["features"], 5);
@@ -249,60 +168,58 @@ TEST(XgbFeatureImportanceOverweight, FiresWhenTheTopFeaturesDominate) {
   EXPECT_EQ(e["top_features"][1]["tensor"], "feature_importance/weight/f3");
   EXPECT_EQ(e["top_features"][2]["tensor"], "feature_importance/weight/f2");
   // The gain importances, selected explicitly: 0.9 + 0.1 at step 0.
-  auto g = xgb_evaluate("FeatureImportanceOverweight", dir.path(), {{"tensor_regex", ".*feature_importance/gain"}});
-  EXPECT_EQ(xgb_steps(g), (std::vector<int64_t>{0})) << xgb_seen(g);
+  auto g = evaluate_rule("FeatureImportanceOverweight", dir.path(), {{"tensor_regex", ".*feature_importance/gain"}});
+  EXPECT_EQ(trigger_steps(g), (std::vector<int64_t>{0})) << seen(g);
 }
 
 TEST(XgbFeatureImportanceOverweight, SumExactlyAtTheThresholdDoesNotFire) {
-  TempDir dir;
+  ScratchDir dir;
   xgb_write_trial(dir.path(), {XgbRound{0, xgb_importance("weight", {{"a", 0.5}, {"b", 0.125}, {"c", 0.125},
                                                                      {"d", 0.125}, {"e", 0.125}})}});
-  EXPECT_EQ(xgb_evaluate("FeatureImportanceOverweight", dir.path(), {{"threshold", "0.75"}}).status,
+  EXPECT_EQ(evaluate_rule("FeatureImportanceOverweight", dir.path(), {{"threshold", "0.75"}}).status,
             RuleEvaluationStatus::NoIssuesFound);
-  EXPECT_EQ(xgb_steps(xgb_evaluate("FeatureImportanceOverweight", dir.path(), {{"threshold", "0.74"}})),
+  EXPECT_EQ(trigger_steps(evaluate_rule("FeatureImportanceOverweight", dir.path(), {{"threshold", "0.74"}})),
             (std::vector<int64_t>{0}));
-  EXPECT_EQ(xgb_evaluate("FeatureImportanceOverweight", dir.path(), {{"nfeatures", "1"}, {"threshold", "0.5"}}).status,
+  EXPECT_EQ(evaluate_rule("FeatureImportanceOverweight", dir.path(), {{"nfeatures", "1"}, {"threshold", "0.5"}}).status,
             RuleEvaluationStatus::NoIssuesFound);
 }
 
 TEST(XgbFeatureImportanceOverweight, FewerFeaturesThanNFeaturesSumToOne) {
-  TempDir dir;
+  ScratchDir dir;
   xgb_write_trial(dir.path(), {XgbRound{0, xgb_importance("weight", {{"f0", 0.6}, {"f1", 0.4}})}});
-  auto s = xgb_evaluate("FeatureImportanceOverweight", dir.path());
-  ASSERT_EQ(xgb_steps(s), (std::vector<int64_t>{0})) << xgb_seen(s);
+  auto s = evaluate_rule("FeatureImportanceOverweight", dir.path());
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0})) << seen(s);
   EXPECT_DOUBLE_EQ(s.triggers[0].evidence.at(0)["top_sum"].get<double>(), 1.0);
   EXPECT_EQ(s.triggers[0].evidence.at(0)["top_features"].size(), 2u);
 }
 
 TEST(XgbFeatureImportanceOverweight, NaNSortsLastAndPoisonsASumThatReachesIt) {
-  TempDir dir;
-  xgb_write_trial(dir.path(), {XgbRound{0, xgb_importance("weight", {{"f0", kXgbNaN}, {"f1", 0.9}, {"f2", 0.05},
+  ScratchDir dir;
+  xgb_write_trial(dir.path(), {XgbRound{0, xgb_importance("weight", {{"f0", kNaN}, {"f1", 0.9}, {"f2", 0.05},
                                                                      {"f3", 0.05}})}});
-  auto s = xgb_evaluate("FeatureImportanceOverweight", dir.path());
-  ASSERT_EQ(xgb_steps(s), (std::vector<int64_t>{0})) << xgb_seen(s);
+  auto s = evaluate_rule("FeatureImportanceOverweight", dir.path());
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0})) << seen(s);
   EXPECT_DOUBLE_EQ(s.triggers[0].evidence.at(0)["top_sum"].get<double>(), 1.0);
-  EXPECT_EQ(xgb_evaluate("FeatureImportanceOverweight", dir.path(), {{"nfeatures", "4"}}).status,
+  EXPECT_EQ(evaluate_rule("FeatureImportanceOverweight", dir.path(), {{"nfeatures", "4"}}).status,
             RuleEvaluationStatus::NoIssuesFound);
 }
 
 TEST(XgbFeatureImportanceOverweight, NonScalarMatchIsAnErrorAndNoMatchIsNoData) {
-  TempDir dir;
-  xgb_write_trial(dir.path(), {XgbRound{0, {XgbTensor{"predictions", {0.1, 0.9}, {}}, xgb_scalar("train-rmse", 1)}}});
-  auto none = xgb_evaluate("FeatureImportanceOverweight", dir.path());
-  EXPECT_EQ(none.status, RuleEvaluationStatus::NoIssuesFound) << xgb_seen(none);
-  auto bad = xgb_evaluate("FeatureImportanceOverweight", dir.path(), {{"tensor_regex", "predictions"}});
+  ScratchDir dir;
+  xgb_write_trial(dir.path(), {XgbRound{0, {TensorSave{"predictions", {0.1, 0.9}, {}, kF64}, xgb_scalar("train-rmse", 1)}}});
+  auto none = evaluate_rule("FeatureImportanceOverweight", dir.path());
+  EXPECT_EQ(none.status, RuleEvaluationStatus::NoIssuesFound) << seen(none);
+  auto bad = evaluate_rule("FeatureImportanceOverweight", dir.path(), {{"tensor_regex", "predictions"}});
   EXPECT_EQ(bad.status, RuleEvaluationStatus::Error);
   EXPECT_NE(bad.details.find("predictions holds 2 values"), std::string::npos) << bad.details;
 }
 
 TEST(XgbFeatureImportanceOverweight, WorkersAreJudgedApart) {
-  TempDir dir;
-  xgb_write_trial(dir.path(), {XgbRound{0, xgb_importance("weight", {{"f0", 0.25}, {"f1", 0.25}, {"f2", 0.25}, {"f3", 0.25}})}},
-                  "worker_0", 2, false);
-  xgb_write_trial(dir.path(), {XgbRound{0, xgb_importance("weight", {{"f0", 0.7}, {"f1", 0.1}, {"f2", 0.1}, {"f3", 0.1}})}},
-                  "worker_1", 2);
-  auto s = xgb_evaluate("FeatureImportanceOverweight", dir.path());
-  ASSERT_EQ(xgb_steps(s), (std::vector<int64_t>{0})) << xgb_seen(s);
+  ScratchDir dir;
+  xgb_write_trial(dir.path(), {XgbRound{0, xgb_importance("weight", {{"f0", 0.25}, {"f1", 0.25}, {"f2", 0.25}, {"f3", 0.25}})}}, {.num_workers = 2, .end_marker = false});
+  xgb_write_trial(dir.path(), {XgbRound{0, xgb_importance("weight", {{"f0", 0.7}, {"f1", 0.1}, {"f2", 0.1}, {"f3", 0.1}})}}, {.worker = "worker_1", .num_workers = 2});
+  auto s = evaluate_rule("FeatureImportanceOverweight", dir.path());
+  ASSERT_EQ(trigger_steps(s), (std::vector<int64_t>{0})) << seen(s);
   ASSERT_EQ(s.triggers[0].evidence.size(), 1u);
   EXPECT_EQ(s.triggers[0].evidence[0]["worker"], "worker_1");
 }
@@ -408,8 +325,8 @@ void xgb_write_binary_run(const fs::path& dir) {
       // Early rounds predict everything as 0; the last one is the reference for the checks below.
       std::vector<double> p = r < 5 ? std::vector<double>(8, 0.2)
                                     : std::vector<double>{0.1, 0.4, 0.35, 0.8, 0.2, 0.9, 0.6, 0.7};
-      round.tensors.push_back(XgbTensor{"labels", labels, {}, format::ElementType::Float32});
-      round.tensors.push_back(XgbTensor{"predictions", p, {}, format::ElementType::Float32});
+      round.tensors.push_back(TensorSave{"labels", labels, {}, format::ElementType::Float32});
+      round.tensors.push_back(TensorSave{"predictions", p, {}, format::ElementType::Float32});
     }
     rounds.push_back(round);
   }
@@ -417,10 +334,10 @@ void xgb_write_binary_run(const fs::path& dir) {
 }
 
 TEST(XgbCreateXgboostReport, WritesASelfContainedReportWithEverySection) {
-  TempDir trial, out;
+  ScratchDir trial, out;
   xgb_write_binary_run(trial.path());
-  auto s = xgb_evaluate("CreateXgboostReport", trial.path(), {}, "xgb-report", out.path());
-  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << xgb_seen(s);
+  auto s = evaluate_rule("CreateXgboostReport", trial.path(), {}, {.output_directory = out.path()}, "xgb-report");
+  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << seen(s);
   EXPECT_TRUE(s.triggers.empty());
   const fs::path report = out.path() / "xgb-report.html";
   ASSERT_TRUE(fs::exists(report));
@@ -475,14 +392,14 @@ TEST(XgbCreateXgboostReport, WritesASelfContainedReportWithEverySection) {
 }
 
 TEST(XgbCreateXgboostReport, RegressionRunGetsResidualsAndErrorPerLabelBin) {
-  TempDir trial, out;
+  ScratchDir trial, out;
   xgb_write_trial(trial.path(),
                   {XgbRound{0, {xgb_string("hyperparameters/objective", "reg:squarederror"), xgb_scalar("train-rmse", 2),
-                                XgbTensor{"labels", {1, 2, 3, 4}, {}, format::ElementType::Float32},
-                                XgbTensor{"predictions", {1.5, 2, 2, 5}, {}, format::ElementType::Float32}}},
+                                TensorSave{"labels", {1, 2, 3, 4}, {}, format::ElementType::Float32},
+                                TensorSave{"predictions", {1.5, 2, 2, 5}, {}, format::ElementType::Float32}}},
                    XgbRound{1, {xgb_scalar("train-rmse", 1)}}});
-  auto s = xgb_evaluate("CreateXgboostReport", trial.path(), {}, "my report/1", out.path());
-  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << xgb_seen(s);
+  auto s = evaluate_rule("CreateXgboostReport", trial.path(), {}, {.output_directory = out.path()}, "my report/1");
+  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << seen(s);
   const fs::path report = out.path() / "my_report_1.html";
   ASSERT_TRUE(fs::exists(report));
   const std::string html = xgb_read(report);
@@ -507,14 +424,14 @@ TEST(XgbCreateXgboostReport, RegressionRunGetsResidualsAndErrorPerLabelBin) {
 }
 
 TEST(XgbCreateXgboostReport, MulticlassScoresAreInferredWithoutAnObjective) {
-  TempDir trial, out;
+  ScratchDir trial, out;
   // 4 labels, softprob scores over 3 classes: argmax [0, 2, 2, 1]; labels [0, 1, 2, 1].
   xgb_write_trial(trial.path(),
-                  {XgbRound{0, {XgbTensor{"labels", {0, 1, 2, 1}, {}, format::ElementType::Float32},
-                                XgbTensor{"predictions", {0.8, 0.1, 0.1, 0.2, 0.3, 0.5, 0.1, 0.1, 0.8, 0.1, 0.6, 0.3},
+                  {XgbRound{0, {TensorSave{"labels", {0, 1, 2, 1}, {}, format::ElementType::Float32},
+                                TensorSave{"predictions", {0.8, 0.1, 0.1, 0.2, 0.3, 0.5, 0.1, 0.1, 0.8, 0.1, 0.6, 0.3},
                                           {4, 3}, format::ElementType::Float32}}}});
-  auto s = xgb_evaluate("CreateXgboostReport", trial.path(), {}, "multi", out.path());
-  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << xgb_seen(s);
+  auto s = evaluate_rule("CreateXgboostReport", trial.path(), {}, {.output_directory = out.path()}, "multi");
+  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << seen(s);
   const std::string html = xgb_read(out.path() / "multi.html");
   EXPECT_EQ(xgb_markup_problem(html), "");
   EXPECT_NE(html.find("multiclass classification (inferred: the predictions hold per-class scores)"), std::string::npos);
@@ -526,15 +443,15 @@ TEST(XgbCreateXgboostReport, MulticlassScoresAreInferredWithoutAnObjective) {
 }
 
 TEST(XgbCreateXgboostReport, NoXgboostDataWritesNoReport) {
-  TempDir trial, out;
-  testing::write_worker(trial.path(), "worker_0", 1, testing::range_steps(0, 3), true);  // only tensor "w"
-  auto s = xgb_evaluate("CreateXgboostReport", trial.path(), {}, "empty", out.path());
-  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << xgb_seen(s);
+  ScratchDir trial, out;
+  test::write_worker(trial.path(), "worker_0", 1, test::range_steps(0, 3), true);  // only tensor "w"
+  auto s = evaluate_rule("CreateXgboostReport", trial.path(), {}, {.output_directory = out.path()}, "empty");
+  EXPECT_EQ(s.status, RuleEvaluationStatus::NoIssuesFound) << seen(s);
   EXPECT_TRUE(fs::is_empty(out.path()));
 }
 
 TEST(XgbRules, DescriptorsCarryTheDocumentedParameters) {
-  const auto& registry = xgb_registry();
+  const auto& registry = test::builtin_registry();
   for (const char* name : {"TreeDepth", "FeatureImportanceOverweight", "CreateXgboostReport"}) {
     const auto* type = registry.find(name);
     ASSERT_NE(type, nullptr) << name;

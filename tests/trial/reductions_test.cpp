@@ -9,6 +9,8 @@
 #include <vector>
 
 #include <vigil/sdk/half.hpp>
+
+#include "test_support.h"
 #include "trial/reductions.h"
 
 namespace vigil {
@@ -33,7 +35,7 @@ TensorValue floats(ElementType type, const std::vector<double>& xs) {
 
 double reduce(const TensorValue& v, ReductionOp op, bool abs = false) {
   auto r = compute_reduction(v, op, abs);
-  EXPECT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_VIGIL_OK(r);
   return r ? r->value : std::nan("");
 }
 

@@ -10,6 +10,7 @@
 #include "format/index_json.h"
 #include "format/tfrecord.h"
 #include "format/trial_layout.h"
+#include "test_support.h"
 #include "writer/trial_writer.h"
 
 namespace conf {
@@ -18,13 +19,6 @@ namespace fs = std::filesystem;
 using namespace vigil;
 
 namespace {
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 struct IndexFile {
   int64_t step;
@@ -50,7 +44,7 @@ std::string rewrite_with_writer(const fs::path& source, const fs::path& destinat
     std::sort(files.begin(), files.end(), [](const IndexFile& a, const IndexFile& b) { return a.step < b.step; });
     auto cfile = collection_files.find(worker);
     if (cfile == collection_files.end()) return "no collections file for worker " + worker;
-    auto collections = format::parse_collections_json(read_file(cfile->second), cfile->second.string());
+    auto collections = format::parse_collections_json(vigil::test::read_file_if_present(cfile->second), cfile->second.string());
     if (!collections) return collections.error().message;
 
     double wall_time = 0;
@@ -66,11 +60,11 @@ std::string rewrite_with_writer(const fs::path& source, const fs::path& destinat
       if (auto r = (*w)->add_collection(c); !r) return r.error().message;
 
     for (const auto& f : files) {
-      auto index = format::parse_index_json(read_file(f.path), f.path.string());
+      auto index = format::parse_index_json(vigil::test::read_file_if_present(f.path), f.path.string());
       if (!index) return index.error().message;
       if (auto r = (*w)->begin_step_at(f.step, index->mode, index->mode_step); !r) return r.error().message;
       std::string events;
-      if (index->event_file_name) events = read_file(source / *index->event_file_name);
+      if (index->event_file_name) events = vigil::test::read_file_if_present(source / *index->event_file_name);
       for (const auto& entry : index->tensor_payload) {
         if (entry.start_idx + entry.length > events.size()) return "index entry past the event file in " + f.path.string();
         auto rec = format::parse_record({reinterpret_cast<const uint8_t*>(events.data()) + entry.start_idx, entry.length});

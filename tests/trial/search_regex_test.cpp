@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/search_regex.h"
+#include "test_support.h"
 
 namespace vigil {
 namespace {
@@ -15,7 +16,7 @@ bool search(const std::regex& re, const std::string& s) { return std::regex_sear
 
 TEST(SearchRegex, SmdebugsXgboostLossesPatternSelectsWhatPythonSelects) {
   auto losses = compile_search_regex("^[a-zA-z]+-.+(?<!(auc|map))$");
-  ASSERT_TRUE(losses) << losses.error().message;
+  ASSERT_VIGIL_OK(losses);
   // Python's meaning: the body matches and the name does not end with "auc" or "map".
   const std::regex body("^[a-zA-z]+-.+$");
   auto python = [&](const std::string& s) {
@@ -43,7 +44,7 @@ TEST(SearchRegex, SmdebugsXgboostLossesPatternSelectsWhatPythonSelects) {
 
 TEST(SearchRegex, AnUnanchoredLookBehindKeepsSearchSemantics) {
   auto re = compile_search_regex("loss(?<!xloss)$");
-  ASSERT_TRUE(re) << re.error().message;
+  ASSERT_VIGIL_OK(re);
   EXPECT_TRUE(search(*re, "train_loss"));
   EXPECT_FALSE(search(*re, "train_xloss"));
   EXPECT_FALSE(search(*re, "loss_x"));

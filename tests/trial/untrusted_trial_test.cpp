@@ -13,7 +13,7 @@
 
 #include "format/index_json.h"
 #include "format/trial_layout.h"
-#include "test_trials.h"
+#include "test_support.h"
 #include "trial/trial.h"
 
 namespace vigil {
@@ -49,7 +49,7 @@ class UntrustedTrial : public ::testing::Test {
  protected:
   void SetUp() override {
     fs::create_directories(outside());
-    testing::write_worker(trial(), "worker_0", 1, {{0}}, /*end_marker=*/true);
+    test::write_worker(trial(), "worker_0", 1, {{0}}, /*end_marker=*/true);
     index_file = only_file_under(trial() / "index", ".json");
     event_file = only_file_under(trial() / "events", ".tfevents");
   }
@@ -60,7 +60,7 @@ class UntrustedTrial : public ::testing::Test {
   template <typename Edit>
   void edit_index(Edit edit) {
     auto index = format::parse_index_json(read_text(index_file), index_file.string());
-    ASSERT_TRUE(index.has_value()) << index.error().message;
+    ASSERT_VIGIL_OK(index);
     edit(*index);
     write_text(index_file, format::serialize_index_json(*index));
   }
@@ -75,7 +75,7 @@ class UntrustedTrial : public ::testing::Test {
     write_text(index_file, text);
   }
 
-  testing::TempDir dir;
+  test::ScratchDir dir;
   fs::path index_file;
   fs::path event_file;
 };
@@ -87,9 +87,9 @@ void expect_refused(const Error& e, const std::string& part) {
 
 TEST_F(UntrustedTrial, TheUndamagedTrialReads) {
   auto t = Trial::open(trial());
-  ASSERT_TRUE(t.has_value()) << t.error().message;
+  ASSERT_VIGIL_OK(t);
   auto v = (*t)->value("w", 0);
-  ASSERT_TRUE(v.has_value()) << v.error().message;
+  ASSERT_VIGIL_OK(v);
   EXPECT_EQ(v->size(), 2u);
 }
 
@@ -105,7 +105,7 @@ TEST_F(UntrustedTrial, DotDotInEventFileNameIsRefused) {
 TEST_F(UntrustedTrial, AnEmptyEventFileNameOpensAndFailsOnlyWhenAValueIsRead) {
   set_event_file_name_raw("");
   auto t = Trial::open(trial());
-  ASSERT_TRUE(t.has_value()) << t.error().message;  // smdebug's "dummy" steps: the bookkeeping works
+  ASSERT_VIGIL_OK(t);  // smdebug's "dummy" steps: the bookkeeping works
   auto steps = (*t)->steps(Mode::Global);
   ASSERT_TRUE(steps.has_value());
   EXPECT_EQ(*steps, std::vector<int64_t>{0});
@@ -128,7 +128,7 @@ TEST_F(UntrustedTrial, EventFileSymlinkedOutsideIsRefused) {
   fs::remove(event_file);
   fs::create_symlink(outside() / "stolen.tfevents", event_file);
   auto t = Trial::open(trial());
-  ASSERT_TRUE(t.has_value()) << t.error().message;  // the index itself is fine
+  ASSERT_VIGIL_OK(t);  // the index itself is fine
   auto v = (*t)->value("w", 0);
   ASSERT_FALSE(v.has_value());
   expect_refused(v.error(), "outside the trial directory");
@@ -143,7 +143,7 @@ TEST_F(UntrustedTrial, RelativeSymlinkClimbingOutIsRefused) {
   // events/<step>/file -> ../../../outside/stolen.tfevents
   fs::create_symlink(fs::path("../../../outside/stolen.tfevents"), event_file);
   auto t = Trial::open(trial());
-  ASSERT_TRUE(t.has_value()) << t.error().message;
+  ASSERT_VIGIL_OK(t);
   auto v = (*t)->value("w", 0);
   ASSERT_FALSE(v.has_value());
   expect_refused(v.error(), "outside the trial directory");
@@ -153,7 +153,7 @@ TEST_F(UntrustedTrial, EventsFolderSymlinkedOutsideIsRefused) {
   fs::rename(trial() / "events", outside() / "events");
   fs::create_directory_symlink(outside() / "events", trial() / "events");
   auto t = Trial::open(trial());
-  ASSERT_TRUE(t.has_value()) << t.error().message;
+  ASSERT_VIGIL_OK(t);
   auto v = (*t)->value("w", 0);
   ASSERT_FALSE(v.has_value());
   expect_refused(v.error(), "outside the trial directory");
@@ -181,9 +181,9 @@ TEST_F(UntrustedTrial, SymlinksThatStayInsideTheTrialAreFollowed) {
   fs::rename(event_file, trial() / "store" / "kept.tfevents");
   fs::create_symlink(trial() / "store" / "kept.tfevents", event_file);
   auto t = Trial::open(trial());
-  ASSERT_TRUE(t.has_value()) << t.error().message;
+  ASSERT_VIGIL_OK(t);
   auto v = (*t)->value("w", 0);
-  ASSERT_TRUE(v.has_value()) << v.error().message;
+  ASSERT_VIGIL_OK(v);
 }
 
 TEST_F(UntrustedTrial, RelativeSymlinksThatStayInsideTheTrialAreFollowed) {
@@ -227,16 +227,16 @@ TEST_F(UntrustedTrial, TheTrialRootReadsWholeFilesAndRefusesPathsLeavingIt) {
 TEST_F(UntrustedTrial, ATrialOpenedThroughASymlinkReads) {
   fs::create_directory_symlink(trial(), dir.path() / "link_to_trial");
   auto t = Trial::open(dir.path() / "link_to_trial");
-  ASSERT_TRUE(t.has_value()) << t.error().message;
+  ASSERT_VIGIL_OK(t);
   auto v = (*t)->value("w", 0);
-  ASSERT_TRUE(v.has_value()) << v.error().message;
+  ASSERT_VIGIL_OK(v);
 }
 
 TEST_F(UntrustedTrial, AFifoInPlaceOfTheEventFileIsRefusedWithoutBlocking) {
   fs::remove(event_file);
   ASSERT_EQ(::mkfifo(event_file.c_str(), 0600), 0);
   auto t = Trial::open(trial());
-  ASSERT_TRUE(t.has_value()) << t.error().message;
+  ASSERT_VIGIL_OK(t);
   auto v = (*t)->value("w", 0);  // would block forever on open() without O_NONBLOCK
   ASSERT_FALSE(v.has_value());
   expect_refused(v.error(), "not a regular file");
@@ -246,7 +246,7 @@ TEST_F(UntrustedTrial, AFifoInPlaceOfTheEventFileIsRefusedWithoutBlocking) {
 // must not see a pattern it cannot compile safely (see common/regex_limits.h).
 TEST_F(UntrustedTrial, RegexesBeyondTheLimitsAreRefused) {
   auto t = Trial::open(trial());
-  ASSERT_TRUE(t.has_value()) << t.error().message;
+  ASSERT_VIGIL_OK(t);
   using namespace std::string_literals;
   for (const std::string& pattern : {"w{99999999999999999999}"s, "(w)\\99999999999999999999"s, std::string(5000, 'w')}) {
     auto names = (*t)->tensor_names(TensorNameQuery{.regex = {pattern}});
@@ -255,7 +255,7 @@ TEST_F(UntrustedTrial, RegexesBeyondTheLimitsAreRefused) {
     EXPECT_NE(names.error().message.find("invalid regex"), std::string::npos) << names.error().message;
   }
   auto names = (*t)->tensor_names(TensorNameQuery{.regex = {"^w{1}$"}});
-  ASSERT_TRUE(names.has_value()) << names.error().message;
+  ASSERT_VIGIL_OK(names);
   EXPECT_EQ(*names, std::vector<std::string>{"w"});
 }
 
@@ -263,7 +263,7 @@ TEST_F(UntrustedTrial, IndexLengthOf2To60IsRefusedBeforeAllocating) {
   // The record buffer is sized by the index entry: it must be checked against the file first.
   edit_index([](format::StepIndex& index) { index.tensor_payload.at(0).length = uint64_t{1} << 60; });
   auto t = Trial::open(trial());
-  ASSERT_TRUE(t.has_value()) << t.error().message;
+  ASSERT_VIGIL_OK(t);
   auto v = (*t)->value("w", 0);
   ASSERT_FALSE(v.has_value());
   EXPECT_EQ(v.error().code, ErrorCode::CorruptData);

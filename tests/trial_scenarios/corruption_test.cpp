@@ -7,19 +7,15 @@
 #include "format/event_proto.h"
 #include "format/tfrecord.h"
 #include "format/trial_layout.h"
-#include "test_trials.h"
+#include "test_support.h"
 #include "trial/trial.h"
 
 namespace vigil {
 namespace {
 
-using testing::TempDir;
+using test::read_file;
+using test::ScratchDir;
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 void write_file(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
@@ -27,7 +23,7 @@ void write_file(const fs::path& p, const std::string& bytes) {
 
 class Corruption : public ::testing::Test {
  protected:
-  void SetUp() override { testing::write_worker(dir.path(), "worker_0", 1, testing::range_steps(0, 3), true); }
+  void SetUp() override { test::write_worker(dir.path(), "worker_0", 1, test::range_steps(0, 3), true); }
 
   fs::path event_file(int64_t step) const { return dir.path() / format::event_file_relpath(step, "worker_0"); }
   fs::path index_file(int64_t step) const { return dir.path() / format::index_file_relpath(step, "worker_0"); }
@@ -46,12 +42,12 @@ class Corruption : public ::testing::Test {
         << "message does not name the file: " << v.error().message;
   }
 
-  TempDir dir;
+  ScratchDir dir;
 };
 
 TEST_F(Corruption, IntactTrialReads) {
   auto v = read_step(2);
-  ASSERT_TRUE(v.has_value()) << v.error().message;
+  ASSERT_VIGIL_OK(v);
   EXPECT_EQ(v->as<float>()[1], 2.5f);
 }
 

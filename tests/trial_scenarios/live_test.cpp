@@ -7,13 +7,13 @@
 #include <mutex>
 #include <thread>
 
-#include "test_trials.h"
+#include "test_support.h"
 #include "trial/trial.h"
 
 namespace vigil {
 namespace {
 
-using testing::TempDir;
+using test::ScratchDir;
 
 // The writer pauses before every `kProbeEvery`-th step until the reader has probed that step.
 constexpr int64_t kSteps = 120;
@@ -35,7 +35,7 @@ struct Handshake {
 };
 
 TEST(LiveRead, FollowsAWriterStepByStep) {
-  TempDir dir;
+  ScratchDir dir;
   Handshake hs;
   std::atomic<bool> writer_ok{true};
   std::thread writer([&] {
@@ -46,7 +46,7 @@ TEST(LiveRead, FollowsAWriterStepByStep) {
     for (int64_t s = 0; s < kSteps; ++s) {
       if (s > 0 && s % kProbeEvery == 0) hs.wait_probed(s);
       std::vector<float> v{float(s), float(s) * 2};
-      if (!(*w)->begin_step(Mode::Train) || !(*w)->write_tensor("w", testing::float_data(v, {2})) ||
+      if (!(*w)->begin_step(Mode::Train) || !(*w)->write_tensor("w", test::float_data(v, {2})) ||
           !(*w)->end_step()) {
         writer_ok = false;
         return;
@@ -60,7 +60,7 @@ TEST(LiveRead, FollowsAWriterStepByStep) {
   options.poll_interval = std::chrono::milliseconds(2);
   options.collections_timeout = std::chrono::seconds(30);
   auto trial = Trial::open(dir.path(), options);
-  ASSERT_TRUE(trial.has_value()) << trial.error().message;
+  ASSERT_VIGIL_OK(trial);
   Trial& t = **trial;
 
   std::vector<int64_t> seen;
@@ -82,7 +82,7 @@ TEST(LiveRead, FollowsAWriterStepByStep) {
       break;
     }
     auto v = t.value("w", s);
-    ASSERT_TRUE(v.has_value()) << v.error().message;
+    ASSERT_VIGIL_OK(v);
     ASSERT_EQ(v->as<float>()[0], float(s));
     ASSERT_EQ(v->as<float>()[1], float(s) * 2);
     seen.push_back(s);
@@ -100,8 +100,8 @@ TEST(LiveRead, FollowsAWriterStepByStep) {
 }
 
 TEST(LiveRead, ManyThreadsReadOneTrial) {
-  TempDir dir;
-  testing::write_worker(dir.path(), "worker_0", 1, testing::range_steps(0, 49), true);
+  ScratchDir dir;
+  test::write_worker(dir.path(), "worker_0", 1, test::range_steps(0, 49), true);
   auto trial = Trial::open(dir.path());
   ASSERT_TRUE(trial.has_value());
   std::atomic<int> errors{0};
@@ -126,7 +126,7 @@ TEST(LiveRead, ManyThreadsReadOneTrial) {
 // then took the later step as complete and declared the missed one Unavailable for good (the
 // evaluator skipped it). Every refresh must leave the known steps a gap-free prefix.
 TEST(LiveRead, ARefreshNeverSeesAStepWithoutTheOnesBeforeIt) {
-  TempDir dir;
+  ScratchDir dir;
   constexpr int64_t kRaceSteps = 1300;  // over 700 files in index/000000000/, and a second folder
   std::atomic<bool> writer_ok{true};
   std::thread writer([&] {
@@ -139,7 +139,7 @@ TEST(LiveRead, ARefreshNeverSeesAStepWithoutTheOnesBeforeIt) {
     }
     const std::vector<float> value{1.0f};
     for (int64_t s = 0; s < kRaceSteps; ++s) {
-      if (!(*w)->begin_step(Mode::Train) || !(*w)->write_tensor("w", testing::float_data(value, {1})) ||
+      if (!(*w)->begin_step(Mode::Train) || !(*w)->write_tensor("w", test::float_data(value, {1})) ||
           !(*w)->end_step()) {
         writer_ok = false;
         return;
@@ -157,7 +157,7 @@ TEST(LiveRead, ARefreshNeverSeesAStepWithoutTheOnesBeforeIt) {
   TrialOptions options;
   options.collections_timeout = std::chrono::seconds(30);
   auto trial = Trial::open(dir.path(), options);
-  ASSERT_TRUE(trial) << trial.error().message;
+  ASSERT_VIGIL_OK(trial);
   Trial& t = **trial;
   // Refresh as fast as possible while the writer publishes as fast as possible.
   for (int64_t refreshes = 1; !t.loaded_all_steps(); ++refreshes) {

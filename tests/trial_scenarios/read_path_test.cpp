@@ -8,14 +8,14 @@
 #include <numeric>
 #include <vector>
 
-#include "test_trials.h"
+#include "test_support.h"
 #include "trial/trial.h"
 #include "writer/trial_writer.h"
 
 namespace vigil {
 namespace {
 
-using testing::TempDir;
+using test::ScratchDir;
 
 // True when the value's bytes live inside the record buffer it was read into (no copy).
 bool read_in_place(const TensorValue& v) {
@@ -24,11 +24,11 @@ bool read_in_place(const TensorValue& v) {
 }
 
 TEST(ReadPath, ValuesAreReadInPlaceOnceTheContentOffsetIsKnown) {
-  TempDir dir;
+  ScratchDir dir;
   writer::WriterOptions options;
   for (auto& m : options.save_config) m.save_interval = 1;
   auto w = writer::TrialWriter::create(dir.path(), options);
-  ASSERT_TRUE(w.has_value()) << w.error().message;
+  ASSERT_VIGIL_OK(w);
   // Names of 1 to 8 characters put the content at every offset modulo 8 in the record.
   std::vector<std::string> names;
   for (int len = 1; len <= 8; ++len) names.push_back(std::string(size_t(len), char('a' + len)));
@@ -45,11 +45,11 @@ TEST(ReadPath, ValuesAreReadInPlaceOnceTheContentOffsetIsKnown) {
   ASSERT_TRUE((*w)->close());
 
   auto trial = Trial::open(dir.path());
-  ASSERT_TRUE(trial.has_value()) << trial.error().message;
+  ASSERT_VIGIL_OK(trial);
   for (int64_t step = 0; step < 4; ++step)
     for (size_t i = 0; i < names.size(); ++i) {
       auto v = (*trial)->value(names[i], step);
-      ASSERT_TRUE(v.has_value()) << v.error().message;
+      ASSERT_VIGIL_OK(v);
       ASSERT_EQ(v->size(), 1000u);
       EXPECT_EQ(reinterpret_cast<uintptr_t>(v->bytes().data()) % alignof(double), 0u);
       const auto values = v->as<double>();
@@ -63,14 +63,14 @@ TEST(ReadPath, ValuesAreReadInPlaceOnceTheContentOffsetIsKnown) {
 
 TEST(ReadPath, ManyEventFilesAreReadThroughABoundedSetOfOpenFiles) {
   // More steps (event files) than the reader keeps open: values stay exact while files rotate.
-  TempDir dir;
-  testing::write_worker(dir.path(), "worker_0", 1, testing::range_steps(0, 149), true);
+  ScratchDir dir;
+  test::write_worker(dir.path(), "worker_0", 1, test::range_steps(0, 149), true);
   auto trial = Trial::open(dir.path());
-  ASSERT_TRUE(trial.has_value()) << trial.error().message;
+  ASSERT_VIGIL_OK(trial);
   for (int pass = 0; pass < 2; ++pass)
     for (int64_t step = 149; step >= 0; step -= (pass ? 7 : 1)) {
       auto v = (*trial)->value("w", step);
-      ASSERT_TRUE(v.has_value()) << v.error().message;
+      ASSERT_VIGIL_OK(v);
       EXPECT_EQ(v->as<float>()[0], float(step));
       EXPECT_EQ(v->as<float>()[1], float(step) + 0.5f);
     }

@@ -4,21 +4,21 @@
 
 #include <fstream>
 
-#include "test_trials.h"
+#include "test_support.h"
 #include "trial/trial.h"
 
 namespace vigil {
 namespace {
 
-using testing::range_steps;
-using testing::TempDir;
-using testing::write_worker;
+using test::range_steps;
+using test::ScratchDir;
+using test::write_worker;
 
 std::shared_ptr<Trial> open_trial(const std::filesystem::path& dir) {
   TrialOptions o;
   o.collections_timeout = std::chrono::milliseconds(0);
   auto t = Trial::open(dir, o);
-  EXPECT_TRUE(t.has_value()) << (t ? "" : t.error().message);
+  EXPECT_VIGIL_OK(t);
   return t ? *t : nullptr;
 }
 
@@ -35,7 +35,7 @@ StepState state(Trial& t, int64_t step, Mode mode = Mode::Global) {
 }
 
 TEST(StepState, SingleWorkerEnded) {
-  TempDir dir;
+  ScratchDir dir;
   write_worker(dir.path(), "worker_0", 1, range_steps(0, 6), true);
   auto t = open_trial(dir.path());
   EXPECT_EQ(t->steps(Mode::Global, true).value(), iota_steps(0, 6));
@@ -46,7 +46,7 @@ TEST(StepState, SingleWorkerEnded) {
 }
 
 TEST(StepState, SingleWorkerRunning) {
-  TempDir dir;
+  ScratchDir dir;
   write_worker(dir.path(), "worker_0", 1, range_steps(0, 6), false);
   auto t = open_trial(dir.path());
   EXPECT_EQ(state(*t, 8), StepState::NotYetAvailable);
@@ -54,7 +54,7 @@ TEST(StepState, SingleWorkerRunning) {
 }
 
 TEST(StepState, MissingStepEnded) {
-  TempDir dir;
+  ScratchDir dir;
   write_worker(dir.path(), "worker_0", 1, range_steps(0, 6, {4}), true);
   auto t = open_trial(dir.path());
   EXPECT_EQ(t->steps().value(), (std::vector<int64_t>{0, 1, 2, 3, 5, 6}));
@@ -72,7 +72,7 @@ TEST(StepState, MissingStepEnded) {
 }
 
 TEST(StepState, MissingStepRunning) {
-  TempDir dir;
+  ScratchDir dir;
   write_worker(dir.path(), "worker_0", 1, range_steps(0, 6, {4}), false);
   auto t = open_trial(dir.path());
   EXPECT_EQ(state(*t, 4), StepState::Unavailable);
@@ -87,7 +87,7 @@ TEST(StepState, MissingStepRunning) {
 }
 
 TEST(StepState, WorkerMissingFromLaterStepsRunning) {
-  TempDir dir;
+  ScratchDir dir;
   write_worker(dir.path(), "a", 3, range_steps(0, 6), false);
   write_worker(dir.path(), "b", 3, range_steps(0, 2), false);
   write_worker(dir.path(), "c", 3, range_steps(0, 6), false);
@@ -105,7 +105,7 @@ TEST(StepState, WorkerMissingFromLaterStepsRunning) {
 }
 
 TEST(StepState, WorkerMissingFromLaterStepsEnded) {
-  TempDir dir;
+  ScratchDir dir;
   write_worker(dir.path(), "a", 3, range_steps(0, 6), false);
   write_worker(dir.path(), "b", 3, range_steps(0, 2), false);
   write_worker(dir.path(), "c", 3, range_steps(0, 6), true);
@@ -122,7 +122,7 @@ TEST(StepState, WorkerMissingFromLaterStepsEnded) {
 }
 
 TEST(StepState, LaterCompleteStepFinalisesEarlierOnes) {
-  TempDir dir;
+  ScratchDir dir;
   write_worker(dir.path(), "a", 3, range_steps(0, 6), false);
   write_worker(dir.path(), "b", 3, range_steps(0, 6, {3, 4, 5}), false);
   write_worker(dir.path(), "c", 3, range_steps(0, 6), false);
@@ -134,7 +134,7 @@ TEST(StepState, LaterCompleteStepFinalisesEarlierOnes) {
 }
 
 TEST(StepState, AbsentStepBeforeCompleteStep) {
-  TempDir dir;
+  ScratchDir dir;
   write_worker(dir.path(), "a", 3, range_steps(0, 6, {3}), false);
   write_worker(dir.path(), "b", 3, range_steps(0, 6, {3, 4, 5}), false);
   write_worker(dir.path(), "c", 3, range_steps(0, 6, {3}), false);
@@ -146,7 +146,7 @@ TEST(StepState, AbsentStepBeforeCompleteStep) {
 }
 
 TEST(StepState, AbsentStepWhileLaterStepsIncomplete) {
-  TempDir dir;
+  ScratchDir dir;
   write_worker(dir.path(), "a", 3, range_steps(0, 6, {3}), false);
   write_worker(dir.path(), "b", 3, range_steps(0, 2), false);
   write_worker(dir.path(), "c", 3, range_steps(0, 6, {3}), false);
@@ -158,8 +158,8 @@ TEST(StepState, AbsentStepWhileLaterStepsIncomplete) {
 }
 
 TEST(StepState, TwoModes) {
-  TempDir dir;
-  std::vector<testing::StepSpec> steps;
+  ScratchDir dir;
+  std::vector<test::TrialStep> steps;
   for (int64_t i = 0; i < 4; ++i) steps.push_back({i * 10, Mode::Train, i * 10});
   for (int64_t i = 0; i < 4; ++i) steps.push_back({40 + i * 10, Mode::Eval, i * 10});
   write_worker(dir.path(), "worker_0", 1, steps, false);
@@ -178,7 +178,7 @@ TEST(StepState, TwoModes) {
   EXPECT_EQ(mm->second, 10);
   // A mode step reads the value saved at its global step.
   auto v = t->value("w", 10, Mode::Eval);
-  ASSERT_TRUE(v.has_value()) << v.error().message;
+  ASSERT_VIGIL_OK(v);
   EXPECT_EQ(v->as<float>()[0], 50.0f);
   // Tensor steps per mode are mode steps; incomplete-step filtering goes through the global step.
   EXPECT_EQ(t->tensor_steps("w", Mode::Eval).value(), (std::vector<int64_t>{0, 10, 20, 30}));
@@ -191,7 +191,7 @@ TEST(StepState, TwoModes) {
 TEST(StepState, TrialPathWithDoubleUnderscore) {
   // smdebug deserialises worker names when the *trial path* contains "__"; Vigil looks only at
   // the file names inside the trial.
-  TempDir dir;
+  ScratchDir dir;
   auto trial_dir = dir.path() / "job__run";
   write_worker(trial_dir, "worker_0", 1, range_steps(0, 2), true);
   auto t = open_trial(trial_dir);
@@ -201,7 +201,7 @@ TEST(StepState, TrialPathWithDoubleUnderscore) {
 }
 
 TEST(StepState, RangeStepsLoadsOnlyTheRange) {
-  TempDir dir;
+  ScratchDir dir;
   write_worker(dir.path(), "worker_0", 1, range_steps(0, 9), true);
   TrialOptions o;
   o.range_begin = 3;
@@ -212,7 +212,7 @@ TEST(StepState, RangeStepsLoadsOnlyTheRange) {
 }
 
 TEST(StepState, NotATrial) {
-  TempDir dir;
+  ScratchDir dir;
   TrialOptions o;
   o.collections_timeout = std::chrono::milliseconds(0);
   auto t = Trial::open(dir.path() / "nope", o);
@@ -235,7 +235,7 @@ namespace vigil {
 namespace {
 
 TEST(StepWallTime, IsTheLatestRecordTimeOfTheStep) {
-  testing::TempDir dir;
+  test::ScratchDir dir;
   double now = 1000;
   writer::WriterOptions options;
   options.clock = [&now] { return now; };
@@ -247,9 +247,9 @@ TEST(StepWallTime, IsTheLatestRecordTimeOfTheStep) {
       ASSERT_TRUE((*w)->begin_step(Mode::Train));
       std::vector<float> v{1.0f};
       now = 1000 + 10 * s;
-      ASSERT_TRUE((*w)->write_tensor("a", testing::float_data(v, {1})));
+      ASSERT_TRUE((*w)->write_tensor("a", test::float_data(v, {1})));
       now += 2.5;  // a later record in the same step
-      ASSERT_TRUE((*w)->write_tensor("b", testing::float_data(v, {1})));
+      ASSERT_TRUE((*w)->write_tensor("b", test::float_data(v, {1})));
       ASSERT_TRUE((*w)->end_step());
     }
     ASSERT_TRUE((*w)->close());

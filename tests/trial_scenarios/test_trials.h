@@ -1,3 +1,6 @@
+// Kept only for tests/plugin_host, which includes this folder: the other suites use
+// tests/support/test_support.h (vigil::test::ScratchDir, write_worker, range_steps, float_data).
+// Delete it when tests/plugin_host moves to vigil_test_support.
 // Helpers shared by the scenario tests: temporary trial folders and trials written with the writer.
 #pragma once
 

@@ -6,15 +6,15 @@
 #include <fstream>
 
 #include "format/trial_layout.h"
-#include "writer_test_util.h"
+#include "test_support.h"
 
 namespace vigil::writer {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::list_files;
-using testing::numeric;
-using testing::ScratchDir;
+using test::list_files;
+using test::numeric;
+using test::ScratchDir;
 
 void touch(const fs::path& p) { std::ofstream(p).put('x'); }
 

@@ -7,17 +7,17 @@
 #include "format/event_proto.h"
 #include "format/index_json.h"
 #include "format/tfrecord.h"
-#include "writer_test_util.h"
+#include "test_support.h"
 
 namespace vigil::writer {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::from_hex;
-using testing::list_files;
-using testing::numeric;
-using testing::read_file;
-using testing::ScratchDir;
+using test::from_hex;
+using test::list_files;
+using test::numeric;
+using test::read_file;
+using test::ScratchDir;
 
 // Spec §10.2.
 constexpr std::string_view kExampleEventHex = R"(
@@ -50,7 +50,7 @@ WriterOptions pinned_clock() {
 TEST(WriterExample, Section10BytesExactly) {
   ScratchDir dir;
   auto writer = TrialWriter::create(dir.path(), pinned_clock());
-  ASSERT_TRUE(writer) << writer.error().message;
+  ASSERT_VIGIL_OK(writer);
   auto& w = **writer;
   ASSERT_TRUE(w.begin_step(Mode::Train));
   EXPECT_EQ(w.global_step(), 0);
@@ -75,7 +75,7 @@ TEST(WriterExample, Section10BytesExactly) {
   EXPECT_EQ(collections.size(), 3400u);
   EXPECT_NE(collections.find(kExampleDefaultCollection), std::string::npos) << collections;
   auto parsed = format::parse_collections_json(collections, "collections.json");
-  ASSERT_TRUE(parsed) << parsed.error().message;
+  ASSERT_VIGIL_OK(parsed);
   std::vector<std::string> names;
   for (const auto& c : parsed->collections) names.push_back(c.name);
   std::ranges::sort(names);

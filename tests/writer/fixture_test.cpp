@@ -9,15 +9,15 @@
 #include "format/index_json.h"
 #include "format/tfrecord.h"
 #include "format/trial_layout.h"
-#include "writer_test_util.h"
+#include "test_support.h"
 
 namespace vigil::writer {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::list_files;
-using testing::read_file;
-using testing::ScratchDir;
+using test::list_files;
+using test::read_file;
+using test::ScratchDir;
 
 const fs::path kFixture = fs::path(VIGIL_SHARED_DIR) / "fixtures/smdebug-real/mixed_dtypes";
 
@@ -39,7 +39,7 @@ TEST(WriterFixture, MixedDtypesReencodesByteForByte) {
   const std::string collections_rel = format::collections_file_relpath("worker_0");
   const std::string fixture_collections = read_file(kFixture / collections_rel);
   auto parsed_collections = format::parse_collections_json(fixture_collections, collections_rel);
-  ASSERT_TRUE(parsed_collections) << parsed_collections.error().message;
+  ASSERT_VIGIL_OK(parsed_collections);
   for (auto c : parsed_collections->collections) {
     c.tensor_names.clear();
     ASSERT_TRUE(w.add_collection(std::move(c)));

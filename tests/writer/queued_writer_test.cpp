@@ -7,14 +7,14 @@
 
 #include "trial/trial.h"
 #include "writer/queued_writer.h"
-#include "writer_test_util.h"
+#include "test_support.h"
 
 namespace vigil::writer {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::numeric;
-using testing::ScratchDir;
+using test::numeric;
+using test::ScratchDir;
 
 // The collections file the hooks publish themselves (QueuedWriter never writes one).
 constexpr std::string_view kNoCollections = R"({"collections": {}, "_meta": {"num_workers": 1}})";
@@ -30,7 +30,7 @@ QueuedWriterOptions options_with_budget(uint64_t bytes) {
 TEST(QueuedWriter, WritesValuesReductionsAndShapesOfEveryStep) {
   ScratchDir dir;
   auto w = QueuedWriter::create(dir.path() / "t", options_with_budget(1 << 20));
-  ASSERT_TRUE(w) << w.error().message;
+  ASSERT_VIGIL_OK(w);
   for (int64_t step = 0; step < 20; ++step) {
     ASSERT_TRUE((*w)->begin_step(step, Mode::Train, step));
     const std::vector<float> v{float(step), -2.0f, 4.0f};
@@ -43,7 +43,7 @@ TEST(QueuedWriter, WritesValuesReductionsAndShapesOfEveryStep) {
   EXPECT_TRUE((*w)->stats().dropped_steps.empty());
 
   auto t = Trial::open(dir.path() / "t");
-  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_VIGIL_OK(t);
   EXPECT_EQ((*t)->steps(Mode::Train).value().size(), 20u);
   auto v = (*t)->value("x", 7);
   ASSERT_TRUE(v);

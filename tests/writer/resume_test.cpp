@@ -9,16 +9,16 @@
 
 #include "format/trial_layout.h"
 #include "trial/trial.h"
-#include "writer_test_util.h"
+#include "test_support.h"
 
 namespace vigil::writer {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::list_files;
-using testing::numeric;
-using testing::read_file;
-using testing::ScratchDir;
+using test::list_files;
+using test::numeric;
+using test::read_file;
+using test::ScratchDir;
 
 WriterOptions options_for(std::string worker = "worker_0", int64_t num_workers = 1) {
   WriterOptions options;
@@ -44,7 +44,7 @@ const std::vector<Mode> kModes{Mode::Train, Mode::Train, Mode::Eval, Mode::Train
 // publishes the collections, as a writer killed after its second step had begun would have).
 void write_first_steps(const fs::path& dir, const std::string& worker = "worker_0") {
   auto writer = TrialWriter::create(dir, options_for(worker));
-  ASSERT_TRUE(writer) << writer.error().message;
+  ASSERT_VIGIL_OK(writer);
   for (size_t s = 0; s < 4; ++s) ASSERT_NO_FATAL_FAILURE(write_step(**writer, kModes[s]));
 }
 
@@ -78,7 +78,7 @@ TEST(WriterResume, ContinuesAfterTheLastPublishedStepWithEveryModeCounted) {
   const auto before = versions(dir.path());
 
   auto writer = TrialWriter::resume(dir.path(), options_for());
-  ASSERT_TRUE(writer) << writer.error().message;
+  ASSERT_VIGIL_OK(writer);
   EXPECT_EQ((*writer)->global_step(), 3);
   EXPECT_EQ((*writer)->mode(), Mode::Train);
   ASSERT_NO_FATAL_FAILURE(write_step(**writer, Mode::Eval));
@@ -97,14 +97,14 @@ TEST(WriterResume, ContinuesAfterTheLastPublishedStepWithEveryModeCounted) {
   }
 
   auto trial = Trial::open(dir.path());
-  ASSERT_TRUE(trial) << trial.error().message;
+  ASSERT_VIGIL_OK(trial);
   EXPECT_EQ((*trial)->steps().value(), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
   for (int64_t g = 0; g < 6; ++g) {
     auto mode = (*trial)->mode_modestep(g);
     ASSERT_TRUE(mode);
     EXPECT_EQ(mode->first, kModes[size_t(g)]) << g;
     auto v = (*trial)->value("w", g);
-    ASSERT_TRUE(v) << v.error().message;
+    ASSERT_VIGIL_OK(v);
     EXPECT_EQ(v->as<float>()[0], float(g));
     EXPECT_EQ(v->as<float>()[1], float(mode->second));
   }
@@ -138,7 +138,7 @@ TEST(WriterResume, RemovesWhatTheWorkerLeftUnfinishedAndNothingElse) {
   for (const auto& f : others) write_garbage(f);
 
   auto writer = TrialWriter::resume(root, options_for());
-  ASSERT_TRUE(writer) << writer.error().message;
+  ASSERT_VIGIL_OK(writer);
   for (const auto& f : own_leftovers) EXPECT_FALSE(fs::exists(f)) << f << " was left";
   for (const auto& f : others) EXPECT_TRUE(fs::exists(f)) << f << " was removed";
   EXPECT_EQ((*writer)->global_step(), 3);
@@ -154,7 +154,7 @@ TEST(WriterResume, NeverWritesOverAPublishedStep) {
   ScratchDir dir;
   ASSERT_NO_FATAL_FAILURE(write_first_steps(dir.path()));
   auto writer = TrialWriter::resume(dir.path(), options_for());
-  ASSERT_TRUE(writer) << writer.error().message;
+  ASSERT_VIGIL_OK(writer);
   for (int64_t g : {0, 2, 3}) {
     auto r = (*writer)->begin_step_at(g, Mode::Train, 10);
     ASSERT_FALSE(r) << g;
@@ -172,7 +172,7 @@ TEST(WriterResume, PublishesMissingCollectionsOnceItHasSavedAStep) {
   fs::remove(collections);
 
   auto writer = TrialWriter::resume(dir.path(), options_for());
-  ASSERT_TRUE(writer) << writer.error().message;
+  ASSERT_VIGIL_OK(writer);
   ASSERT_NO_FATAL_FAILURE(write_step(**writer, Mode::Eval));
   EXPECT_FALSE(fs::exists(collections));  // written when the next step begins, as create()'s
   ASSERT_TRUE((*writer)->begin_step(Mode::Train));
@@ -187,7 +187,7 @@ TEST(WriterResume, OnADirectoryWithoutItsFilesIsCreate) {
   for (const fs::path& dir : {created / "trial", resumed / "trial", other_worker.path()}) {
     const bool fresh = dir.parent_path() == created.path();
     auto writer = fresh ? TrialWriter::create(dir, options_for()) : TrialWriter::resume(dir, options_for());
-    ASSERT_TRUE(writer) << writer.error().message;
+    ASSERT_VIGIL_OK(writer);
     EXPECT_EQ((*writer)->global_step(), -1);
     for (size_t s = 0; s < 3; ++s) ASSERT_NO_FATAL_FAILURE(write_step(**writer, kModes[s]));
     ASSERT_TRUE((*writer)->close());
@@ -218,7 +218,7 @@ TEST(WriterResume, ADamagedIndexOfItsOwnIsAnErrorOthersAreNotRead) {
   ASSERT_NO_FATAL_FAILURE(write_first_steps(dir.path()));
   write_garbage(dir / format::index_file_relpath(2, "worker_1"));
   auto writer = TrialWriter::resume(dir.path(), options_for());
-  ASSERT_TRUE(writer) << writer.error().message;
+  ASSERT_VIGIL_OK(writer);
   writer->reset();
 
   write_garbage(dir / format::index_file_relpath(2, "worker_0"));

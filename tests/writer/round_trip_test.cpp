@@ -13,13 +13,13 @@
 #include "trial/reductions.h"
 #include "trial/tensor_value.h"
 #include "trial/trial.h"
-#include "writer_test_util.h"
+#include "test_support.h"
 
 namespace vigil::writer {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::ScratchDir;
+using test::ScratchDir;
 
 struct Saved {
   ElementType type;
@@ -117,12 +117,12 @@ class WriterRoundTrip : public ::testing::Test {
       options.num_workers = kWorkers;
       for (auto& sc : options.save_config) sc.save_interval = 1;
       auto writer = TrialWriter::create(dir_.path(), options);
-      ASSERT_TRUE(writer) << writer.error().message;
+      ASSERT_VIGIL_OK(writer);
       writers.push_back(std::move(*writer));
     }
     for (int w = 0; w < kWorkers; ++w) write_worker(w, *writers[w]);
     auto trial = Trial::open(dir_.path());
-    ASSERT_TRUE(trial) << trial.error().message;
+    ASSERT_VIGIL_OK(trial);
     trial_ = *trial;
   }
 
@@ -209,7 +209,7 @@ TEST_F(WriterRoundTrip, EveryValueBitForBit) {
   for (const auto& [key, saved] : expected_) {
     SCOPED_TRACE(key.name + " step " + std::to_string(key.step) + " " + worker_name(key.worker));
     auto v = t.value(key.name, key.step, Mode::Global, worker_name(key.worker));
-    ASSERT_TRUE(v) << v.error().message;
+    ASSERT_VIGIL_OK(v);
     EXPECT_EQ(v->dtype(), saved.type);
     EXPECT_EQ(v->shape(), saved.shape);
     if (saved.type == ElementType::String) {
@@ -221,7 +221,7 @@ TEST_F(WriterRoundTrip, EveryValueBitForBit) {
     // The same value addressed by (mode, mode step).
     auto [mode, mode_step] = t.mode_modestep(key.step).value();
     auto by_mode = t.value(key.name, mode_step, mode, worker_name(key.worker));
-    ASSERT_TRUE(by_mode) << by_mode.error().message;
+    ASSERT_VIGIL_OK(by_mode);
     EXPECT_TRUE(std::ranges::equal(by_mode->bytes(), v->bytes()));
   }
 }
@@ -234,7 +234,7 @@ TEST_F(WriterRoundTrip, SavedReductionsAndShapes) {
     SCOPED_TRACE(key.name + " step " + std::to_string(key.step) + " " + worker_name(key.worker));
     const std::string worker = worker_name(key.worker);
     auto all = t.reduction_values(key.name, key.step, Mode::Global, worker);
-    ASSERT_TRUE(all) << all.error().message;
+    ASSERT_VIGIL_OK(all);
     EXPECT_EQ(all->size(), kReductions.size());
     for (const auto& saved_red : *all) EXPECT_TRUE(saved_red.value.shape().empty());  // 0-d, like torch's
 
@@ -242,9 +242,9 @@ TEST_F(WriterRoundTrip, SavedReductionsAndShapes) {
     for (const auto& r : kReductions) {
       SCOPED_TRACE(std::string(r.abs ? "abs_" : "") + r.op);
       auto want = compute_reduction(input, *parse_reduction_name(r.op), r.abs);
-      ASSERT_TRUE(want) << want.error().message;
+      ASSERT_VIGIL_OK(want);
       auto got = t.reduction_value(key.name, key.step, r.op, r.abs, Mode::Global, worker);
-      ASSERT_TRUE(got) << got.error().message;
+      ASSERT_VIGIL_OK(got);
       EXPECT_TRUE(got->saved);
       EXPECT_EQ(got->dtype, want->dtype);
       if (std::isnan(want->value)) {
@@ -260,7 +260,7 @@ TEST_F(WriterRoundTrip, SavedReductionsAndShapes) {
   for (int w = 0; w < kWorkers; ++w) {
     for (int64_t g = 0; g < 6; ++g) {
       auto shape = t.shape("shp_w", g, Mode::Global, worker_name(w));
-      ASSERT_TRUE(shape) << shape.error().message;
+      ASSERT_VIGIL_OK(shape);
       EXPECT_EQ(*shape, (std::vector<int64_t>{3, 4}));
       EXPECT_FALSE(t.value("shp_w", g, Mode::Global, worker_name(w)));  // shapes only: no raw value
     }

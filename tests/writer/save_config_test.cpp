@@ -8,15 +8,15 @@
 #include "format/collections_json.h"
 #include "format/index_json.h"
 #include "format/trial_layout.h"
-#include "writer_test_util.h"
+#include "test_support.h"
 
 namespace vigil::writer {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::numeric;
-using testing::read_file;
-using testing::ScratchDir;
+using test::numeric;
+using test::read_file;
+using test::ScratchDir;
 
 format::SaveConfigMode save_config(int64_t interval, std::vector<int64_t> steps = {}, int64_t start = 0,
                                    std::optional<int64_t> end = std::nullopt) {
@@ -102,7 +102,7 @@ TEST(WriterSaveConfig, SelectsExactlyTheConfiguredSteps) {
   for (const auto& e : fs::recursive_directory_iterator(dir / "index")) {
     if (!e.is_regular_file()) continue;
     auto parsed = format::parse_index_json(read_file(e.path()), e.path().string());
-    ASSERT_TRUE(parsed) << parsed.error().message;
+    ASSERT_VIGIL_OK(parsed);
     auto file = format::parse_step_file_name(e.path().string());
     ASSERT_TRUE(file);
     S names_in_file;

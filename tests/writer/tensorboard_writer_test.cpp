@@ -18,15 +18,15 @@
 #include "format/crc32c.h"
 #include "format/tfrecord.h"
 #include "trial/element_access.h"
-#include "writer_test_util.h"
+#include "test_support.h"
 
 namespace vigil::writer {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::from_hex;
-using testing::read_file;
-using testing::ScratchDir;
+using test::from_hex;
+using test::read_file;
+using test::ScratchDir;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -38,7 +38,7 @@ TensorValue value_of(ElementType type, const std::vector<T>& values) {
 
 std::unique_ptr<TensorBoardWriter> open_writer(const fs::path& dir, Mode mode = Mode::Train, int64_t step = 0) {
   auto w = TensorBoardWriter::open(dir, mode, step);
-  EXPECT_TRUE(w) << w.error().message;
+  EXPECT_VIGIL_OK(w);
   return w ? std::move(*w) : nullptr;
 }
 
@@ -250,7 +250,7 @@ TEST(TensorBoardWriter, HistogramOfEveryNumericDtype) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     auto h = make_histogram(c.value);
-    ASSERT_TRUE(h) << h.error().message;
+    ASSERT_VIGIL_OK(h);
     ASSERT_TRUE(*h);
     EXPECT_EQ((*h)->num, 5);
     EXPECT_EQ((*h)->min, c.min);

@@ -1,4 +1,4 @@
-// Helpers of the reliability tests: scratch trials, counts from the environment, and a look at the
+// Helpers of the reliability tests beyond test_support.h: counts from the environment, and a look at the
 // published files of a trial that does not go through Trial (what any reader could find on disk).
 #pragma once
 
@@ -20,6 +20,7 @@
 #include "format/index_json.h"
 #include "format/tfrecord.h"
 #include "format/trial_layout.h"
+#include "test_support.h"
 #include "torture_trial.h"
 
 namespace vigil::torture {
@@ -48,30 +49,6 @@ inline uint64_t seed_from_env() {
   return std::random_device{}();
 }
 
-class ScratchTrial {
- public:
-  ScratchTrial() {
-    std::string pattern = (fs::temp_directory_path() / "vigil-torture-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = fs::path(pattern) / "trial";
-  }
-  ~ScratchTrial() {
-    std::error_code ec;
-    fs::remove_all(path_.parent_path(), ec);
-  }
-  ScratchTrial(const ScratchTrial&) = delete;
-  ScratchTrial& operator=(const ScratchTrial&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-inline std::string read_bytes(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // Identifies one version of a file: a rename over it or a rewrite changes one of these.
 struct FileVersion {
   dev_t device = 0;
@@ -87,17 +64,6 @@ inline std::optional<FileVersion> file_version(const fs::path& file) {
   return FileVersion{st.st_dev, st.st_ino, st.st_size, int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
 }
 
-// Every regular file under `root` (relative, generic separators), sorted.
-inline std::vector<std::string> all_files(const fs::path& root) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec))
-    if (it->is_regular_file(ec)) out.push_back(fs::relative(it->path(), root).generic_string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // The published state of a trial as found on disk, checked on the way: every published index
 // parses, names its own step's event file and mode, and each of its entries covers exactly one
 // whole, valid record with that tensor's tag. Files checked once are only compared with the
@@ -110,7 +76,7 @@ class PublishedFiles {
   void scan() {
     published_.assign(size_t(workers_), {});
     referenced_events_.clear();
-    for (const auto& rel : all_files(root_)) {
+    for (const auto& rel : test::list_files(root_)) {
       if (!rel.starts_with("index/") || rel.ends_with(format::kTmpSuffix)) continue;
       auto name = format::parse_step_file_name(rel);
       ASSERT_TRUE(name) << "unexpected file " << rel;
@@ -153,12 +119,12 @@ class PublishedFiles {
   }
 
   void check_index(const std::string& rel, const std::string& event_rel, int64_t step) {
-    auto index = format::parse_index_json(read_bytes(root_ / rel), rel);
+    auto index = format::parse_index_json(test::read_file_if_present(root_ / rel), rel);
     ASSERT_TRUE(index) << rel << ": " << index.error().message;
     ASSERT_EQ(index->mode, mode_of(step)) << rel;
     ASSERT_EQ(index->mode_step, mode_step_of(step)) << rel;
     ASSERT_EQ(index->event_file_name.value_or(""), event_rel) << rel;
-    const std::string events = read_bytes(root_ / event_rel);
+    const std::string events = test::read_file_if_present(root_ / event_rel);
     std::set<std::string> tags;
     uint64_t covered = 0;
     for (const auto& entry : index->tensor_payload) {
