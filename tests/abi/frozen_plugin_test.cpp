@@ -10,15 +10,16 @@
 
 #include "evaluate/evaluator.h"
 #include "plugin_host/plugin_loader.h"
+#include "test_support.h"
 
 namespace vigil {
 namespace {
 
 const std::filesystem::path kFrozenPluginDir = VIGIL_ABI_FROZEN_PLUGIN_DIR;
 
-std::string mlp_healthy() {
-  return (std::filesystem::path(VIGIL_SHARED_DIR) / "fixtures" / "smdebug-real" / "mlp_healthy").string();
-}
+using test::trigger_steps;
+
+std::string mlp_healthy() { return (test::real_fixtures() / "mlp_healthy").string(); }
 
 plugin_host::PluginRegistry frozen_registry() {
   plugin_host::PluginRegistry registry;
@@ -35,21 +36,15 @@ std::string refusals(const plugin_host::PluginRegistry& registry) {
 evaluate::RuleConfig frozen_rule(std::string name, std::map<std::string, std::string> params = {}) {
   params["rule_to_invoke"] = "FrozenStepRule";
   auto r = evaluate::rule_from_parameters(std::move(name), params, mlp_healthy(), "test");
-  EXPECT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_VIGIL_OK(r);
   return r.value_or(evaluate::RuleConfig{});
-}
-
-std::vector<int64_t> trigger_steps(const evaluate::RuleStatus& s) {
-  std::vector<int64_t> out;
-  for (const auto& t : s.triggers) out.push_back(t.step);
-  return out;
 }
 
 std::vector<evaluate::RuleStatus> run_job(const plugin_host::PluginRegistry& registry, evaluate::JobConfig job) {
   evaluate::EvaluatorOptions options;
   options.follow = false;  // the fixture is complete
   auto ev = evaluate::Evaluator::create(registry, std::move(job), std::move(options));
-  EXPECT_TRUE(ev.has_value()) << ev.error().message;
+  EXPECT_VIGIL_OK(ev);
   if (!ev) return {};
   (*ev)->run({});
   return (*ev)->statuses();

@@ -13,7 +13,7 @@
 
 #include "evaluate/evaluator.h"
 #include "plugin_test_support.h"
-#include "test_trials.h"
+#include "test_support.h"
 #include "trial/trial.h"
 
 
@@ -21,15 +21,14 @@ namespace vigil {
 namespace {
 
 using evaluate::RuleEvaluationStatus;
-using testing::fixture;
-using testing::registry_with;
-using testing::TempDir;
+using test::registry_with;
+using test::ScratchDir;
 
 evaluate::RuleConfig rule(std::string name, std::string rule_to_invoke, std::string trial,
                           std::map<std::string, std::string> params = {}) {
   params["rule_to_invoke"] = std::move(rule_to_invoke);
   auto r = evaluate::rule_from_parameters(std::move(name), params, trial, "test");
-  EXPECT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_VIGIL_OK(r);
   return *r;
 }
 
@@ -42,7 +41,7 @@ std::vector<int64_t> trigger_steps(const evaluate::RuleStatus& s) {
 std::vector<evaluate::RuleStatus> evaluate_job(const plugin_host::PluginRegistry& registry, evaluate::JobConfig job,
                                                evaluate::EvaluatorOptions options = {}) {
   auto ev = evaluate::Evaluator::create(registry, std::move(job), std::move(options));
-  EXPECT_TRUE(ev.has_value()) << ev.error().message;
+  EXPECT_VIGIL_OK(ev);
   if (!ev) return {};
   (*ev)->run({});
   return (*ev)->statuses();
@@ -50,12 +49,12 @@ std::vector<evaluate::RuleStatus> evaluate_job(const plugin_host::PluginRegistry
 
 TEST(Evaluator, ExactTriggerStepsOnAFixture) {
   auto registry = registry_with({"good"});
-  const std::string trial = fixture("vanishing_gradient").string();  // saved steps 0, 2, ..., 38
+  const std::string trial = test::real_fixtures() / "vanishing_gradient".string();  // saved steps 0, 2, ..., 38
   evaluate::JobConfig job;
   job.rules.push_back(rule("fires", "StepsRule", trial, {{"fire_at", "2,5,38"}}));
   job.rules.push_back(rule("quiet", "StepsRule", trial));
   job.rules.push_back(rule("window", "StepsRule", trial, {{"fire_at", "0,10,20"}, {"start_step", "5"}, {"end_step", "20"}}));
-  TempDir dir;
+  ScratchDir dir;
   evaluate::EvaluatorOptions options;
   options.status_file = dir.path() / "status.json";
   auto statuses = evaluate_job(registry, job, options);
@@ -89,7 +88,7 @@ TEST(Evaluator, ExactTriggerStepsOnAFixture) {
 TEST(Evaluator, EndOfRuleStopsTheRule) {
   auto registry = registry_with({"good"});
   evaluate::JobConfig job;
-  job.rules.push_back(rule("r", "StepsRule", fixture("mlp_healthy").string(), {{"fire_at", "3,7"}, {"end_at", "4"}}));
+  job.rules.push_back(rule("r", "StepsRule", test::real_fixtures() / "mlp_healthy".string(), {{"fire_at", "3,7"}, {"end_at", "4"}}));
   auto statuses = evaluate_job(registry, job);
   ASSERT_EQ(statuses.size(), 1u);
   EXPECT_EQ(statuses[0].status, RuleEvaluationStatus::IssuesFound);
@@ -98,7 +97,7 @@ TEST(Evaluator, EndOfRuleStopsTheRule) {
 
 TEST(Evaluator, MisbehavingRulesGetErrorAndOthersFinish) {
   auto registry = registry_with({"good"});
-  const std::string trial = fixture("mlp_healthy").string();
+  const std::string trial = test::real_fixtures() / "mlp_healthy".string();
   evaluate::JobConfig job;
   job.rules.push_back(rule("unknown-status", "UnknownStatus", trial));
   job.rules.push_back(rule("leaks", "LeaksView", trial));
@@ -125,7 +124,7 @@ TEST(Evaluator, PluginsThrowingFromEveryRuleCallbackAreContained) {
     auto registry = registry_with({variant});
     ASSERT_EQ(registry.rules().size(), 5u);
     evaluate::JobConfig job;
-    job.rules.push_back(rule("r", "StepsRule", fixture("mixed_dtypes").string(), {{"fire_at", "1"}}));
+    job.rules.push_back(rule("r", "StepsRule", test::real_fixtures() / "mixed_dtypes".string(), {{"fire_at", "1"}}));
     auto statuses = evaluate_job(registry, job);
     ASSERT_EQ(statuses.size(), 1u);
     if (std::string(variant) == "throw_in_destroy") {
@@ -140,7 +139,7 @@ TEST(Evaluator, PluginsThrowingFromEveryRuleCallbackAreContained) {
 TEST(Evaluator, RulesShareOneReadOfEachTensor) {
   // Two rules at the same step read through one cache: the StepsRule prefetches every tensor.
   auto registry = registry_with({"good"});
-  const std::string trial = fixture("mixed_dtypes").string();
+  const std::string trial = test::real_fixtures() / "mixed_dtypes".string();
   evaluate::JobConfig job;
   job.rules.push_back(rule("a", "StepsRule", trial, {{"fire_at", "0"}}));
   job.rules.push_back(rule("b", "StepsRule", trial, {{"fire_at", "3"}}));
@@ -153,7 +152,7 @@ TEST(Evaluator, PureCPluginOnAFixture) {
   plugin_host::PluginRegistry registry;
   registry.load_directory(VIGIL_EXAMPLE_C_PLUGIN_DIR);
   ASSERT_NE(registry.find("LossAboveThreshold"), nullptr);
-  const auto trial_path = fixture("mlp_healthy");
+  const auto trial_path = test::real_fixtures() / "mlp_healthy";
   // The expected steps, computed independently from the trial API.
   auto trial = Trial::open(trial_path);
   ASSERT_TRUE(trial.has_value());
@@ -161,7 +160,7 @@ TEST(Evaluator, PureCPluginOnAFixture) {
   const auto steps = (*trial)->steps().value();
   for (int64_t step : steps) {
     auto v = (*trial)->value("CrossEntropyLoss_output_0", step);
-    ASSERT_TRUE(v.has_value()) << v.error().message;
+    ASSERT_VIGIL_OK(v);
     if (v->as<float>()[0] > 1.3f) expected.push_back(step);
   }
   ASSERT_FALSE(expected.empty());
@@ -176,7 +175,7 @@ TEST(Evaluator, PureCPluginOnAFixture) {
 
 TEST(Evaluator, FollowsALiveTrial) {
   auto registry = registry_with({"good"});
-  TempDir dir;
+  ScratchDir dir;
   std::atomic<bool> writer_ok{true};
   // The first step must exist before the evaluator is created (the trial folder must exist).
   std::filesystem::create_directories(dir.path());
@@ -187,7 +186,7 @@ TEST(Evaluator, FollowsALiveTrial) {
     if (!w) { writer_ok = false; return; }
     for (int s = 0; s < 40; ++s) {
       std::vector<float> v{float(s)};
-      writer_ok = writer_ok && (*w)->begin_step(Mode::Train) && (*w)->write_tensor("w", testing::float_data(v, {1})) &&
+      writer_ok = writer_ok && (*w)->begin_step(Mode::Train) && (*w)->write_tensor("w", test::float_data(v, {1})) &&
                   (*w)->end_step();
       std::this_thread::sleep_for(std::chrono::milliseconds(3));
     }
@@ -213,8 +212,8 @@ TEST(Evaluator, FollowsALiveTrial) {
 
 TEST(Evaluator, NoFollowAndIdleTimeoutEndTrialsWithoutMarker) {
   auto registry = registry_with({"good"});
-  TempDir dir;
-  testing::write_worker(dir.path(), "worker_0", 1, testing::range_steps(0, 5), /*end_marker=*/false);
+  ScratchDir dir;
+  test::write_worker(dir.path(), "worker_0", 1, test::range_steps(0, 5), /*end_marker=*/false);
   {
     evaluate::JobConfig job;
     job.rules.push_back(rule("r", "StepsRule", dir.path().string(), {{"fire_at", "5"}}));
@@ -238,8 +237,8 @@ TEST(Evaluator, NoFollowAndIdleTimeoutEndTrialsWithoutMarker) {
 
 TEST(Evaluator, StopRequestMovesRulesToStopped) {
   auto registry = registry_with({"good"});
-  TempDir dir;
-  testing::write_worker(dir.path(), "worker_0", 1, testing::range_steps(0, 2), /*end_marker=*/false);
+  ScratchDir dir;
+  test::write_worker(dir.path(), "worker_0", 1, test::range_steps(0, 2), /*end_marker=*/false);
   evaluate::JobConfig job;
   job.rules.push_back(rule("r", "StepsRule", dir.path().string()));
   std::vector<RuleEvaluationStatus> seen;
@@ -359,7 +358,7 @@ TEST(BadJobs, UnsupportedTrainingSetups) {
   // Distributed without checkpoints, and checkpoints on one instance, are fine.
   for (const char* ok : {R"(, "ResourceConfig": {"InstanceCount": 4})", R"(, "CheckpointConfig": {"S3Uri": "s3://b/c"})"}) {
     auto job = evaluate::parse_job_json("{" + rules + ok + "}", "/tmp");
-    EXPECT_TRUE(job.has_value()) << job.error().message;
+    EXPECT_VIGIL_OK(job);
   }
 }
 
@@ -381,9 +380,9 @@ CommandResult run_vigil(std::vector<std::string> args, const std::filesystem::pa
 }
 
 TEST(Command, EvaluateExitCodesAndOutput) {
-  TempDir dir;
-  const std::string plugins = testing::variant_dir("good").string();
-  const std::string trial = fixture("mlp_healthy").string();
+  ScratchDir dir;
+  const std::string plugins = test::variant_dir("good").string();
+  const std::string trial = test::real_fixtures() / "mlp_healthy".string();
   auto ok = run_vigil({"evaluate", "--plugins", plugins, "--trial", trial, "--rule", "StepsRule", "--param",
                        "fire_at=4", "--status-file", (dir.path() / "s.json").string()},
                       dir.path());
@@ -409,20 +408,20 @@ TEST(Command, EvaluateExitCodesAndOutput) {
 }
 
 TEST(Command, SigtermStopsTheEvaluation) {
-  TempDir dir;
-  testing::write_worker(dir.path() / "trial", "worker_0", 1, testing::range_steps(0, 2), /*end_marker=*/false);
+  ScratchDir dir;
+  test::write_worker(dir.path() / "trial", "worker_0", 1, test::range_steps(0, 2), /*end_marker=*/false);
   const auto status_file = dir.path() / "status.json";
-  std::vector<std::string> args = {VIGIL_BINARY, "evaluate", "--plugins", testing::variant_dir("good").string(),
+  std::vector<std::string> args = {VIGIL_BINARY, "evaluate", "--plugins", test::variant_dir("good").string(),
                                    "--trial", (dir.path() / "trial").string(), "--rule", "StepsRule",
                                    "--status-file", status_file.string(), "--quiet"};
-  auto file = testing::evaluate_then_sigterm(std::move(args), status_file);
+  auto file = test::evaluate_then_sigterm(std::move(args), status_file);
   EXPECT_EQ(file["DebugRuleEvaluationStatuses"][0]["RuleEvaluationStatus"], "Stopped");
 }
 
 TEST(Command, RulesAndImageUri) {
-  TempDir dir;
-  auto rules = run_vigil({"rules", "--json", "--plugins", testing::variant_dir("good").string(), "--plugins",
-                          testing::variant_dir("init_fails").string()},
+  ScratchDir dir;
+  auto rules = run_vigil({"rules", "--json", "--plugins", test::variant_dir("good").string(), "--plugins",
+                          test::variant_dir("init_fails").string()},
                          dir.path());
   ASSERT_EQ(rules.exit_code, 0) << rules.out;
   auto j = nlohmann::json::parse(rules.out);

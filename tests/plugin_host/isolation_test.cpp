@@ -17,15 +17,14 @@
 #include <nlohmann/json.hpp>
 
 #include "plugin_test_support.h"
-#include "test_trials.h"
+#include "test_support.h"
 
 
 namespace vigil {
 namespace {
 
-using testing::fixture;
-using testing::TempDir;
-using testing::variant_dir;
+using test::ScratchDir;
+using test::variant_dir;
 
 struct Run {
   int exit_code = -1;
@@ -34,7 +33,7 @@ struct Run {
 };
 
 // Runs `vigil evaluate ARGS --status-file ...` with `environment` ("NAME=value ...") added.
-Run evaluate(std::vector<std::string> args, const TempDir& dir, const std::string& environment = "") {
+Run evaluate(std::vector<std::string> args, const ScratchDir& dir, const std::string& environment = "") {
   const auto status_file = dir.path() / "status.json";
   const auto output_file = dir.path() / "output.txt";
   std::filesystem::remove(status_file);
@@ -68,7 +67,7 @@ std::vector<int64_t> trigger_steps(const nlohmann::json& status) {
 std::vector<std::string> job_with(const std::string& how, std::vector<std::string> more = {}) {
   std::vector<std::string> args = {"--plugins", variant_dir("good").string(), "--plugins",
                                    variant_dir("misbehaves").string(), "--trial",
-                                   fixture("vanishing_gradient").string(), "--quiet",
+                                   test::real_fixtures() / "vanishing_gradient".string(), "--quiet",
                                    "--rule", "StepsRule", "--name", "healthy-fires", "--param", "fire_at=2,5,38",
                                    "--rule", "StepsRule", "--name", "healthy-quiet",
                                    "--rule", "Misbehave", "--name", "bad", "--param", "how=" + how, "--param",
@@ -101,7 +100,7 @@ void expect_contained(const Run& run, const std::string& bad_reason, const std::
 }
 
 TEST(Isolation, SegfaultingRule) {
-  TempDir dir;
+  ScratchDir dir;
   // Under AddressSanitizer the child would turn the SIGSEGV into its own report and exit; the
   // signal itself is what this test is about.
   const char* asan = std::getenv("ASAN_OPTIONS");
@@ -112,21 +111,21 @@ TEST(Isolation, SegfaultingRule) {
 }
 
 TEST(Isolation, AbortingRule) {
-  TempDir dir;
+  ScratchDir dir;
   auto run = evaluate(job_with("abort", {"--isolate"}), dir);
   expect_contained(run, "the rule's process was killed by signal 6 (Aborted) at step 12",
                    "the rule's process was killed by signal 6 (Aborted) while rule 'bad' ran step 12");
 }
 
 TEST(Isolation, RuleCallingExit) {
-  TempDir dir;
+  ScratchDir dir;
   auto run = evaluate(job_with("exit", {"--isolate"}), dir);
   expect_contained(run, "the rule's process exited with status 7 at step 12",
                    "the rule's process exited with status 7 while rule 'bad' ran step 12");
 }
 
 TEST(Isolation, RuleThatNeverReturnsIsStoppedAtTheRuleTimeout) {
-  TempDir dir;
+  ScratchDir dir;
   const auto started = std::chrono::steady_clock::now();
   auto run = evaluate(job_with("hang", {"--isolate", "--rule-timeout", "1"}), dir);
   expect_contained(run, "the rule ran for longer than --rule-timeout 1 s at step 12 and was stopped",
@@ -135,7 +134,7 @@ TEST(Isolation, RuleThatNeverReturnsIsStoppedAtTheRuleTimeout) {
 }
 
 TEST(Isolation, RuleThatAllocatesWithoutEndIsStoppedAtTheMemoryLimit) {
-  TempDir dir;
+  ScratchDir dir;
   // The limit is on the child's resident memory, watched by the parent: the same with and without
   // AddressSanitizer (whose reserved address space rules out RLIMIT_AS).
   auto run = evaluate(job_with("hog", {"--isolate", "--rule-memory-limit", "384"}), dir);
@@ -145,10 +144,10 @@ TEST(Isolation, RuleThatAllocatesWithoutEndIsStoppedAtTheMemoryLimit) {
 
 // A job that misbehaves only in-process (contained without --isolate too) from two plugins.
 TEST(Isolation, GoodJobHasTheSameStatusesWithAndWithoutIsolate) {
-  TempDir dir;
+  ScratchDir dir;
   const std::vector<std::string> job = {
       "--plugins", variant_dir("good").string(), "--plugins", VIGIL_EXAMPLE_C_PLUGIN_DIR,
-      "--trial", fixture("mlp_healthy").string(), "--quiet",
+      "--trial", test::real_fixtures() / "mlp_healthy".string(), "--quiet",
       "--rule", "StepsRule", "--name", "fires", "--param", "fire_at=3,7,29",
       "--rule", "StepsRule", "--name", "ends", "--param", "fire_at=3,7", "--param", "end_at=4",
       "--rule", "StepsRule", "--name", "window", "--param", "fire_at=0,10,20", "--param", "start_step=5",
@@ -173,23 +172,23 @@ TEST(Isolation, GoodJobHasTheSameStatusesWithAndWithoutIsolate) {
 }
 
 TEST(Isolation, SigtermStopsEveryProcess) {
-  TempDir dir;
-  testing::write_worker(dir.path() / "trial", "worker_0", 1, testing::range_steps(0, 2), /*end_marker=*/false);
+  ScratchDir dir;
+  test::write_worker(dir.path() / "trial", "worker_0", 1, test::range_steps(0, 2), /*end_marker=*/false);
   const auto status_file = dir.path() / "status.json";
   std::vector<std::string> args = {VIGIL_BINARY, "evaluate", "--isolate", "--quiet",
                                    "--plugins", variant_dir("good").string(), "--plugins",
                                    variant_dir("misbehaves").string(), "--trial", (dir.path() / "trial").string(),
                                    "--rule", "StepsRule", "--rule", "SiblingStepsRule",
                                    "--status-file", status_file.string()};
-  auto file = testing::evaluate_then_sigterm(std::move(args), status_file);
+  auto file = test::evaluate_then_sigterm(std::move(args), status_file);
   ASSERT_FALSE(file["DebugRuleEvaluationStatuses"].empty());
   for (const auto& s : file["DebugRuleEvaluationStatuses"]) EXPECT_EQ(s["RuleEvaluationStatus"], "Stopped") << s;
 }
 
 TEST(Isolation, OptionsAreChecked) {
-  TempDir dir;
+  ScratchDir dir;
   const std::vector<std::string> job = {"--plugins", variant_dir("good").string(), "--trial",
-                                        fixture("mlp_healthy").string(), "--rule", "StepsRule"};
+                                        test::real_fixtures() / "mlp_healthy".string(), "--rule", "StepsRule"};
   for (const auto& extra : std::vector<std::vector<std::string>>{{"--rule-timeout", "1"},
                                                                  {"--rule-memory-limit", "100"}}) {
     auto args = job;
@@ -216,12 +215,12 @@ TEST(Isolation, OptionsAreChecked) {
 // A plugin in a folder every user may write is refused, and --allow-insecure-plugins reaches the
 // children of --isolate, which load the plugin again.
 TEST(Isolation, AllowInsecurePluginsReachesTheChildren) {
-  TempDir dir;
+  ScratchDir dir;
   const auto open = dir.path() / "open";
   std::filesystem::create_directories(open);
   std::filesystem::copy_file(variant_dir("good") / "libvigil_test_plugin_good.so", open / "libgood.so");
   std::filesystem::permissions(open, std::filesystem::perms::all);
-  const std::vector<std::string> job = {"--plugins", open.string(), "--trial", fixture("vanishing_gradient").string(),
+  const std::vector<std::string> job = {"--plugins", open.string(), "--trial", test::real_fixtures() / "vanishing_gradient".string(),
                                         "--quiet", "--isolate", "--rule", "StepsRule", "--name", "steps",
                                         "--param", "fire_at=2"};
   auto refused = evaluate(job, dir);
@@ -241,7 +240,7 @@ TEST(Isolation, AllowInsecurePluginsReachesTheChildren) {
 // has initialised it (a pthread_atfork handler), so its rules run under --isolate only because no
 // process that loaded it is ever forked: each child is `vigil` started again.
 TEST(Isolation, TheNotForkSafePluginEndsAChildForkedAfterItsInit) {
-  auto registry = testing::registry_with({"not_fork_safe"});
+  auto registry = test::registry_with({"not_fork_safe"});
   ASSERT_EQ(registry.rules().size(), 5u);
   const pid_t pid = ::fork();
   if (pid == 0) ::_exit(0);  // the plugin's handler exits with 86 first
@@ -253,9 +252,9 @@ TEST(Isolation, TheNotForkSafePluginEndsAChildForkedAfterItsInit) {
 }
 
 TEST(Isolation, ANotForkSafePluginRunsIsolatedWithoutBeingForked) {
-  TempDir dir;
+  ScratchDir dir;
   auto run = evaluate({"--plugins", variant_dir("not_fork_safe").string(), "--trial",
-                       fixture("vanishing_gradient").string(), "--quiet", "--isolate", "--rule", "StepsRule",
+                       test::real_fixtures() / "vanishing_gradient".string(), "--quiet", "--isolate", "--rule", "StepsRule",
                        "--name", "steps", "--param", "fire_at=4"},
                       dir);
   ASSERT_EQ(run.exit_code, 0) << run.output;

@@ -14,13 +14,13 @@
 #include "plugin_host/host_services.h"
 #include "plugin_host/param_values.h"
 #include "test_probe_extension.h"
-#include "test_trials.h"
+#include "test_support.h"
 
 namespace vigil {
 namespace {
 
-using testing::registry_with;
-using testing::variant_dir;
+using test::registry_with;
+using test::variant_dir;
 
 TEST(PluginLoader, LoadsAGoodPlugin) {
   auto registry = registry_with({"good"});
@@ -90,7 +90,7 @@ TEST(PluginLoader, DuplicateRulesAreRefusedAndTheFirstKept) {
 }
 
 TEST(PluginLoader, GoesOnAfterARefusal) {
-  testing::TempDir dir;
+  test::ScratchDir dir;
   for (const char* v : {"init_fails", "good", "no_entry"})
     std::filesystem::copy_file(variant_dir(v) / ("libvigil_test_plugin_" + std::string(v) + ".so"),
                                dir.path() / ("lib" + std::string(v) + ".so"));
@@ -222,7 +222,7 @@ TEST(PluginLoader, InitRunsOncePerLoadedLibrary) {
   const int inits = g_probe_counts.init_count(kRawProbePlugin);
   const int deinits = g_probe_counts.deinit_count(kRawProbePlugin);
   const auto file = variant_dir("probes_extensions") / "libvigil_test_plugin_probes_extensions.so";
-  testing::TempDir dir;
+  test::ScratchDir dir;
   std::filesystem::create_symlink(file, dir.path() / "libalias.so");
   {
     std::vector<plugin_host::PluginRegistry> registries(6);
@@ -266,7 +266,7 @@ TEST(PluginLoader, SearchPathOrder) {
 // Plugins load only from absolute folders: a relative --plugins or VIGIL_PLUGIN_PATH entry (or an
 // empty one, which a shell PATH reads as ".") would load whatever the working directory holds.
 TEST(PluginLoader, RelativeSearchPathEntriesAreRefusedNotResolved) {
-  testing::TempDir dir;
+  test::ScratchDir dir;
   std::filesystem::create_directories(dir.path() / "plugins");
   std::filesystem::copy_file(variant_dir("good") / "libvigil_test_plugin_good.so", dir.path() / "plugins" / "libgood.so");
   std::filesystem::copy_file(variant_dir("good") / "libvigil_test_plugin_good.so", dir.path() / "libgood.so");
@@ -308,7 +308,7 @@ class Params : public ::testing::Test {
 
 TEST_F(Params, DefaultsAndTypedValues) {
   auto b = bind({{"needed", "x"}, {"ratio", "0.25"}, {"flag", "TRUE"}, {"mode", "eval"}});
-  ASSERT_TRUE(b.has_value()) << b.error().message;
+  ASSERT_VIGIL_OK(b);
   const vigil_param_value* v = b->data();
   ASSERT_EQ(b->size(), 6u);
   EXPECT_DOUBLE_EQ(v[0].v.d, 0.25);

@@ -1,4 +1,5 @@
-// Shared helpers for the plugin and evaluator tests.
+// The plugin-host suite's own helpers (its purpose-built plugin variants, a vigil process stopped by
+// SIGTERM), beside the project's test_support.h.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,10 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "plugin_host/plugin_loader.h"
+#include "test_support.h"
 
 extern char** environ;
 
-namespace vigil::testing {
+namespace vigil::test {
 
 inline std::filesystem::path variant_dir(const std::string& name) {
   return std::filesystem::path(VIGIL_TEST_PLUGIN_DIR) / name;
@@ -30,10 +32,6 @@ inline plugin_host::PluginRegistry registry_with(std::initializer_list<const cha
   plugin_host::PluginRegistry registry;
   for (const char* v : variants) registry.load_directory(variant_dir(v));
   return registry;
-}
-
-inline std::filesystem::path fixture(const std::string& name) {
-  return std::filesystem::path(VIGIL_SHARED_DIR) / "fixtures" / "smdebug-real" / name;
 }
 
 // Starts `args` (a `vigil evaluate ... --status-file status_file` command line), waits until it has
@@ -59,4 +57,4 @@ inline nlohmann::json evaluate_then_sigterm(std::vector<std::string> args, const
   return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
 }
 
-}  // namespace vigil::testing
+}  // namespace vigil::test

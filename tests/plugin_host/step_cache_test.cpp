@@ -7,13 +7,13 @@
 
 #include "evaluate/step_readahead.h"
 #include "plugin_host/step_value_cache.h"
-#include "test_trials.h"
+#include "test_support.h"
 
 namespace vigil {
 namespace {
 
 using plugin_host::StepValueCache;
-using testing::TempDir;
+using test::ScratchDir;
 
 TensorValue floats(size_t n) {
   std::vector<float> v(n, 1.5f);
@@ -64,10 +64,10 @@ TEST(StepValueCache, AdvanceDropsEarlierGenerationsAndReportsWhatThePreviousOneR
 
 // Both ways of reading ahead, on the thread and in place, must fill the cache alike.
 void repeats_the_previous_steps_reads(std::chrono::steady_clock::duration in_place_below, size_t in_place) {
-  TempDir dir;
-  testing::write_worker(dir.path(), "worker_0", 1, testing::range_steps(0, 5), true);
+  ScratchDir dir;
+  test::write_worker(dir.path(), "worker_0", 1, test::range_steps(0, 5), true);
   auto trial = Trial::open(dir.path());
-  ASSERT_TRUE(trial.has_value()) << trial.error().message;
+  ASSERT_VIGIL_OK(trial);
   auto cache = std::make_shared<StepValueCache>();
   const Trial* t = trial->get();
   evaluate::StepReadahead readahead(*trial, cache, in_place_below);

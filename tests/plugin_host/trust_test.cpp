@@ -10,13 +10,13 @@
 #include <string>
 
 #include "plugin_test_support.h"
-#include "test_trials.h"
+#include "test_support.h"
 
 namespace vigil {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::variant_dir;
+using test::variant_dir;
 
 constexpr uid_t kOtherUid = 54321;  // a user that is neither root nor the one running the tests
 
@@ -49,7 +49,7 @@ void expect_untrusted(const fs::path& file, const std::string& part) {
 void expect_loads(const fs::path& file, plugin_host::LoadOptions options = {}) {
   plugin_host::PluginRegistry registry(options);
   auto loaded = registry.load_file(file);
-  ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+  ASSERT_VIGIL_OK(loaded);
   EXPECT_EQ(registry.rules().size(), 5u);
 }
 
@@ -63,34 +63,34 @@ struct stat stat_of(mode_t type_and_mode, uid_t uid) {
 
 TEST(PluginTrust, TheTestFoldersAreTrusted) {
   // Every plugin the other tests load sits in the build tree or a temporary folder under /tmp.
-  testing::TempDir dir;
+  test::ScratchDir dir;
   expect_loads(good_plugin());
   expect_loads(copy_good_plugin_to(dir.path() / "plugins"));
 }
 
 TEST(PluginTrust, AWorldWritableFileIsRefused) {
-  testing::TempDir dir;
+  test::ScratchDir dir;
   const fs::path file = copy_good_plugin_to(dir.path());
   set_mode(file, 0757);
   expect_untrusted(file, "the file " + fs::canonical(file).string() + " is writable by every user (mode 0757)");
 }
 
 TEST(PluginTrust, AGroupWritableFileIsRefused) {
-  testing::TempDir dir;
+  test::ScratchDir dir;
   const fs::path file = copy_good_plugin_to(dir.path());
   set_mode(file, 0775);
   expect_untrusted(file, "is writable by its group");
 }
 
 TEST(PluginTrust, AGroupWritableFolderIsRefused) {
-  testing::TempDir dir;
+  test::ScratchDir dir;
   const fs::path file = copy_good_plugin_to(dir.path() / "plugins");
   set_mode(dir.path() / "plugins", 0775);
   expect_untrusted(file, "the folder " + fs::canonical(dir.path() / "plugins").string() + " is writable by its group");
 }
 
 TEST(PluginTrust, AWorldWritableAncestorFolderIsRefused) {
-  testing::TempDir dir;
+  test::ScratchDir dir;
   const fs::path file = copy_good_plugin_to(dir.path() / "open" / "a" / "b");
   set_mode(dir.path() / "open", 0777);  // no sticky bit: anyone may rename a/ away and put their own
   expect_untrusted(file, "the folder " + fs::canonical(dir.path() / "open").string() + " is writable by every user");
@@ -104,7 +104,7 @@ TEST(PluginTrust, AWorldWritableAncestorFolderIsRefused) {
 
 // A symlink is followed before the checks: what is checked, and loaded, is the real file's path.
 TEST(PluginTrust, ASymlinkIsJudgedByTheFileItLeadsTo) {
-  testing::TempDir dir;
+  test::ScratchDir dir;
   const fs::path trusted = copy_good_plugin_to(dir.path() / "trusted");
   const fs::path open = copy_good_plugin_to(dir.path() / "open");
   set_mode(dir.path() / "open", 0777);
@@ -118,7 +118,7 @@ TEST(PluginTrust, ASymlinkIsJudgedByTheFileItLeadsTo) {
 TEST(PluginTrust, AFileOrFolderOfAnotherUserIsRefused) {
   if (::geteuid() == 0) {
     // Running as root: make the owners foreign for real.
-    testing::TempDir dir;
+    test::ScratchDir dir;
     const fs::path file = copy_good_plugin_to(dir.path() / "theirs");
     ASSERT_EQ(::chown(file.c_str(), kOtherUid, 0), 0);
     expect_untrusted(file, "belongs to uid " + std::to_string(kOtherUid) + " (neither the user running vigil, uid 0");
@@ -152,7 +152,7 @@ TEST(PluginTrust, TheRulesOnStatFields) {
 }
 
 TEST(PluginTrust, ARootOwnedStickyFolderIsAccepted) {
-  testing::TempDir dir;
+  test::ScratchDir dir;
   const fs::path sticky = dir.path() / "shared";
   const fs::path file = copy_good_plugin_to(sticky);
   set_mode(sticky, 01777);  // like /tmp
@@ -172,7 +172,7 @@ TEST(PluginTrust, ARootOwnedStickyFolderIsAccepted) {
 }
 
 TEST(PluginTrust, InsecurePluginsLoadWhenAllowed) {
-  testing::TempDir dir;
+  test::ScratchDir dir;
   const fs::path file = copy_good_plugin_to(dir.path() / "open");
   set_mode(dir.path() / "open", 0777);
   set_mode(file, 0777);
@@ -196,7 +196,7 @@ TEST(PluginTrust, InsecurePluginsLoadWhenAllowed) {
 
 // `vigil rules` lists the refused plugin with its reason, and --allow-insecure-plugins loads it.
 TEST(PluginTrust, VigilRulesShowsTheRefusalAndTheAllowFlagLoads) {
-  testing::TempDir dir;
+  test::ScratchDir dir;
   copy_good_plugin_to(dir.path() / "open");
   set_mode(dir.path() / "open", 0777);
   auto run = [&](const std::string& extra) {
