@@ -3,7 +3,7 @@
 # a part may include its own headers and those of the parts listed for it, nothing else. The table
 # below is the only statement of the arrows; the architecture document points here.
 #
-#   host/common       -> (nothing)
+#   host/common       -> (nothing of the host)
 #   host/format       -> common
 #   host/trial        -> common format
 #   host/writer       -> common format trial
@@ -15,6 +15,9 @@
 #   abi/include       -> vigil/*.h of the ABI itself          (plain C: also <dlpack/dlpack.h>, <std*.h>)
 #   sdk/include       -> the ABI and the SDK                   (never the host)
 #   plugins/          -> the ABI, the SDK, the plugin's own files   (built like any third-party plugin)
+#
+# The host shares a few of the SDK's header-only pieces instead of keeping copies (one table per
+# fact): host/, hooks/ and bindings/ may include <vigil/sdk/X.hpp> for X in sdk_shared_with_host.
 cmake_policy(VERSION 3.25)
 set(host_parts common format trial writer plugin_host evaluate cli)
 set(allowed_common "")
@@ -27,6 +30,8 @@ set(allowed_cli common format trial writer plugin_host evaluate)
 set(allowed_libtorch common format trial writer)
 set(allowed_bindings ${host_parts})
 list(JOIN host_parts "|" host_alternatives)
+set(sdk_shared_with_host error error_record messages half)
+list(JOIN sdk_shared_with_host "|" sdk_shared_alternatives)
 
 set(violations "")
 set(checked 0)
@@ -49,12 +54,22 @@ function(check_files allowed)
         list(APPEND violations "${rel}: ${line}")
       endif()
     endforeach()
+    if(check_sdk)
+      file(STRINGS "${file}" sdk_lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]vigil/sdk")
+      foreach(line ${sdk_lines})
+        if(NOT line MATCHES "vigil/sdk/(${sdk_shared_alternatives})\\.hpp[>\"]")
+          file(RELATIVE_PATH rel "${ROOT}" "${file}")
+          list(APPEND violations "${rel}: ${line} (the host may share only vigil/sdk/{${sdk_shared_alternatives}}.hpp)")
+        endif()
+      endforeach()
+    endif()
     math(EXPR checked "${checked} + 1")
   endforeach()
   set(violations "${violations}" PARENT_SCOPE)
   set(checked "${checked}" PARENT_SCOPE)
 endfunction()
 
+set(check_sdk TRUE)
 foreach(part ${host_parts})
   file(GLOB files "${ROOT}/host/${part}/*.h" "${ROOT}/host/${part}/*.cpp")
   if(NOT files)
@@ -67,6 +82,7 @@ file(GLOB_RECURSE files "${ROOT}/hooks/libtorch/*.h" "${ROOT}/hooks/libtorch/*.c
 check_files("${allowed_libtorch}" ${files})
 file(GLOB_RECURSE files "${ROOT}/bindings/src/*.h" "${ROOT}/bindings/src/*.cpp")
 check_files("${allowed_bindings}" ${files})
+set(check_sdk FALSE)
 file(GLOB_RECURSE files "${ROOT}/sdk/include/*.hpp" "${ROOT}/plugins/*.h" "${ROOT}/plugins/*.cpp" "${ROOT}/plugins/*.c")
 check_files("" ${files})
 
