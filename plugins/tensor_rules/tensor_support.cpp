@@ -63,14 +63,8 @@ Result<std::optional<std::vector<SavedReduction>>> saved_reductions(const sdk::T
                                                                      std::string_view worker) {
   if (!trial.host().has(&vigil_host_api::saved_reductions)) return std::optional<std::vector<SavedReduction>>{};
   std::vector<SavedReduction> out;
-  vigil_reduction_sink sink{&out, [](void* ctx, vigil_reduction op, bool abs, double value) -> vigil_status {
-                              try {
-                                static_cast<std::vector<SavedReduction>*>(ctx)->push_back({op, abs, value});
-                                return VIGIL_OK;
-                              } catch (...) {
-                                return VIGIL_E_OUT_OF_MEMORY;
-                              }
-                            }};
+  auto push = [&out](vigil_reduction op, bool abs, double value) { out.push_back({op, abs, value}); };
+  const vigil_reduction_sink sink = sdk::detail::make_reduction_sink(push);
   const std::string w(worker);
   vigil_tensor_key key{};
   key.struct_size = sizeof key;

@@ -65,41 +65,46 @@ namespace detail {
 
 // Sink adapters: `f` is called synchronously by the host for each pushed item; whatever it throws
 // becomes a status, because nothing may unwind through the host's frames.
+template <class Body>
+vigil_status sink_status(Body&& body) noexcept {
+#if defined(__cpp_exceptions)
+  try {
+#endif
+    std::forward<Body>(body)();
+    return VIGIL_OK;
+#if defined(__cpp_exceptions)
+  } catch (const std::bad_alloc&) {
+    return VIGIL_E_OUT_OF_MEMORY;
+  } catch (...) {
+    return VIGIL_E_INTERNAL;
+  }
+#endif
+}
+
 template <class F>
 vigil_str_sink make_str_sink(F& f) noexcept {
   return vigil_str_sink{&f, [](void* ctx, const char* utf8, size_t len) noexcept -> vigil_status {
-#if defined(__cpp_exceptions)
-                          try {
-#endif
-                            (*static_cast<F*>(ctx))(std::string_view(utf8 ? utf8 : "", utf8 ? len : 0));
-                            return VIGIL_OK;
-#if defined(__cpp_exceptions)
-                          } catch (const std::bad_alloc&) {
-                            return VIGIL_E_OUT_OF_MEMORY;
-                          } catch (...) {
-                            return VIGIL_E_INTERNAL;
-                          }
-#endif
+                          return sink_status(
+                              [&] { (*static_cast<F*>(ctx))(std::string_view(utf8 ? utf8 : "", utf8 ? len : 0)); });
                         }};
 }
 
 template <class F>
 vigil_i64_sink make_i64_sink(F& f) noexcept {
   return vigil_i64_sink{&f, [](void* ctx, const int64_t* values, size_t count) noexcept -> vigil_status {
-#if defined(__cpp_exceptions)
-                          try {
-#endif
+                          return sink_status([&] {
                             if (values || count == 0)
                               (*static_cast<F*>(ctx))(std::span<const int64_t>(values, values ? count : 0));
-                            return VIGIL_OK;
-#if defined(__cpp_exceptions)
-                          } catch (const std::bad_alloc&) {
-                            return VIGIL_E_OUT_OF_MEMORY;
-                          } catch (...) {
-                            return VIGIL_E_INTERNAL;
-                          }
-#endif
+                          });
                         }};
+}
+
+// f(vigil_reduction op, bool abs, double value) for each saved reduction (ABI 1.1 saved_reductions).
+template <class F>
+vigil_reduction_sink make_reduction_sink(F& f) noexcept {
+  return vigil_reduction_sink{&f, [](void* ctx, vigil_reduction op, bool abs, double value) noexcept -> vigil_status {
+                                return sink_status([&] { (*static_cast<F*>(ctx))(op, abs, value); });
+                              }};
 }
 
 // Calls a host query whose result arrives through a string sink, as a vector.
