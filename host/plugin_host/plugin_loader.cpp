@@ -95,10 +95,6 @@ auto call_plugin(const char* what, Fn&& fn) -> std::expected<decltype(fn()), std
   }
 }
 
-constexpr size_t kEntryV1Size = offsetof(vigil_plugin_entry, get_factory) + sizeof(void*);
-constexpr size_t kFactoryV1Size = offsetof(vigil_rule_factory, create) + sizeof(void*);
-constexpr size_t kDescriptorV1Size = offsetof(vigil_rule_descriptor, flags) + sizeof(uint32_t);
-
 constexpr std::string_view kAllowHint =
     "; pass --allow-insecure-plugins or set VIGIL_ALLOW_INSECURE_PLUGINS=1 to load it anyway";
 
@@ -140,7 +136,8 @@ Result<fs::path> trusted_path(const fs::path& file, bool allow_insecure) {
 
 std::string check_descriptor(const vigil_rule_descriptor* d) {
   if (!d) return "the factory returned a NULL descriptor";
-  if (d->struct_size < kDescriptorV1Size) return fmt::format("descriptor struct_size {} is too small", d->struct_size);
+  if (!VIGIL_HAS_FIELD(d, vigil_rule_descriptor, flags))
+    return fmt::format("descriptor struct_size {} is too small", d->struct_size);
   if (!nonempty(d->id)) return "a rule descriptor has no id";
   if (!nonempty(d->name)) return fmt::format("rule {} has no name", d->id);
   if (d->param_count > 0 && !d->params) return fmt::format("rule {} declares {} parameters but no array", d->id, d->param_count);
@@ -205,7 +202,7 @@ Result<void> PluginRegistry::load_file(const fs::path& file) {
   if (!entry)
     return refuse(ErrorCode::VersionMismatch, fmt::format("the plugin declined host ABI {}.{} (it needs a newer host)",
                                                           VIGIL_ABI_MAJOR, VIGIL_ABI_MINOR));
-  if (entry->struct_size < kEntryV1Size)
+  if (!VIGIL_HAS_FIELD(entry, vigil_plugin_entry, get_factory))
     return refuse(kBroken, fmt::format("entry struct_size {} is too small", entry->struct_size));
   // The one check that decides compatibility (version.h): the major the entry says it was built for.
   if (entry->abi.major != VIGIL_ABI_MAJOR)
@@ -242,7 +239,7 @@ Result<void> PluginRegistry::load_file(const fs::path& file) {
   if (!factory_or) return refuse(kBroken, factory_or.error());
   auto* factory = static_cast<const vigil_rule_factory*>(*factory_or);
   if (!factory) return refuse(kBroken, fmt::format("no factory {}", VIGIL_RULE_FACTORY_ID));
-  if (factory->struct_size < kFactoryV1Size || !factory->count || !factory->descriptor || !factory->create)
+  if (!VIGIL_HAS_FIELD(factory, vigil_rule_factory, create) || !factory->count || !factory->descriptor || !factory->create)
     return refuse(kBroken, "the rule factory is incomplete");
 
   const std::string build_info = entry->build_info ? entry->build_info : "";

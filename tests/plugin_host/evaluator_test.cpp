@@ -49,7 +49,7 @@ std::vector<evaluate::RuleStatus> evaluate_job(const plugin_host::PluginRegistry
 
 TEST(Evaluator, ExactTriggerStepsOnAFixture) {
   auto registry = registry_with({"good"});
-  const std::string trial = test::real_fixtures() / "vanishing_gradient".string();  // saved steps 0, 2, ..., 38
+  const std::string trial = (test::real_fixtures() / "vanishing_gradient").string();  // saved steps 0, 2, ..., 38
   evaluate::JobConfig job;
   job.rules.push_back(rule("fires", "StepsRule", trial, {{"fire_at", "2,5,38"}}));
   job.rules.push_back(rule("quiet", "StepsRule", trial));
@@ -88,7 +88,7 @@ TEST(Evaluator, ExactTriggerStepsOnAFixture) {
 TEST(Evaluator, EndOfRuleStopsTheRule) {
   auto registry = registry_with({"good"});
   evaluate::JobConfig job;
-  job.rules.push_back(rule("r", "StepsRule", test::real_fixtures() / "mlp_healthy".string(), {{"fire_at", "3,7"}, {"end_at", "4"}}));
+  job.rules.push_back(rule("r", "StepsRule", (test::real_fixtures() / "mlp_healthy").string(), {{"fire_at", "3,7"}, {"end_at", "4"}}));
   auto statuses = evaluate_job(registry, job);
   ASSERT_EQ(statuses.size(), 1u);
   EXPECT_EQ(statuses[0].status, RuleEvaluationStatus::IssuesFound);
@@ -97,7 +97,7 @@ TEST(Evaluator, EndOfRuleStopsTheRule) {
 
 TEST(Evaluator, MisbehavingRulesGetErrorAndOthersFinish) {
   auto registry = registry_with({"good"});
-  const std::string trial = test::real_fixtures() / "mlp_healthy".string();
+  const std::string trial = (test::real_fixtures() / "mlp_healthy").string();
   evaluate::JobConfig job;
   job.rules.push_back(rule("unknown-status", "UnknownStatus", trial));
   job.rules.push_back(rule("leaks", "LeaksView", trial));
@@ -124,7 +124,7 @@ TEST(Evaluator, PluginsThrowingFromEveryRuleCallbackAreContained) {
     auto registry = registry_with({variant});
     ASSERT_EQ(registry.rules().size(), 5u);
     evaluate::JobConfig job;
-    job.rules.push_back(rule("r", "StepsRule", test::real_fixtures() / "mixed_dtypes".string(), {{"fire_at", "1"}}));
+    job.rules.push_back(rule("r", "StepsRule", (test::real_fixtures() / "mixed_dtypes").string(), {{"fire_at", "1"}}));
     auto statuses = evaluate_job(registry, job);
     ASSERT_EQ(statuses.size(), 1u);
     if (std::string(variant) == "throw_in_destroy") {
@@ -139,7 +139,7 @@ TEST(Evaluator, PluginsThrowingFromEveryRuleCallbackAreContained) {
 TEST(Evaluator, RulesShareOneReadOfEachTensor) {
   // Two rules at the same step read through one cache: the StepsRule prefetches every tensor.
   auto registry = registry_with({"good"});
-  const std::string trial = test::real_fixtures() / "mixed_dtypes".string();
+  const std::string trial = (test::real_fixtures() / "mixed_dtypes").string();
   evaluate::JobConfig job;
   job.rules.push_back(rule("a", "StepsRule", trial, {{"fire_at", "0"}}));
   job.rules.push_back(rule("b", "StepsRule", trial, {{"fire_at", "3"}}));
@@ -152,7 +152,7 @@ TEST(Evaluator, PureCPluginOnAFixture) {
   plugin_host::PluginRegistry registry;
   registry.load_directory(VIGIL_EXAMPLE_C_PLUGIN_DIR);
   ASSERT_NE(registry.find("LossAboveThreshold"), nullptr);
-  const auto trial_path = test::real_fixtures() / "mlp_healthy";
+  const auto trial_path = (test::real_fixtures() / "mlp_healthy");
   // The expected steps, computed independently from the trial API.
   auto trial = Trial::open(trial_path);
   ASSERT_TRUE(trial.has_value());
@@ -382,7 +382,7 @@ CommandResult run_vigil(std::vector<std::string> args, const std::filesystem::pa
 TEST(Command, EvaluateExitCodesAndOutput) {
   ScratchDir dir;
   const std::string plugins = test::variant_dir("good").string();
-  const std::string trial = test::real_fixtures() / "mlp_healthy".string();
+  const std::string trial = (test::real_fixtures() / "mlp_healthy").string();
   auto ok = run_vigil({"evaluate", "--plugins", plugins, "--trial", trial, "--rule", "StepsRule", "--param",
                        "fire_at=4", "--status-file", (dir.path() / "s.json").string()},
                       dir.path());

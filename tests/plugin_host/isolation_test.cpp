@@ -67,7 +67,7 @@ std::vector<int64_t> trigger_steps(const nlohmann::json& status) {
 std::vector<std::string> job_with(const std::string& how, std::vector<std::string> more = {}) {
   std::vector<std::string> args = {"--plugins", variant_dir("good").string(), "--plugins",
                                    variant_dir("misbehaves").string(), "--trial",
-                                   test::real_fixtures() / "vanishing_gradient".string(), "--quiet",
+                                   (test::real_fixtures() / "vanishing_gradient").string(), "--quiet",
                                    "--rule", "StepsRule", "--name", "healthy-fires", "--param", "fire_at=2,5,38",
                                    "--rule", "StepsRule", "--name", "healthy-quiet",
                                    "--rule", "Misbehave", "--name", "bad", "--param", "how=" + how, "--param",
@@ -147,7 +147,7 @@ TEST(Isolation, GoodJobHasTheSameStatusesWithAndWithoutIsolate) {
   ScratchDir dir;
   const std::vector<std::string> job = {
       "--plugins", variant_dir("good").string(), "--plugins", VIGIL_EXAMPLE_C_PLUGIN_DIR,
-      "--trial", test::real_fixtures() / "mlp_healthy".string(), "--quiet",
+      "--trial", (test::real_fixtures() / "mlp_healthy").string(), "--quiet",
       "--rule", "StepsRule", "--name", "fires", "--param", "fire_at=3,7,29",
       "--rule", "StepsRule", "--name", "ends", "--param", "fire_at=3,7", "--param", "end_at=4",
       "--rule", "StepsRule", "--name", "window", "--param", "fire_at=0,10,20", "--param", "start_step=5",
@@ -188,7 +188,7 @@ TEST(Isolation, SigtermStopsEveryProcess) {
 TEST(Isolation, OptionsAreChecked) {
   ScratchDir dir;
   const std::vector<std::string> job = {"--plugins", variant_dir("good").string(), "--trial",
-                                        test::real_fixtures() / "mlp_healthy".string(), "--rule", "StepsRule"};
+                                        (test::real_fixtures() / "mlp_healthy").string(), "--rule", "StepsRule"};
   for (const auto& extra : std::vector<std::vector<std::string>>{{"--rule-timeout", "1"},
                                                                  {"--rule-memory-limit", "100"}}) {
     auto args = job;
@@ -220,7 +220,7 @@ TEST(Isolation, AllowInsecurePluginsReachesTheChildren) {
   std::filesystem::create_directories(open);
   std::filesystem::copy_file(variant_dir("good") / "libvigil_test_plugin_good.so", open / "libgood.so");
   std::filesystem::permissions(open, std::filesystem::perms::all);
-  const std::vector<std::string> job = {"--plugins", open.string(), "--trial", test::real_fixtures() / "vanishing_gradient".string(),
+  const std::vector<std::string> job = {"--plugins", open.string(), "--trial", (test::real_fixtures() / "vanishing_gradient").string(),
                                         "--quiet", "--isolate", "--rule", "StepsRule", "--name", "steps",
                                         "--param", "fire_at=2"};
   auto refused = evaluate(job, dir);
@@ -254,7 +254,7 @@ TEST(Isolation, TheNotForkSafePluginEndsAChildForkedAfterItsInit) {
 TEST(Isolation, ANotForkSafePluginRunsIsolatedWithoutBeingForked) {
   ScratchDir dir;
   auto run = evaluate({"--plugins", variant_dir("not_fork_safe").string(), "--trial",
-                       test::real_fixtures() / "vanishing_gradient".string(), "--quiet", "--isolate", "--rule", "StepsRule",
+                       (test::real_fixtures() / "vanishing_gradient").string(), "--quiet", "--isolate", "--rule", "StepsRule",
                        "--name", "steps", "--param", "fire_at=4"},
                       dir);
   ASSERT_EQ(run.exit_code, 0) << run.output;
