@@ -350,6 +350,9 @@ DDP_SCRIPT = """
     hook = smd.Hook(out_dir=sys.argv[2], save_config=smd.SaveConfig(save_interval=1),
                     include_collections=["weights", "losses"], include_workers=sys.argv[3])
     hook.register_module(model); hook.register_loss(crit)
+    # Both hooks exist before either trains, as under DDP (whose all-reduce keeps workers in step):
+    # without it a worker starved of CPU could create its hook after the other ended the trial.
+    dist.barrier()
     for _ in range(3):
         crit(model(torch.randn(8, 4)), torch.randn(8, 2)).backward()
     hook.close()
