@@ -272,7 +272,7 @@ TEST(PluginLoader, RelativeSearchPathEntriesAreRefusedNotResolved) {
   std::filesystem::copy_file(variant_dir("good") / "libvigil_test_plugin_good.so", dir.path() / "libgood.so");
   const auto previous_cwd = std::filesystem::current_path();
   std::filesystem::current_path(dir.path());  // the plugins are now reachable by relative paths
-  ::setenv("VIGIL_PLUGIN_PATH", "plugin_host::.", 1);
+  ::setenv("VIGIL_PLUGIN_PATH", "plugins::.", 1);
   plugin_host::PluginRegistry registry;
   for (const auto& d : plugin_host::plugin_directories({"plugins", "./plugins"})) registry.load_directory(d);
   ::unsetenv("VIGIL_PLUGIN_PATH");
