@@ -5,6 +5,8 @@
 # (examples/jobs/vanishing_gradient_job.json). Prints each rule's status, the steps where it fired
 # and its evidence, then the trial's summary.
 set -euo pipefail
+# Built plugins must not be writable by other users, or the loader refuses them (docs/reliability.md).
+umask 022
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/install-deps.sh"
 "$root/scripts/build.sh" "$root/build" -DVIGIL_BUILD_TESTS=OFF -DVIGIL_WITH_LIBTORCH=OFF

@@ -3,6 +3,8 @@
 # under AddressSanitizer + UndefinedBehaviorSanitizer, then each libFuzzer harness for a few seconds.
 # Installs what is missing first.
 set -euo pipefail
+# Built plugins must not be writable by other users, or the loader refuses them (docs/reliability.md).
+umask 022
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/install-deps.sh"
 
