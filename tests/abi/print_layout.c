@@ -161,6 +161,9 @@ static void print_structs(void) {
   FIELD(vigil_host_api, step_wall_time);
   FIELD(vigil_host_api, saved_reductions);
 #endif
+#if VIGIL_ABI_MINOR >= 2
+  FIELD(vigil_host_api, not_judged);
+#endif
 
   /* plugin.h */
   STRUCT(vigil_param_spec);
@@ -195,6 +198,10 @@ static void print_structs(void) {
   FIELD(vigil_rule_descriptor, params);
   FIELD(vigil_rule_descriptor, param_count);
   FIELD(vigil_rule_descriptor, flags);
+#if VIGIL_ABI_MINOR >= 2
+  FIELD(vigil_rule_descriptor, profile_defaults);
+  FIELD(vigil_rule_descriptor, profile_default_count);
+#endif
 
   STRUCT(vigil_rule_context);
   FIELD(vigil_rule_context, struct_size);
@@ -222,6 +229,9 @@ static void print_structs(void) {
   FIELD(vigil_rule, required_tensors);
   FIELD(vigil_rule, invoke_at_step);
   FIELD(vigil_rule, get_extension);
+#if VIGIL_ABI_MINOR >= 2
+  FIELD(vigil_rule, invoke_at_time);
+#endif
 
   STRUCT(vigil_rule_factory);
   FIELD(vigil_rule_factory, struct_size);
@@ -241,6 +251,13 @@ static void print_structs(void) {
   FIELD(vigil_plugin_entry, get_factory);
 
   /* New structs: append here, each under #if VIGIL_ABI_MINOR >= N. */
+#if VIGIL_ABI_MINOR >= 2
+  STRUCT(vigil_profile_default);
+  FIELD(vigil_profile_default, struct_size);
+  FIELD(vigil_profile_default, profile);
+  FIELD(vigil_profile_default, param);
+  FIELD(vigil_profile_default, default_text);
+#endif
 #if VIGIL_ABI_MINOR >= 1
   STRUCT(vigil_reduction_sink); /* tensor.h */
   FIELD(vigil_reduction_sink, ctx);
@@ -343,6 +360,11 @@ static void print_constants(void) {
   /* New constants: append here, each under #if VIGIL_ABI_MINOR >= N. */
 #if VIGIL_ABI_MINOR >= 1
   CONST(VIGIL_RULEF_EXTRA_PARAMS);
+#endif
+#if VIGIL_ABI_MINOR >= 2
+  STRING(VIGIL_PROFILE_SAGEMAKER);
+  STRING(VIGIL_PROFILE_CALIBRATED);
+  STRING(VIGIL_PROFILE_PARAM);
 #endif
 }
 

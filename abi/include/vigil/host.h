@@ -137,6 +137,13 @@ typedef struct vigil_host_api {
    * computed), each pushed once. Step errors as tensor_value. */
   vigil_status(VIGIL_CALL *saved_reductions)(vigil_trial *trial, const vigil_tensor_key *key,
                                              vigil_reduction_sink out, vigil_error *err);
+
+  /* ABI 1.2. [any-thread] [in-call] Says that the current call did not judge, because the rule lacks
+   * the data it needs so far (fewer samples than it requires, one class only, ...); `reason_utf8`
+   * (copied) says what is missing. The host counts judged and unjudged calls, and a rule that never
+   * judged is reported as not having had enough data (its "Judgement" beside RuleEvaluationStatus)
+   * instead of a bare NoIssuesFound. A call that returns a skip status did not judge either. */
+  void(VIGIL_CALL *not_judged)(vigil_session *session, const char *reason_utf8);
 } vigil_host_api;
 
 VIGIL_EXTERN_C_END

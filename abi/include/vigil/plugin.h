@@ -73,6 +73,24 @@ enum {
                                            strings (context->extra_param_*) instead of refused */
 };
 
+/* ABI 1.2: rule profiles. A profile is a named set of parameter defaults that a job selects as a
+ * whole (`vigil evaluate --profile calibrated`, or the reserved RuleParameters key vigil_profile).
+ * Without one, a rule runs with its specs' default_text: SageMaker's defaults. Vigil knows these
+ * profiles; a descriptor may give defaults for any of them, and a parameter it gives none for keeps
+ * its default_text. */
+#define VIGIL_PROFILE_SAGEMAKER "sagemaker"   /* the specs' default_text (the default profile) */
+#define VIGIL_PROFILE_CALIBRATED "calibrated" /* defaults chosen against labelled runs (docs/verdict-quality.md) */
+#define VIGIL_PROFILE_PARAM "vigil_profile"   /* the reserved RuleParameters key that selects one */
+
+/* One parameter's default in one profile. Comes as an array, so it never grows: struct_size must
+ * equal sizeof(vigil_profile_default) (the host refuses other sizes). */
+typedef struct vigil_profile_default {
+  uint32_t struct_size;
+  const char *profile;      /* VIGIL_PROFILE_CALIBRATED */
+  const char *param;        /* a name among the descriptor's params */
+  const char *default_text; /* as SageMaker would pass it; validated like a given value */
+} vigil_profile_default;
+
 typedef struct vigil_rule_descriptor {
   uint32_t struct_size;
   const char *id;          /* unique: "vigil.builtin.VanishingGradient", "com.acme.MyRule" */
@@ -82,6 +100,9 @@ typedef struct vigil_rule_descriptor {
   const vigil_param_spec *params;
   uint32_t param_count;
   uint32_t flags;          /* VIGIL_RULEF_* */
+  /* ---- ABI 1.2: check VIGIL_HAS_FIELD(desc, vigil_rule_descriptor, profile_default_count) ---- */
+  const vigil_profile_default *profile_defaults; /* plugin-owned static data; may be NULL */
+  uint32_t profile_default_count;
 } vigil_rule_descriptor;
 
 typedef struct vigil_rule_context {
@@ -127,6 +148,14 @@ typedef struct vigil_rule {
    * get_extension. None is defined, so the host never calls it; it stays so that the first one needs
    * no new slot. */
   const void *(VIGIL_CALL *get_extension)(const struct vigil_rule *rule, const char *id);
+  /* ---- ABI 1.2: check VIGIL_HAS_FIELD(rule, vigil_rule, invoke_at_time) ---- */
+  /* [rule-serial] Optional (may be NULL): a wall-clock tick. While the host waits for the next step
+   * of a live trial it calls this about once a second with the time (seconds since the epoch) and
+   * the last global step it invoked the rule at (-1 before the first), so that a rule about time
+   * (a stalled job) can judge while no step arrives. *condition_met = true is reported as at
+   * `last_step` (the first step when none was seen); statuses as invoke_at_step. */
+  vigil_status(VIGIL_CALL *invoke_at_time)(struct vigil_rule *rule, double wall_time, vigil_step last_step,
+                                           bool *condition_met, vigil_error *err);
 } vigil_rule;
 
 typedef struct vigil_rule_factory {

@@ -7,6 +7,7 @@
 //         vigil::sdk::param_double("threshold", "0.0000001", "Mean absolute gradient below which ...").min(0),
 //         vigil::sdk::param_string_list("collection_names", nullptr, "Collections to check"),
 //         vigil::sdk::param_enum("mode", kModes, "fast", "How to check"),
+//         vigil::sdk::param_int("min_samples", "1", "Samples before judging").min(1).calibrated("30"),
 //     };
 //     explicit MyRule(vigil::sdk::RuleContext ctx)
 //         : Rule(std::move(ctx)), threshold_(params().get_double("threshold")) {}
@@ -14,6 +15,8 @@
 //
 // The SDK turns kParams into a static vigil_param_spec[] for the descriptor; the host validates the
 // RuleParameters against it and passes typed values in the same order, which Params copies.
+// calibrated(text) gives the parameter another default in the calibrated profile (ABI 1.2,
+// plugin.h's vigil_profile_default); the default_text stays SageMaker's.
 #pragma once
 
 #include <array>
@@ -58,6 +61,14 @@ class ParamSpec {
     return p;
   }
 
+  // The default in the calibrated profile (VIGIL_PROFILE_CALIBRATED), as SageMaker would pass it.
+  [[nodiscard]] constexpr ParamSpec calibrated(const char* default_text) const noexcept {
+    ParamSpec p = *this;
+    p.calibrated_ = default_text;
+    return p;
+  }
+  constexpr const char* calibrated_default() const noexcept { return calibrated_; }
+
   constexpr const vigil_param_spec& spec() const noexcept { return spec_; }
   constexpr operator const vigil_param_spec&() const noexcept { return spec_; }
 
@@ -77,6 +88,7 @@ class ParamSpec {
   friend constexpr ParamSpec param_enum(const char*, const char* const (&)[N], const char*, const char*) noexcept;
 
   vigil_param_spec spec_;
+  const char* calibrated_ = nullptr;  // not part of vigil_param_spec, which never grows
 };
 
 namespace detail {
@@ -129,6 +141,7 @@ inline void param_required_with_default_makes_no_sense() {}
 inline void param_enum_default_is_not_a_choice() {}
 inline void param_bool_default_must_be_true_false_1_0() {}
 inline void param_spec_struct_size_is_wrong() {}
+inline void param_calibrated_default_must_be_non_empty() {}
 
 constexpr bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -157,6 +170,7 @@ consteval bool check_params(std::span<const ParamSpec> params) {
       param_bounds_only_for_int_or_double();
     if (p.has_min() && p.has_max() && p.min_value() > p.max_value()) param_min_must_not_exceed_max();
     if (p.is_required() && p.default_text()) param_required_with_default_makes_no_sense();
+    if (p.calibrated_default() && !*p.calibrated_default()) param_calibrated_default_must_be_non_empty();
     if (p.type() == VIGIL_PARAM_ENUM && p.default_text()) {
       bool found = false;
       for (const char* const* c = p.choices(); *c; ++c)

@@ -153,6 +153,20 @@ inline void VIGIL_CALL rule_destroy(vigil_rule* r) noexcept {
   return status;
 }
 
+[[nodiscard]] inline vigil_status VIGIL_CALL rule_invoke_at_time(vigil_rule* r, double wall_time, vigil_step last_step,
+                                                                bool* condition_met, vigil_error* err) noexcept {
+  if (condition_met) *condition_met = false;
+  return guard(err, [&]() -> Result<void> {
+    Rule* rule = rule_of(r);
+    if (!rule) return fail(Error::invalid_argument("invoke_at_time: the rule is NULL or destroyed"));
+    if (!condition_met) return fail(Error::invalid_argument("invoke_at_time: condition_met is NULL"));
+    auto met = rule->invoke_at_time(wall_time, last_step);
+    if (!met) return fail(std::move(met).error());
+    *condition_met = *met;
+    return {};
+  });
+}
+
 inline const void* VIGIL_CALL rule_get_extension(const vigil_rule* r, const char* id) noexcept {
   const Rule* rule = rule_of(r);
   return rule && id ? rule->get_extension(id) : nullptr;
@@ -170,6 +184,13 @@ constexpr bool overrides_required_tensors() {
   // A class that does not override it names the base's member; an inaccessible override counts as one.
   if constexpr (requires { &R::required_tensors; })
     return !std::is_same_v<decltype(&R::required_tensors), Result<void> (Rule::*)(vigil_step, RequiredTensors&)>;
+  else return true;
+}
+
+template <class R>
+constexpr bool overrides_invoke_at_time() {
+  if constexpr (requires { &R::invoke_at_time; })
+    return !std::is_same_v<decltype(&R::invoke_at_time), Result<bool> (Rule::*)(double, vigil_step)>;
   else return true;
 }
 
@@ -232,6 +253,8 @@ template <class R>
     handle->abi.required_tensors = overrides_required_tensors<R>() ? &rule_required_tensors : nullptr;
     handle->abi.invoke_at_step = &rule_invoke_at_step;
     handle->abi.get_extension = &rule_get_extension;
+    // ABI 1.2: only rules that judge time get the wall-clock tick (a 1.1 host never reads the slot).
+    handle->abi.invoke_at_time = overrides_invoke_at_time<R>() ? &rule_invoke_at_time : nullptr;
     *out = &handle.release()->abi;
     return {};
   });
@@ -262,6 +285,7 @@ struct RuleRecord {
   const char* description;
   const char* version;  // nullptr: the plugin's version
   uint32_t param_count;
+  uint32_t profile_default_count;  // parameters with a calibrated(...) default
   uint32_t flags;
   CreateFn create;
   InitFn init;      // R::on_plugin_init, or nullptr
@@ -296,8 +320,10 @@ struct RuleDef {
   static constexpr std::span<const ParamSpec> params() noexcept { return rule_params<R>(); }
 
   constexpr RuleRecord record() const noexcept {
-    RuleRecord r{id, name, description, nullptr, static_cast<uint32_t>(params().size()), 0u, &create_rule<R>,
-                 nullptr, nullptr};
+    uint32_t calibrated = 0;
+    for (const ParamSpec& p : params()) calibrated += p.calibrated_default() != nullptr;
+    RuleRecord r{id,      name,    description, nullptr, static_cast<uint32_t>(params().size()), calibrated, 0u,
+                 &create_rule<R>, nullptr, nullptr};
     if constexpr (requires { R::kVersion; }) r.version = R::kVersion;
     if constexpr (requires { R::kFlags; }) r.flags = static_cast<uint32_t>(R::kFlags);
     if constexpr (requires { R::on_plugin_init(Host(), std::string_view()); }) r.init = &rule_class_init<R>;
@@ -335,6 +361,33 @@ constexpr std::array<vigil_param_spec, N> make_param_table(const std::tuple<Defs
   return table;
 }
 
+template <class... Defs>
+constexpr size_t total_profile_defaults(const std::tuple<Defs...>&) noexcept {
+  size_t n = 0;
+  ((
+       [&] {
+         for (const ParamSpec& p : Defs::params()) n += p.calibrated_default() != nullptr;
+       }()),
+   ...);
+  return n;
+}
+
+// Every rule's calibrated defaults (ABI 1.2), one rule after the other.
+template <size_t N, class... Defs>
+constexpr std::array<vigil_profile_default, N> make_profile_table(const std::tuple<Defs...>&) noexcept {
+  std::array<vigil_profile_default, N> table{};
+  size_t k = 0;
+  ((
+       [&] {
+         for (const ParamSpec& p : Defs::params())
+           if (p.calibrated_default())
+             table[k++] = vigil_profile_default{sizeof(vigil_profile_default), VIGIL_PROFILE_CALIBRATED,
+                                                p.spec().name, p.calibrated_default()};
+       }()),
+   ...);
+  return table;
+}
+
 template <size_t N>
 consteval bool check_plugin(const PluginInfo& info, const std::array<RuleRecord, N>& rules) {
   if (!info.id || !*info.id) plugin_id_must_be_non_empty();
@@ -347,12 +400,13 @@ consteval bool check_plugin(const PluginInfo& info, const std::array<RuleRecord,
   return true;
 }
 
-template <size_t N, size_t P>
+template <size_t N, size_t P, size_t D>
 constexpr std::array<vigil_rule_descriptor, N> make_descriptors(const PluginInfo& info,
                                                                 const std::array<RuleRecord, N>& rules,
-                                                                const std::array<vigil_param_spec, P>& params) noexcept {
+                                                                const std::array<vigil_param_spec, P>& params,
+                                                                const std::array<vigil_profile_default, D>& profile) noexcept {
   std::array<vigil_rule_descriptor, N> out{};
-  size_t offset = 0;
+  size_t offset = 0, profile_offset = 0;
   for (size_t i = 0; i < N; ++i) {
     out[i].struct_size = sizeof(vigil_rule_descriptor);
     out[i].id = rules[i].id;
@@ -362,7 +416,10 @@ constexpr std::array<vigil_rule_descriptor, N> make_descriptors(const PluginInfo
     out[i].params = rules[i].param_count ? params.data() + offset : nullptr;
     out[i].param_count = rules[i].param_count;
     out[i].flags = rules[i].flags;
+    out[i].profile_defaults = rules[i].profile_default_count ? profile.data() + profile_offset : nullptr;
+    out[i].profile_default_count = rules[i].profile_default_count;
     offset += rules[i].param_count;
+    profile_offset += rules[i].profile_default_count;
   }
   return out;
 }
@@ -377,7 +434,11 @@ struct Plugin {
   static_assert(check_plugin(Info, records));
   static constexpr size_t kParamCount = total_params(Defs);
   static constexpr std::array<vigil_param_spec, kParamCount> params = make_param_table<kParamCount>(Defs);
-  static constexpr std::array<vigil_rule_descriptor, kCount> descriptors = make_descriptors(Info, records, params);
+  static constexpr size_t kProfileDefaultCount = total_profile_defaults(Defs);
+  static constexpr std::array<vigil_profile_default, kProfileDefaultCount> profile_defaults =
+      make_profile_table<kProfileDefaultCount>(Defs);
+  static constexpr std::array<vigil_rule_descriptor, kCount> descriptors =
+      make_descriptors(Info, records, params, profile_defaults);
 
   static uint32_t VIGIL_CALL count(const vigil_rule_factory*) noexcept { return static_cast<uint32_t>(kCount); }
 

@@ -104,6 +104,15 @@ class Rule {
   // signal, anything else fails the rule.
   [[nodiscard]] virtual Result<bool> invoke_at_step(vigil_step step) = 0;
 
+  // ABI 1.2: a wall-clock tick while the host waits for the next step of a live trial (plugin.h's
+  // invoke_at_time): `wall_time` in seconds since the epoch, `last_step` the last step invoked (-1
+  // before the first). true = the condition is met. Only rules that override it are ticked.
+  [[nodiscard]] virtual Result<bool> invoke_at_time(double wall_time, vigil_step last_step) {
+    (void)wall_time;
+    (void)last_step;
+    return false;
+  }
+
   // An extension table of this rule instance by id, or nullptr.
   virtual const void* get_extension(std::string_view id) const noexcept {
     (void)id;
@@ -168,6 +177,28 @@ class Rule {
       if (dir && *dir) return std::string(dir);
     }
     return fail(Error::not_supported("the host provides no output directory for this rule"));
+  }
+
+  // ABI 1.2: says that this call did not judge, for want of data (host.h's not_judged): fewer samples
+  // than the rule needs, say. A rule that never judges is then reported as not having had enough
+  // data. Does nothing on an older host.
+  template <class H = vigil_host_api>
+  void not_judged(std::string_view reason) const noexcept {
+    if constexpr (requires { &H::not_judged; }) {
+      auto f = ctx_.host.fn(&H::not_judged);
+      if (!f) return;
+#if defined(__cpp_exceptions)
+      try {
+#endif
+        const std::string text(reason);
+        f(ctx_.session, text.c_str());
+#if defined(__cpp_exceptions)
+      } catch (...) {
+      }
+#endif
+    } else {
+      (void)reason;
+    }
   }
 
   // Attaches evidence to this step's verdict: a UTF-8 JSON object (see JsonObject in json.hpp).
