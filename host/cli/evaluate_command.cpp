@@ -35,7 +35,7 @@ namespace vigil::cli {
 namespace {
 
 constexpr std::string_view kUsage = R"(usage: vigil evaluate --trial PATH (--job FILE | --group NAME | --rule NAME [--param KEY=VALUE]...)...
-                      [--plugins DIR]... [--allow-insecure-plugins] [--status-file FILE] [--no-follow]
+                      [--profile NAME] [--plugins DIR]... [--allow-insecure-plugins] [--status-file FILE] [--no-follow]
                       [--idle-timeout SECONDS] [--quiet] [--isolate [--rule-timeout SECONDS] [--rule-memory-limit MIB]]
 
 Runs debugger rules over a trial with smdebug's invoke_rule semantics: steps in order from each
@@ -51,11 +51,14 @@ job:
                         HyperParameters and Distribution are checked for unsupported setups)
   --rule NAME           add a rule by its rule_to_invoke name (repeatable)
   --param KEY=VALUE     a RuleParameters entry for the preceding --rule (start_step, end_step,
-                        base_trial, other_trial_N and the rule's own parameters)
+                        base_trial, other_trial_N, vigil_profile and the rule's own parameters)
   --name NAME           the RuleConfigurationName of the preceding --rule (default: the rule name)
   --group NAME          add every rule of a SageMaker rule group with its default parameters
                         (vigil rules --groups lists the groups)
   --trial PATH          the base trial of every rule without a base_trial parameter
+  --profile NAME        the defaults of every rule that sets no vigil_profile parameter of its own:
+                        sagemaker (SageMaker's defaults, the default) or calibrated (defaults and
+                        evidence requirements chosen against labelled runs: docs/verdict-quality.md)
 
 running:
   --plugins DIR         load plugins from DIR too (absolute path; repeatable); VIGIL_PLUGIN_PATH
@@ -211,7 +214,7 @@ std::optional<double> parse_seconds(const std::string& text) {
 }  // namespace
 
 int run_evaluate(const std::vector<std::string>& args) {
-  std::optional<std::string> job_file, trial, status_file;
+  std::optional<std::string> job_file, trial, status_file, profile;
   std::vector<std::string> plugin_dirs;
   std::vector<CommandLineRule> cli_rules;
   std::vector<std::string> groups;
@@ -243,10 +246,11 @@ int run_evaluate(const std::vector<std::string>& args) {
       allow_insecure = true;
     } else if (a == "--job" || a == "--trial" || a == "--status-file" || a == "--plugins" || a == "--rule" ||
                a == "--param" || a == "--name" || a == "--idle-timeout" || a == "--group" || a == "--rule-timeout" ||
-               a == "--rule-memory-limit" || a == "--plugin-file") {
+               a == "--rule-memory-limit" || a == "--plugin-file" || a == "--profile") {
       auto v = value();
       if (!v) return usage_error(a + " needs a value");
       if (a == "--job") job_file = *v;
+      else if (a == "--profile") profile = *v;
       else if (a == "--plugin-file") plugin_files.push_back(*v);
       else if (a == "--rule-timeout") {
         auto secs = parse_seconds(*v);
@@ -318,6 +322,8 @@ int run_evaluate(const std::vector<std::string>& args) {
     if (!rule) return usage_error(rule.error().message);
     job.rules.push_back(std::move(*rule));
   }
+  if (profile)
+    if (auto p = evaluate::apply_default_profile(job, *profile); !p) return usage_error(p.error().message);
 
   auto registry = load_plugins(plugin_dirs, load_options(allow_insecure));
   print_refusals(registry, stderr);

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/plugin_options.h"
 #include "evaluate/rule_groups.h"
+#include "plugin_host/profiles.h"
 
 namespace vigil::cli {
 namespace {
@@ -20,8 +21,8 @@ constexpr std::string_view kUsage = R"(usage: vigil rules [--plugins DIR]... [--
                    [--groups]
 
 Lists every rule the loaded plugins provide (name = the rule_to_invoke value, id, plugin and its
-build_info, parameters with their types, defaults and bounds) and every plugin that was refused,
-with why. Plugins are searched in --plugins directories (absolute paths), then VIGIL_PLUGIN_PATH
+build_info, parameters with their types, defaults and bounds; the calibrated profile's default where
+it differs from SageMaker's) and every plugin that was refused, with why. Plugins are searched in --plugins directories (absolute paths), then VIGIL_PLUGIN_PATH
 (':'-separated), then the installation's lib/vigil/plugins. A plugin file, or a folder on its path,
 that another user could write or that belongs to neither you nor root is refused.
 
@@ -50,12 +51,20 @@ std::string_view type_name(vigil_param_type t) {
   return "?";
 }
 
-nlohmann::ordered_json param_json(const vigil_param_spec& p) {
+// The parameter's default in the calibrated profile when it differs from SageMaker's, else nullptr.
+const char* calibrated_default(const vigil_rule_descriptor& d, const vigil_param_spec& p) {
+  const char* c = plugin_host::profile_default(d, p, VIGIL_PROFILE_CALIBRATED);
+  const bool same = c == p.default_text || (c && p.default_text && std::string_view(c) == p.default_text);
+  return same ? nullptr : c;
+}
+
+nlohmann::ordered_json param_json(const vigil_rule_descriptor& d, const vigil_param_spec& p) {
   nlohmann::ordered_json j;
   j["name"] = p.name;
   j["type"] = type_name(p.type);
   j["required"] = (p.flags & VIGIL_PARAMF_REQUIRED) != 0;
   j["default"] = p.default_text ? nlohmann::ordered_json(p.default_text) : nlohmann::ordered_json(nullptr);
+  if (const char* c = calibrated_default(d, p)) j["calibrated_default"] = c;
   if (!std::isnan(p.min_value)) j["min"] = p.min_value;
   if (!std::isnan(p.max_value)) j["max"] = p.max_value;
   if (p.type == VIGIL_PARAM_ENUM) {
@@ -94,7 +103,7 @@ std::string markdown(const std::vector<const plugin_host::RuleType*>& rules) {
       out += "Parameters: none.\n\n";
       continue;
     }
-    out += "| parameter | type | default | bounds | description |\n| --- | --- | --- | --- | --- |\n";
+    out += "| parameter | type | default | calibrated | bounds | description |\n| --- | --- | --- | --- | --- | --- |\n";
     for (uint32_t i = 0; i < d->param_count; ++i) {
       const auto& p = d->params[i];
       std::string bounds;
@@ -109,9 +118,11 @@ std::string markdown(const std::vector<const plugin_host::RuleType*>& rules) {
       for (auto& ch : description)
         if (ch == '\n') ch = ' ';
       description = escape_pipes(description);
-      out += fmt::format("| `{}` | {} | {} | {} | {} |\n", p.name, type_name(p.type),
+      const char* calibrated = calibrated_default(*d, p);
+      out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", p.name, type_name(p.type),
                          p.default_text ? fmt::format("`{}`", escape_pipes(p.default_text))
                                         : std::string((p.flags & VIGIL_PARAMF_REQUIRED) ? "required" : "none"),
+                         calibrated ? fmt::format("`{}`", escape_pipes(calibrated)) : std::string("same"),
                          bounds.empty() ? "—" : bounds, description);
     }
     out += "\n";
@@ -187,7 +198,7 @@ int run_rules(const std::vector<std::string>& args) {
       j["build_info"] = r.build_info;
       j["multi_trial"] = (d->flags & VIGIL_RULEF_MULTI_TRIAL) != 0;
       auto params = nlohmann::ordered_json::array();
-      for (uint32_t i = 0; i < d->param_count; ++i) params.push_back(param_json(d->params[i]));
+      for (uint32_t i = 0; i < d->param_count; ++i) params.push_back(param_json(*d, d->params[i]));
       j["parameters"] = params;
       rules.push_back(j);
     }
@@ -211,8 +222,10 @@ int run_rules(const std::vector<std::string>& args) {
       std::string bounds;
       if (!std::isnan(p.min_value)) bounds += fmt::format(" min {}", p.min_value);
       if (!std::isnan(p.max_value)) bounds += fmt::format(" max {}", p.max_value);
-      std::cout << fmt::format("    {:<28} {:<7} default {}{}{}\n", p.name, type_name(p.type),
-                               p.default_text ? fmt::format("\"{}\"", p.default_text) : std::string("(none)"), bounds,
+      const char* calibrated = calibrated_default(*d, p);
+      std::cout << fmt::format("    {:<28} {:<7} default {}{}{}{}\n", p.name, type_name(p.type),
+                               p.default_text ? fmt::format("\"{}\"", p.default_text) : std::string("(none)"),
+                               calibrated ? fmt::format(" (calibrated \"{}\")", calibrated) : std::string(), bounds,
                                (p.flags & VIGIL_PARAMF_REQUIRED) ? " required" : "");
     }
   }

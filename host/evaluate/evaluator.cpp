@@ -10,6 +10,7 @@
 #include "evaluate/rule_instance.h"
 #include "evaluate/step_readahead.h"
 #include "plugin_host/param_values.h"
+#include "plugin_host/profiles.h"
 #include "trial/trial.h"
 
 namespace vigil::evaluate {
@@ -28,6 +29,7 @@ struct ConfiguredRule {
   std::unique_ptr<RuleInstance> instance;
   bool finished = false;
   bool fired = false;
+  std::optional<int64_t> last_step;  // the last step the rule was invoked at
 };
 
 // How SageMaker words an Error status caused by the user's data or configuration.
@@ -53,16 +55,22 @@ struct Evaluator::Impl {
   Result<std::shared_ptr<Trial>> open_trial(const std::string& path, std::stop_token stop);
   void run_group(const std::string& base_path, std::vector<ConfiguredRule*> group, std::stop_token stop);
   void apply(ConfiguredRule& r, int64_t step, const InvokeOutcome& outcome);
+  void count_judgement(ConfiguredRule& r, const InvokeOutcome& outcome);
+  void tick(const std::vector<ConfiguredRule*>& rules);
   void finish(ConfiguredRule& r) {
     if (r.finished) return;
     r.finished = true;
     if (!r.fired) board->set(r.index, RuleEvaluationStatus::NoIssuesFound);
-    if (options.watcher.finished) options.watcher.finished(r.index);
+    finished(r);
   }
   void fail_rule(ConfiguredRule& r, std::string details) {
     if (r.finished) return;
     r.finished = true;
     board->set(r.index, RuleEvaluationStatus::Error, std::move(details));
+    finished(r);
+  }
+  void finished(const ConfiguredRule& r) {
+    if (options.watcher.judged) options.watcher.judged(r.index, board->get(r.index).judgement);
     if (options.watcher.finished) options.watcher.finished(r.index);
   }
   // Runs `call` (into the rule's own code) between the watcher's call_began and call_ended.
@@ -125,7 +133,8 @@ Result<std::vector<ResolvedRule>> resolve_job(const plugin_host::PluginRegistry&
     if (!config.other_trials.empty() && !(type->descriptor->flags & VIGIL_RULEF_MULTI_TRIAL))
       return fail(Error::invalid_argument(
           fmt::format("{}.other_trials: rule {} reads only its base trial", field, type->descriptor->name)));
-    auto params = BoundParams::bind(*type->descriptor, params_given, config.configuration_name);
+    const std::string profile = config.profile.value_or(std::string(plugin_host::kDefaultProfile));
+    auto params = BoundParams::bind(*type->descriptor, params_given, config.configuration_name, profile);
     if (!params) return fail(params.error());
     std::vector<std::string> paths{config.base_trial};
     paths.insert(paths.end(), config.other_trials.begin(), config.other_trials.end());
@@ -139,7 +148,8 @@ Result<std::vector<ResolvedRule>> resolve_job(const plugin_host::PluginRegistry&
     resolved.push_back(ResolvedRule{.config = std::move(config),
                                     .type = *type,
                                     .params = std::move(*params),
-                                    .rule_name = std::move(rule_name)});
+                                    .rule_name = std::move(rule_name),
+                                    .profile = profile});
   }
   return resolved;
 }
@@ -163,6 +173,7 @@ Result<std::unique_ptr<Evaluator>> Evaluator::create(const plugin_host::PluginRe
     r->config = std::move(rule.config);
     initial.push_back(RuleStatus{.configuration_name = r->config.configuration_name,
                                  .rule_name = std::move(rule.rule_name),
+                                 .profile = std::move(rule.profile),
                                  .status = RuleEvaluationStatus::InProgress});
     impl->rules.push_back(std::move(r));
   }
@@ -217,6 +228,34 @@ Result<std::shared_ptr<Trial>> Evaluator::Impl::open_trial(const std::string& pa
   }
 }
 
+// A step's call judged unless the rule said it did not or skipped the step; stops and failures end
+// the rule instead of counting.
+void Evaluator::Impl::count_judgement(ConfiguredRule& r, const InvokeOutcome& outcome) {
+  if (outcome.condition_met) return board->count_judgement(r.index, true);
+  switch (vigil_status_classify(outcome.status)) {
+    case VIGIL_CLASS_OK:
+      return board->count_judgement(r.index, !outcome.not_judged, outcome.not_judged_reason, /*reason_from_rule=*/true);
+    case VIGIL_CLASS_SKIP: return board->count_judgement(r.index, false, outcome.details());
+    default: return;
+  }
+}
+
+// One wall-clock tick for the rules that take them, while no new step arrives. A condition met is
+// reported as at the rule's last step (its start step before any), once per step.
+void Evaluator::Impl::tick(const std::vector<ConfiguredRule*>& rules) {
+  const double now = now_epoch_seconds();
+  for (auto* r : rules) {
+    if (r->finished || !r->instance || !r->instance->takes_ticks()) continue;
+    const int64_t at = r->last_step.value_or(r->config.start_step);
+    auto outcome = watched(*r, RuleCall::Step, at, [&] { return r->instance->invoke_at_time(now, r->last_step.value_or(-1)); });
+    if (outcome.condition_met) {
+      const auto triggers = board->get(r->index).triggers;
+      if (std::any_of(triggers.begin(), triggers.end(), [&](const Trigger& t) { return t.step == at; })) continue;
+    }
+    apply(*r, at, outcome);
+  }
+}
+
 // Maps one call's outcome onto the rule's status (smdebug's invoke_rule).
 void Evaluator::Impl::apply(ConfiguredRule& r, int64_t step, const InvokeOutcome& outcome) {
   if (outcome.condition_met) {
@@ -257,7 +296,7 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
       if (!r->finished) {
         r->finished = true;
         board->set(r->index, RuleEvaluationStatus::Stopping);
-        if (options.watcher.finished) options.watcher.finished(r->index);
+        finished(*r);
       }
   };
   auto base = open_trial(base_path, stop);
@@ -316,7 +355,21 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
     if (rules_now.empty()) break;
     if (stop.stop_requested()) return stopping();
 
-    auto waited = trial.wait_for_steps({step}, Mode::Global, stop, options.idle_timeout);
+    // Rules that judge time get a tick every tick_interval while the step has not arrived.
+    const bool ticking = options.follow && std::any_of(rules_now.begin(), rules_now.end(), [](ConfiguredRule* r) {
+                           return r->instance && r->instance->takes_ticks();
+                         });
+    auto slice = options.idle_timeout;
+    if (ticking) slice = options.idle_timeout ? std::min(options.tick_interval, *options.idle_timeout) : options.tick_interval;
+    auto waited = trial.wait_for_steps({step}, Mode::Global, stop, slice);
+    for (auto idle = slice.value_or(std::chrono::milliseconds(0));
+         ticking && !waited && waited.error().code == ErrorCode::Timeout; idle += *slice) {
+      if (options.idle_timeout && idle >= *options.idle_timeout) break;  // the real --idle-timeout
+      tick(rules_now);
+      slice = options.tick_interval;
+      if (options.idle_timeout) slice = std::min(*slice, *options.idle_timeout - idle);
+      waited = trial.wait_for_steps({step}, Mode::Global, stop, slice);
+    }
     if (!waited) {
       switch (waited.error().code) {
         case ErrorCode::StepUnavailable: {
@@ -358,7 +411,10 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
       }
     for (auto* r : rules_now)
       if (due(r)) {
-        apply(*r, step, watched(*r, RuleCall::Step, step, [&] { return r->instance->invoke(step); }));
+        const auto outcome = watched(*r, RuleCall::Step, step, [&] { return r->instance->invoke(step); });
+        r->last_step = step;
+        count_judgement(*r, outcome);
+        apply(*r, step, outcome);
         board->progress(r->index, step);
         if (options.watcher.step_done) options.watcher.step_done(r->index, step);
       }

@@ -39,6 +39,8 @@ struct RuleWatcher {
   std::function<void(size_t rule)> call_ended;
   std::function<void(size_t rule, const Trigger& trigger)> trigger_added;
   std::function<void(size_t rule, int64_t step)> step_done;  // the rule's CurrentStep
+  // The rule's judgement counts as it ends (just before `finished`).
+  std::function<void(size_t rule, const Judgement& judgement)> judged;
   // The rule reached its verdict (IssuesFound stays a rule's status while it keeps running, so the
   // status alone does not say when it is final) or was asked to stop (Stopping).
   std::function<void(size_t rule)> finished;
@@ -56,6 +58,9 @@ struct EvaluatorOptions {
   // Called when a trial's walk reaches a new step (at most about once a second per trial).
   std::function<void(const std::string& trial, int64_t step)> on_progress;
   std::chrono::milliseconds poll_interval{20};
+  // While a followed trial has no new step, rules that take wall-clock ticks (ABI 1.2
+  // invoke_at_time) are called this often.
+  std::chrono::milliseconds tick_interval{1000};
   RuleWatcher watcher;
 };
 
@@ -65,10 +70,11 @@ struct ResolvedRule {
   plugin_host::RuleType type;
   plugin_host::BoundParams params;
   std::string rule_name;  // RuleToInvoke as reported: the descriptor's name, or the Python rule's class
+  std::string profile;    // the profile the parameters' defaults came from
 };
 
-// Validates the job and resolves every rule, as Evaluator::create does before anything runs;
-// errors name the failing field.
+// Validates the job and resolves every rule, as Evaluator::create does before anything runs; a rule
+// without a profile gets the default one (sagemaker). Errors name the failing field.
 [[nodiscard]] Result<std::vector<ResolvedRule>> resolve_job(const plugin_host::PluginRegistry& registry, JobConfig job);
 
 class Evaluator {

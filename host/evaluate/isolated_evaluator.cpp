@@ -241,6 +241,7 @@ Result<std::unique_ptr<IsolatedEvaluator>> IsolatedEvaluator::create(const plugi
     impl->board_names.push_back(group.work.job.rules.back().configuration_name);
     initial.push_back(RuleStatus{.configuration_name = impl->board_names.back(),
                                  .rule_name = std::move(rule.rule_name),
+                                 .profile = std::move(rule.profile),
                                  .status = RuleEvaluationStatus::InProgress});
   }
   impl->board = std::make_unique<StatusBoard>(std::move(initial), o.status_file, o.on_status);
@@ -297,6 +298,7 @@ void IsolatedEvaluator::Impl::handle(RunningChild& c, std::string_view line) {
     case ChildEvent::Kind::Status: board->set(index, e->status, std::move(e->details)); break;
     case ChildEvent::Kind::Trigger: board->add_trigger(index, std::move(e->trigger)); break;
     case ChildEvent::Kind::Progress: board->progress(index, e->step); break;
+    case ChildEvent::Kind::Judgement: board->set_judgement(index, std::move(e->judgement)); break;
     case ChildEvent::Kind::CallBegan: c.calls[e->rule] = {e->call, e->step, Clock::now()}; break;
     case ChildEvent::Kind::CallEnded: c.calls.erase(e->rule); break;
     case ChildEvent::Kind::Finished: c.finished[e->rule] = true; break;

@@ -34,6 +34,7 @@ std::string encode_child_work(const ChildWork& work) {
     if (r.end_step) j["end_step"] = *r.end_step;
     if (r.action_json) j["action_json"] = *r.action_json;
     if (r.source) j["source"] = *r.source;
+    if (r.profile) j["profile"] = *r.profile;
     rules.push_back(std::move(j));
   }
   nlohmann::json doc;
@@ -66,6 +67,7 @@ Result<ChildWork> decode_child_work(std::string_view text) {
       if (j.contains("end_step")) r.end_step = j["end_step"].get<int64_t>();
       if (j.contains("action_json")) r.action_json = j["action_json"].get<std::string>();
       if (j.contains("source")) r.source = j["source"].get<std::string>();
+      if (j.contains("profile")) r.profile = j["profile"].get<std::string>();
       work.job.rules.push_back(std::move(r));
     }
     return work;
@@ -98,6 +100,11 @@ std::optional<ChildEvent> parse_child_event(std::string_view line) {
     if (!parsed) return std::nullopt;
     e.kind = ChildEvent::Kind::Trigger;
     e.trigger = std::move(*parsed);
+  } else if (auto judgement = j.find("Judgement"); judgement != j.end()) {
+    auto parsed = judgement_from_json(*judgement);
+    if (!parsed) return std::nullopt;
+    e.kind = ChildEvent::Kind::Judgement;
+    e.judgement = std::move(*parsed);
   } else if (auto step = integer("CurrentStep")) {
     e.kind = ChildEvent::Kind::Progress;
     e.step = *step;
@@ -151,6 +158,7 @@ void ChildEventWriter::attach(EvaluatorOptions& options) {
   w.call_ended = [this](size_t rule) { write(rule, {{"call_ended", true}}); };
   w.trigger_added = [this](size_t rule, const Trigger& t) { write(rule, {{"Trigger", trigger_to_json(t)}}); };
   w.step_done = [this](size_t rule, int64_t step) { write(rule, {{"CurrentStep", step}}); };
+  w.judged = [this](size_t rule, const Judgement& j) { write(rule, {{"Judgement", judgement_to_json(j)}}); };
   w.finished = [this](size_t rule) { write(rule, {{"finished", true}}); };
 }
 

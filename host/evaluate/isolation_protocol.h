@@ -5,6 +5,7 @@
 //   {"rule": 0, "RuleEvaluationStatus": "IssuesFound", "StatusDetails": "..."}   a status change
 //   {"rule": 0, "Trigger": {"step": 4, "evidence": [...]}}                        a trigger (as in Triggers)
 //   {"rule": 0, "CurrentStep": 4}                                                 progress
+//   {"rule": 0, "Judgement": {"StepsJudged": 4, ...}}                           as the rule ends
 //   {"rule": 0, "call": "step", "step": 4}     the rule's code was entered (create, step, destroy)
 //   {"rule": 0, "call_ended": true}            ... and left
 //   {"rule": 0, "finished": true}              the rule reached its verdict (or Stopping)
@@ -44,12 +45,13 @@ std::string encode_child_work(const ChildWork& work);
 [[nodiscard]] Result<ChildWork> decode_child_work(std::string_view text);
 
 struct ChildEvent {
-  enum class Kind { Status, Trigger, Progress, CallBegan, CallEnded, Finished };
+  enum class Kind { Status, Trigger, Progress, Judgement, CallBegan, CallEnded, Finished };
   Kind kind = Kind::Status;
   size_t rule = 0;
   RuleEvaluationStatus status = RuleEvaluationStatus::InProgress;  // Status
   std::string details;                                             // Status
   Trigger trigger;                                                 // Trigger
+  Judgement judgement;                                             // Judgement
   int64_t step = 0;                                                // Progress, CallBegan
   RuleCall call = RuleCall::Step;                                  // CallBegan
 };

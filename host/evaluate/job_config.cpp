@@ -8,6 +8,7 @@
 #include <set>
 
 #include "format/json_limits.h"
+#include "plugin_host/profiles.h"
 
 namespace vigil::evaluate {
 
@@ -116,6 +117,10 @@ Result<RuleConfig> rule_from_parameters(std::string configuration_name, const st
       rule.action_json = value;
     } else if (key == "source_s3_uri") {
       rule.source = value;
+    } else if (key == VIGIL_PROFILE_PARAM) {
+      if (!plugin_host::find_profile(value))
+        return fail(invalid(where, fmt::format("unknown profile '{}' (profiles: {})", value, plugin_host::profile_names())));
+      rule.profile = value;
     } else {
       rule.parameters[key] = value;
     }
@@ -196,6 +201,14 @@ Result<void> validate_job(const JobConfig& job) {
     if (r.base_trial.empty())
       return fail(invalid(field, "no trial: give --trial PATH or a base_trial rule parameter"));
   }
+  return {};
+}
+
+Result<void> apply_default_profile(JobConfig& job, const std::string& profile) {
+  if (!plugin_host::find_profile(profile))
+    return fail(invalid("--profile", fmt::format("unknown profile '{}' (profiles: {})", profile, plugin_host::profile_names())));
+  for (auto& rule : job.rules)
+    if (!rule.profile) rule.profile = profile;
   return {};
 }
 

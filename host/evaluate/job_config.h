@@ -26,6 +26,7 @@ struct RuleConfig {
   std::optional<int64_t> end_step;  // exclusive
   std::optional<std::string> action_json;
   std::optional<std::string> source;  // source_s3_uri (custom rule files)
+  std::optional<std::string> profile;  // vigil_profile (plugin_host/profiles.h); nullopt: the job's default
 };
 
 struct JobConfig {
@@ -41,8 +42,13 @@ struct JobConfig {
 // Checks what the JSON parser and the command line share: names, counts, step ranges, trials.
 [[nodiscard]] Result<void> validate_job(const JobConfig& job);
 
+// Gives every rule that names no profile of its own `profile` (`vigil evaluate --profile`); an
+// unknown name is InvalidArgument naming the profiles.
+[[nodiscard]] Result<void> apply_default_profile(JobConfig& job, const std::string& profile);
+
 // Splits reserved RuleParameters keys (rule_to_invoke, base_trial, other_trial_N, other_trials,
-// start_step, end_step, action_json, source_s3_uri) from the rule's own parameters.
+// start_step, end_step, action_json, source_s3_uri, and Vigil's vigil_profile) from the rule's own
+// parameters.
 [[nodiscard]] Result<RuleConfig> rule_from_parameters(std::string configuration_name, const std::map<std::string, std::string>& params,
                                         const std::string& default_trial, std::string_view field);
 

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstring>
+#include <utility>
 
 namespace vigil::evaluate {
 
@@ -171,10 +172,6 @@ InvokeOutcome RuleInstance::invoke(int64_t step) {
     out.error = plugin_failure(fmt::format("the plugin threw a C++ exception across the C ABI at step {}", step));
     return out;
   }
-  {
-    std::lock_guard lock(session_->evidence_mu);
-    out.evidence.swap(session_->evidence);
-  }
   if (const int64_t leaked = session_->outstanding_views->load() - views_before; leaked > 0) {
     out.status = VIGIL_E_PLUGIN_FAILURE;
     out.error = plugin_failure(fmt::format(
@@ -183,21 +180,59 @@ InvokeOutcome RuleInstance::invoke(int64_t step) {
         leaked, step));
     return out;
   }
-  if (!known_status(out.status)) {
-    out.error = plugin_failure(fmt::format("invoke_at_step returned unknown status {} at step {}", out.status, step));
+  finish_call(out, met, err, fmt::format("invoke_at_step returned unknown status {{}} at step {}", step));
+  return out;
+}
+
+bool RuleInstance::takes_ticks() const {
+  return VIGIL_HAS_FIELD(rule_, vigil_rule, invoke_at_time) && rule_->invoke_at_time;
+}
+
+InvokeOutcome RuleInstance::invoke_at_time(double wall_time, int64_t last_step) {
+  InvokeOutcome out;
+  vigil_error err{};
+  err.struct_size = sizeof(err);
+  bool met = false;
+  const int64_t views_before = session_->outstanding_views->load();
+  try {
+    out.status = rule_->invoke_at_time(rule_, wall_time, last_step, &met, &err);
+  } catch (...) {
     out.status = VIGIL_E_PLUGIN_FAILURE;
+    out.error = plugin_failure("the plugin threw a C++ exception across the C ABI in invoke_at_time");
     return out;
+  }
+  if (const int64_t leaked = session_->outstanding_views->load() - views_before; leaked > 0) {
+    out.status = VIGIL_E_PLUGIN_FAILURE;
+    out.error = plugin_failure(fmt::format("the rule kept {} tensor view(s) past invoke_at_time", leaked));
+    return out;
+  }
+  finish_call(out, met, err, "invoke_at_time returned unknown status {}");
+  return out;
+}
+
+void RuleInstance::finish_call(InvokeOutcome& out, bool met, const vigil_error& err, std::string_view what) {
+  {
+    std::lock_guard lock(session_->evidence_mu);
+    out.evidence.swap(session_->evidence);
+    out.not_judged = std::exchange(session_->not_judged, false);
+    out.not_judged_reason = std::exchange(session_->not_judged_reason, {});
+  }
+  if (!known_status(out.status)) {
+    out.error = plugin_failure(fmt::vformat(what, fmt::make_format_args(out.status)));
+    out.status = VIGIL_E_PLUGIN_FAILURE;
+    return;
   }
   if (out.status == VIGIL_OK) {
     out.condition_met = met;
-    return out;
+    if (met) out.not_judged = false;  // a verdict was reached after all
+    return;
   }
   out.error = plugin_host::error_from_abi(out.status, err);
   if (out.status == VIGIL_S_RULE_CONDITION_MET) {
     out.condition_met = true;
+    out.not_judged = false;
     out.end_of_rule = (err.flags & VIGIL_ERRF_END_OF_RULE) != 0;
   }
-  return out;
 }
 
 }  // namespace vigil::evaluate

@@ -29,6 +29,9 @@ struct InvokeOutcome {
   bool end_of_rule = false;     // RuleEvaluationConditionMet with end_of_rule
   Error error;                  // the rule's error record when status != OK
   std::vector<std::string> evidence;  // JSON objects the rule reported during the call
+  // OK without the condition met, but the rule said it did not judge (ABI 1.2 not_judged) and why.
+  bool not_judged = false;
+  std::string not_judged_reason;
   // "<smdebug class>: <message>", as StatusDetails words an Error.
   std::string details() const;
 };
@@ -52,6 +55,9 @@ class RuleInstance {
   // Asks the rule what it will read at `step` and reads it into the cache.
   InvokeOutcome prefetch(int64_t step);
   InvokeOutcome invoke(int64_t step);
+  // ABI 1.2: whether the rule takes wall-clock ticks, and one tick (plugin.h's invoke_at_time).
+  bool takes_ticks() const;
+  InvokeOutcome invoke_at_time(double wall_time, int64_t last_step);
 
   const plugin_host::RuleType& type() const { return type_; }
   const std::string& name() const { return session_->rule_name; }
@@ -63,6 +69,8 @@ class RuleInstance {
   std::vector<vigil_trial> handles_;
   std::vector<vigil_trial*> handle_ptrs_;
   vigil_rule* rule_ = nullptr;
+  // Maps a finished call's status, met flag and error record onto `out` (both invoke calls).
+  void finish_call(InvokeOutcome& out, bool met, const vigil_error& err, std::string_view what);
 };
 
 }  // namespace vigil::evaluate

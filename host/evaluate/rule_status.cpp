@@ -44,6 +44,26 @@ std::optional<Trigger> trigger_from_json(const nlohmann::json& entry) {
   return Trigger{.step = step->get<int64_t>(), .evidence = evidence->get<std::vector<nlohmann::json>>()};
 }
 
+nlohmann::ordered_json judgement_to_json(const Judgement& judgement) {
+  nlohmann::ordered_json j;
+  j["EnoughData"] = judgement.enough_data();
+  j["StepsJudged"] = judgement.steps_judged;
+  j["StepsNotJudged"] = judgement.steps_not_judged;
+  if (!judgement.reason.empty()) j["NotJudgedReason"] = judgement.reason;
+  return j;
+}
+
+std::optional<Judgement> judgement_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  auto judged = j.find("StepsJudged");
+  auto not_judged = j.find("StepsNotJudged");
+  if (judged == j.end() || !judged->is_number_integer() || not_judged == j.end() || !not_judged->is_number_integer())
+    return std::nullopt;
+  Judgement out{.steps_judged = judged->get<int64_t>(), .steps_not_judged = not_judged->get<int64_t>()};
+  if (auto reason = j.find("NotJudgedReason"); reason != j.end() && reason->is_string()) out.reason = reason->get<std::string>();
+  return out;
+}
+
 double now_epoch_seconds() {
   using namespace std::chrono;
   return duration<double>(system_clock::now().time_since_epoch()).count();
@@ -88,6 +108,26 @@ void StatusBoard::progress(size_t rule, int64_t step) {
   }
 }
 
+void StatusBoard::count_judgement(size_t rule, bool judged, std::string reason, bool reason_from_rule) {
+  std::lock_guard lock(mu_);
+  auto& j = rules_.at(rule).judgement;
+  if (judged) {
+    ++j.steps_judged;
+    return;
+  }
+  ++j.steps_not_judged;
+  if (j.reason_from_rule && !reason_from_rule) return;
+  if (reason.size() > 1024) reason.resize(1024);
+  j.reason = std::move(reason);
+  j.reason_from_rule = reason_from_rule;
+}
+
+void StatusBoard::set_judgement(size_t rule, Judgement judgement) {
+  std::lock_guard lock(mu_);
+  rules_.at(rule).judgement = std::move(judgement);
+  (void)write_locked();
+}
+
 RuleStatus StatusBoard::get(size_t rule) const {
   std::lock_guard lock(mu_);
   return rules_.at(rule);
@@ -111,9 +151,12 @@ nlohmann::ordered_json StatusBoard::to_json() const {
     j["RuleEvaluationStatus"] = status_name(r.status);
     if (!r.details.empty()) j["StatusDetails"] = r.details;
     j["LastModifiedTime"] = r.last_modified;
-    // Vigil's additions (not in SageMaker's shape): the rule, its progress and the evidence.
+    // Vigil's additions (not in SageMaker's shape): the rule, its profile, its progress, whether it had
+    // the data to judge, and the evidence.
     j["RuleToInvoke"] = r.rule_name;
+    if (!r.profile.empty()) j["Profile"] = r.profile;
     if (r.current_step) j["CurrentStep"] = *r.current_step;
+    j["Judgement"] = judgement_to_json(r.judgement);
     nlohmann::ordered_json triggers = nlohmann::ordered_json::array();
     for (const auto& t : r.triggers) triggers.push_back(trigger_to_json(t));
     j["Triggers"] = std::move(triggers);

@@ -30,14 +30,31 @@ struct Trigger {
 nlohmann::ordered_json trigger_to_json(const Trigger& trigger);
 std::optional<Trigger> trigger_from_json(const nlohmann::json& entry);
 
+// Whether the rule had the data to judge, Vigil's addition beside RuleEvaluationStatus: a rule that
+// never judged ends NoIssuesFound in SageMaker's shape but says so here. A call judged unless it
+// returned a skip status (TensorUnavailableForStep, ...) or the rule said not_judged (ABI 1.2).
+struct Judgement {
+  int64_t steps_judged = 0;
+  int64_t steps_not_judged = 0;
+  std::string reason;  // why: the rule's last not_judged reason, else the last skip status's details
+  bool reason_from_rule = false;
+  bool enough_data() const { return steps_judged > 0; }
+};
+
+// The status file's "Judgement" object, and back.
+nlohmann::ordered_json judgement_to_json(const Judgement& judgement);
+std::optional<Judgement> judgement_from_json(const nlohmann::json& j);
+
 struct RuleStatus {
   std::string configuration_name;
   std::string rule_name;  // rule_to_invoke as resolved (the rule class name)
+  std::string profile;    // the rule profile its parameters' defaults came from
   RuleEvaluationStatus status = RuleEvaluationStatus::InProgress;
   std::string details;    // StatusDetails; empty = absent
   double last_modified = 0;  // epoch seconds
   std::optional<int64_t> current_step;
   std::vector<Trigger> triggers;
+  Judgement judgement;
 };
 
 // All rules' statuses. Every change is written atomically (temp file + rename) to the status file
@@ -50,6 +67,10 @@ class StatusBoard {
   void set(size_t rule, RuleEvaluationStatus status, std::string details = {});
   void add_trigger(size_t rule, Trigger trigger);
   void progress(size_t rule, int64_t step);
+  // Counts one call (written with the next change or progress write); `reason_from_rule`: the rule's
+  // own not_judged reason, which a later skip status's details do not replace.
+  void count_judgement(size_t rule, bool judged, std::string reason = {}, bool reason_from_rule = false);
+  void set_judgement(size_t rule, Judgement judgement);
   RuleStatus get(size_t rule) const;
   std::vector<RuleStatus> all() const;
   // Writes the file now (also used for the first write).

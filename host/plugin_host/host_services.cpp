@@ -142,6 +142,18 @@ const char* VIGIL_CALL output_directory(vigil_session* s) { return s ? s->output
   });
 }
 
+// A void slot: nothing may escape it, so a failure to copy the reason keeps the mark without it.
+void VIGIL_CALL not_judged(vigil_session* s, const char* reason) {
+  if (!s) return;
+  std::lock_guard lock(s->evidence_mu);
+  s->not_judged = true;
+  try {
+    s->not_judged_reason = reason ? reason : "";
+  } catch (...) {
+    s->not_judged_reason.clear();
+  }
+}
+
 [[nodiscard]] vigil_status VIGIL_CALL tensor_names(vigil_trial* t, const vigil_name_query* q, vigil_str_sink out, vigil_error* err) {
   if (!t) return bad_argument("tensor_names: trial is NULL", err);
   return guarded(err, [&]() -> vigil_status {
@@ -428,6 +440,7 @@ const vigil_host_api kHostApi = {
     .output_directory = output_directory,
     .step_wall_time = step_wall_time,
     .saved_reductions = saved_reductions,
+    .not_judged = not_judged,
 };
 
 }  // namespace

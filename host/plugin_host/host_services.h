@@ -47,8 +47,10 @@ struct vigil_session {
   std::shared_ptr<vigil::plugin_host::StepValueCache> cache;  // may be null
   // Views handed out and not yet released; shared with the views so a late release stays safe.
   std::shared_ptr<std::atomic<int64_t>> outstanding_views = std::make_shared<std::atomic<int64_t>>(0);
-  std::mutex evidence_mu;
+  std::mutex evidence_mu;                             // guards evidence and the not_judged mark
   std::vector<std::string> evidence;                  // JSON objects reported at the current step
+  bool not_judged = false;                            // the current call said it did not judge (ABI 1.2)
+  std::string not_judged_reason;
 };
 
 namespace vigil::plugin_host {

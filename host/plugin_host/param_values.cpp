@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "common/regex_limits.h"
+#include "plugin_host/profiles.h"
 
 namespace vigil::plugin_host {
 
@@ -104,7 +105,7 @@ std::expected<ParsedParam, std::string> parse_param_value(const vigil_param_spec
 }
 
 Result<BoundParams> BoundParams::bind(const vigil_rule_descriptor& rule, const std::map<std::string, std::string>& given,
-                                      std::string_view configuration_name) {
+                                      std::string_view configuration_name, std::string_view profile) {
   BoundParams out;
   for (const auto& [name, value] : given) {
     // Names and values reach the rule as C strings: an embedded NUL would silently cut them short
@@ -130,7 +131,7 @@ Result<BoundParams> BoundParams::bind(const vigil_rule_descriptor& rule, const s
   for (uint32_t i = 0; i < rule.param_count; ++i) {
     const vigil_param_spec& spec = rule.params[i];
     auto it = given.find(spec.name);
-    const char* text = it != given.end() ? it->second.c_str() : spec.default_text;
+    const char* text = it != given.end() ? it->second.c_str() : profile_default(rule, spec, profile);
     if (!text) {
       if (spec.flags & VIGIL_PARAMF_REQUIRED)
         return fail(Error::invalid_argument(

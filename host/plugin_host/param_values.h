@@ -30,11 +30,13 @@ struct ParsedParam {
 // The validated values of one rule instance, with the storage the C array points into.
 class BoundParams {
  public:
-  // `given` maps parameter names to their strings. Errors name the rule, the parameter and the value:
-  // an unknown parameter (unless the rule takes extra parameters), a missing required one, an
-  // unparsable or out-of-range value.
+  // `given` maps parameter names to their strings; a parameter left out takes its default in
+  // `profile` (profiles.h). Errors name the rule, the parameter and the value: an unknown parameter
+  // (unless the rule takes extra parameters), a missing required one, an unparsable or out-of-range
+  // value.
   [[nodiscard]] static Result<BoundParams> bind(const vigil_rule_descriptor& rule, const std::map<std::string, std::string>& given,
-                                  std::string_view configuration_name);
+                                  std::string_view configuration_name,
+                                  std::string_view profile = VIGIL_PROFILE_SAGEMAKER);
   BoundParams() = default;
   BoundParams(BoundParams&&) = default;
   BoundParams& operator=(BoundParams&&) = default;

@@ -18,6 +18,7 @@
 
 #include "plugin_host/host_services.h"
 #include "plugin_host/param_values.h"
+#include "plugin_host/profiles.h"
 
 namespace vigil::plugin_host {
 
@@ -160,6 +161,31 @@ std::string check_descriptor(const vigil_rule_descriptor* d) {
       auto parsed = parse_param_value(p, p.default_text);
       if (!parsed) return fmt::format("rule {}: the default of {} is invalid: {}", d->id, p.name, parsed.error());
     }
+  }
+  // ABI 1.2: profile defaults name a known profile and a declared parameter, once, with a valid value.
+  if (VIGIL_HAS_FIELD(d, vigil_rule_descriptor, profile_default_count) && d->profile_default_count > 0 &&
+      !d->profile_defaults)
+    return fmt::format("rule {} declares {} profile defaults but no array", d->id, d->profile_default_count);
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const vigil_profile_default& pd : profile_defaults(d)) {
+    if (pd.struct_size != sizeof(vigil_profile_default))
+      return fmt::format("rule {}: a profile default has struct_size {} (expected {})", d->id, pd.struct_size,
+                         sizeof(vigil_profile_default));
+    if (!nonempty(pd.profile) || !find_profile(pd.profile) || pd.profile == kDefaultProfile)
+      return fmt::format("rule {}: a profile default names profile '{}' (profiles with defaults of their own: {})",
+                         d->id, pd.profile ? pd.profile : "(NULL)", VIGIL_PROFILE_CALIBRATED);
+    const vigil_param_spec* spec = nullptr;
+    for (uint32_t i = 0; i < d->param_count; ++i)
+      if (pd.param && std::strcmp(d->params[i].name, pd.param) == 0) spec = &d->params[i];
+    if (!spec)
+      return fmt::format("rule {}: the {} default of '{}' names no declared parameter", d->id, pd.profile,
+                         pd.param ? pd.param : "(NULL)");
+    if (!seen.emplace(pd.profile, pd.param).second)
+      return fmt::format("rule {}: parameter {} has two {} defaults", d->id, pd.param, pd.profile);
+    if (!pd.default_text) return fmt::format("rule {}: the {} default of {} is NULL", d->id, pd.profile, pd.param);
+    auto parsed = parse_param_value(*spec, pd.default_text);
+    if (!parsed)
+      return fmt::format("rule {}: the {} default of {} is invalid: {}", d->id, pd.profile, pd.param, parsed.error());
   }
   return {};
 }
