@@ -307,11 +307,16 @@ vigil_status step_wall_time(vigil_trial* t, vigil_step step, vigil_mode mode, do
   return VIGIL_OK;
 }
 
-// The ABI 1.1 slots, where the headers have them.
+void not_judged(vigil_session* s, const char* reason) {
+  if (s) s->not_judged.emplace_back(reason ? reason : "");
+}
+
+// The ABI 1.1 and 1.2 slots, where the headers have them.
 template <class H>
 void add_v1_1_slots(H& api) {
   if constexpr (requires { api.output_directory; }) api.output_directory = output_directory;
   if constexpr (requires { api.step_wall_time; }) api.step_wall_time = step_wall_time;
+  if constexpr (requires { api.not_judged; }) api.not_judged = not_judged;
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ struct vigil_session {
   std::string output_dir;  // ABI 1.1 output_directory ("" = none)
   std::vector<std::pair<vigil_log_level, std::string>> logs;
   std::vector<std::string> evidence;
+  std::vector<std::string> not_judged;  // ABI 1.2 not_judged reasons
   bool cancelled = false;
 };
 

@@ -150,11 +150,41 @@ class Extras final : public sdk::Rule {
 
 }  // namespace
 
+#if VIGIL_ABI_MINOR >= 2
+namespace {
+// ABI 1.2: a calibrated default, not_judged and wall-clock ticks.
+class Patient final : public sdk::Rule {
+ public:
+  static constexpr sdk::ParamSpec kParams[] = {
+      sdk::param_int("min_steps", "0", "steps before judging").min(0).calibrated("2"),
+      sdk::param_string("name", "x", "no calibrated default"),
+  };
+  explicit Patient(sdk::RuleContext ctx) : Rule(std::move(ctx)), min_steps_(params().get_int("min_steps")) {}
+  sdk::Result<bool> invoke_at_step(vigil_step step) override {
+    if (step < min_steps_) not_judged(fmt::format("step {} < {}", step, min_steps_));
+    return false;
+  }
+  sdk::Result<bool> invoke_at_time(double wall_time, vigil_step last_step) override {
+    if (last_step < 0) return sdk::fail(sdk::Error::invalid_argument("no step yet"));
+    return wall_time > 100;
+  }
+
+ private:
+  int64_t min_steps_;
+};
+}  // namespace
+#define VIGIL_TEST_PATIENT_RULE , VIGIL_RULE(Patient, "vigil.test.Patient", "Patient", "ABI 1.2 services")
+#else
+#define VIGIL_TEST_PATIENT_RULE
+#endif
+
 VIGIL_PLUGIN("vigil.test.in-process", "2.0.1",
              VIGIL_RULE(Thrower, "vigil.test.Thrower", "Thrower", "Fails on demand"),
              VIGIL_RULE(CtorThrower, "vigil.test.CtorThrower", "CtorThrower", "Fails in its constructor"),
              VIGIL_RULE(Probe, "vigil.test.Probe", "Probe", "Uses the host services"),
-             VIGIL_RULE(Extras, "vigil.test.Extras", "Extras", "Reads extra parameters"));
+             VIGIL_RULE(Extras, "vigil.test.Extras", "Extras", "Reads extra parameters") VIGIL_TEST_PATIENT_RULE);
+
+constexpr uint32_t kRuleCount = VIGIL_ABI_MINOR >= 2 ? 5 : 4;
 
 namespace {
 
@@ -229,7 +259,7 @@ TEST_F(PluginTest, EntryAndDescriptors) {
   EXPECT_EQ(entry->get_factory(nullptr), nullptr);
   EXPECT_EQ(vigil_plugin_entry_v1(VIGIL_ABI_MAJOR, 99), entry);  // static data
 
-  ASSERT_EQ(factory->count(factory), 4u);
+  ASSERT_EQ(factory->count(factory), kRuleCount);
   const vigil_rule_descriptor* d = factory->descriptor(factory, 0);
   EXPECT_EQ(d->struct_size, sizeof(vigil_rule_descriptor));
   EXPECT_STREQ(d->id, "vigil.test.Thrower");
@@ -248,7 +278,7 @@ TEST_F(PluginTest, EntryAndDescriptors) {
   ASSERT_EQ(p->param_count, 4u);
   EXPECT_EQ(p->params[1].type, VIGIL_PARAM_ENUM);
   EXPECT_STREQ(p->params[1].choices[1], "exact");
-  EXPECT_EQ(factory->descriptor(factory, 4), nullptr);
+  EXPECT_EQ(factory->descriptor(factory, kRuleCount), nullptr);
 }
 
 TEST_F(PluginTest, InitIsReferenceCountedAndRunsHooks) {
@@ -563,5 +593,49 @@ TEST_F(PluginTest, ExtraParametersReachRulesThatAskForThem) {
   EXPECT_TRUE(Extras::seen.empty());
   EXPECT_EQ(invoke(r, 0, &met), VIGIL_OK);
   EXPECT_FALSE(met);
+}
+#endif
+
+#if VIGIL_ABI_MINOR >= 2
+TEST_F(PluginTest, CalibratedDefaultsNotJudgedAndTicks) {
+  // Calibrated defaults: in the descriptor, only for the parameters that have one.
+  const vigil_rule_descriptor* d = factory->descriptor(factory, 4);
+  ASSERT_STREQ(d->name, "Patient");
+  ASSERT_EQ(d->profile_default_count, 1u);
+  EXPECT_EQ(d->profile_defaults[0].struct_size, sizeof(vigil_profile_default));
+  EXPECT_STREQ(d->profile_defaults[0].profile, VIGIL_PROFILE_CALIBRATED);
+  EXPECT_STREQ(d->profile_defaults[0].param, "min_steps");
+  EXPECT_STREQ(d->profile_defaults[0].default_text, "2");
+  EXPECT_EQ(factory->descriptor(factory, 0)->profile_default_count, 0u);
+  EXPECT_EQ(factory->descriptor(factory, 0)->profile_defaults, nullptr);
+
+  vigil_param_value values[2]{};
+  values[0] = {VIGIL_PARAM_INT64, true, "2", {}, nullptr, 0};
+  values[0].v.i = 2;
+  values[1] = string_value("x");
+  vigil_rule* r = nullptr;
+  ASSERT_EQ(create("vigil.test.Patient", {values, values + 2}, &r), VIGIL_OK) << err.message;
+  bool met = true;
+  EXPECT_EQ(invoke(r, 1, &met), VIGIL_OK);
+  EXPECT_FALSE(met);
+  EXPECT_EQ(session.not_judged, (std::vector<std::string>{"step 1 < 2"}));
+  EXPECT_EQ(invoke(r, 2, &met), VIGIL_OK);
+  EXPECT_EQ(session.not_judged.size(), 1u);  // judged at step 2
+  // An ABI 1.1 host has no not_judged: the call does nothing.
+  api.struct_size = offsetof(vigil_host_api, saved_reductions) + sizeof(api.saved_reductions);
+  EXPECT_EQ(invoke(r, 0, &met), VIGIL_OK);
+  EXPECT_EQ(session.not_judged.size(), 1u);
+  api.struct_size = sizeof(vigil_host_api);
+
+  // Ticks: the slot exists only for rules that override invoke_at_time, and maps like invoke_at_step.
+  ASSERT_TRUE(VIGIL_HAS_FIELD(r, vigil_rule, invoke_at_time));
+  ASSERT_NE(r->invoke_at_time, nullptr);
+  EXPECT_EQ(r->invoke_at_time(r, 200.0, 3, &met, &err), VIGIL_OK);
+  EXPECT_TRUE(met);
+  EXPECT_EQ(r->invoke_at_time(r, 50.0, 3, &met, &err), VIGIL_OK);
+  EXPECT_FALSE(met);
+  EXPECT_EQ(r->invoke_at_time(r, 200.0, -1, &met, &err), VIGIL_E_INVALID_ARGUMENT);
+  EXPECT_STREQ(err.message, "no step yet");
+  EXPECT_EQ(thrower("none")->invoke_at_time, nullptr);
 }
 #endif
