@@ -10,6 +10,7 @@
 #include "bindings.h"
 #include "evaluate/rule_instance.h"
 #include "plugin_host/param_values.h"
+#include "plugin_host/profiles.h"
 #include "plugin_host/plugin_loader.h"
 #include "trial/trial.h"
 
@@ -53,7 +54,17 @@ class PyRuleInstance {
     }
     if (trials.size() > 1 && !(type->descriptor->flags & VIGIL_RULEF_MULTI_TRIAL))
       throw HostError(Error::invalid_argument(fmt::format("rule {} reads only its base trial", type->descriptor->name)));
-    auto bound = plugin_host::BoundParams::bind(*type->descriptor, params, configuration_name);
+    // The reserved vigil_profile key chooses the defaults, as in a job's RuleParameters.
+    auto given = params;
+    std::string profile(plugin_host::kDefaultProfile);
+    if (auto it = given.find(VIGIL_PROFILE_PARAM); it != given.end()) {
+      if (!plugin_host::find_profile(it->second))
+        throw HostError(Error::invalid_argument(fmt::format("{}: unknown profile '{}' (profiles: {})", VIGIL_PROFILE_PARAM,
+                                                            it->second, plugin_host::profile_names())));
+      profile = it->second;
+      given.erase(it);
+    }
+    auto bound = plugin_host::BoundParams::bind(*type->descriptor, given, configuration_name, profile);
     params_ = std::make_unique<plugin_host::BoundParams>(unwrap(std::move(bound)));
     rule_name_ = type->descriptor->name;
     cache_ = std::make_shared<plugin_host::StepValueCache>();

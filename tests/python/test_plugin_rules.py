@@ -101,3 +101,25 @@ def test_builtin_rules_agree_with_vigil_evaluate(fixture, plugin_dir, vigil_exe,
         except Exception as e:  # noqa: BLE001
             assert type(e).__name__ == "NoMoreData", e  # the normal end of an unbounded run
         assert rule.triggered_steps == [t["step"] for t in statuses[n].get("Triggers", [])], n
+
+
+def test_the_profile_key_chooses_the_defaults_as_in_vigil_evaluate(plugin_dir, vigil_exe, tmp_path):
+    """vigil_profile in Python as in a job: the same triggers as `vigil evaluate --profile`, and on a
+    healthy classifier Confusion's SageMaker defaults fire where the calibrated ones do not."""
+    run = os.path.join(os.path.dirname(trial_dir("mlp_healthy")), "..", "pathologies", "healthy_mlp_s1")
+    triggered = {}
+    for profile in ("sagemaker", "calibrated"):
+        status_file = tmp_path / f"{profile}.json"
+        subprocess.run([vigil_exe, "evaluate", "--quiet", "--trial", run, "--rule", "Confusion", "--profile", profile,
+                        "--status-file", str(status_file)], check=True, capture_output=True)
+        status = json.loads(status_file.read_text())["DebugRuleEvaluationStatuses"][0]
+        rule = load(plugin_dir, "Confusion", vigil.create_trial(run), vigil_profile=profile)
+        try:
+            invoke_rule(rule)
+        except Exception as e:  # noqa: BLE001
+            assert type(e).__name__ == "NoMoreData", e
+        assert rule.triggered_steps == [t["step"] for t in status["Triggers"]], profile
+        triggered[profile] = rule.triggered_steps
+    assert triggered["sagemaker"] and not triggered["calibrated"]
+    with pytest.raises(SMDebugValueError, match="unknown profile 'tuned'"):
+        load(plugin_dir, "Confusion", vigil.create_trial(run), vigil_profile="tuned")

@@ -265,7 +265,8 @@ def list_plugin_rules(plugin_dir_or_file):
 def load(plugin_dir_or_file, rule_name, base_trial, other_trials=None, configuration_name=None, **params):
     """Creates rule ``rule_name`` (its name, case-insensitive, or its id) from a plugin file or a
     folder of plugins, on ``base_trial`` (and ``other_trials``), with ``params`` given as
-    RuleParameters (converted with str(); validated by the host like ``vigil evaluate`` does)."""
+    RuleParameters (converted with str(); validated by the host like ``vigil evaluate`` does).
+    ``vigil_profile="calibrated"`` takes the calibrated profile's defaults (docs/verdict-quality.md)."""
     other_trials = list(other_trials or [])
     for t in [base_trial] + other_trials:
         if not isinstance(t, Trial) or not isinstance(t._core, _vigil.TrialCore):
