@@ -6,8 +6,12 @@
 #include <vigil/sdk.hpp>
 
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
 #include <map>
 #include <optional>
+#include <queue>
 #include <span>
 #include <string>
 #include <utility>
@@ -115,8 +119,13 @@ class Overfit final : public sdk::Rule {
  public:
   static constexpr sdk::ParamSpec kParams[] = {
       sdk::param_string_list("tensor_regex", nullptr, "Regexes selecting the loss tensors (default: the losses collection)."),
-      sdk::param_int("patience", "1", "Consecutive EVAL checks above ratio_threshold needed to fire.").min(1),
+      sdk::param_int("patience", "1", "Consecutive EVAL checks above ratio_threshold needed to fire.")
+          .min(1)
+          .calibrated("3"),
       sdk::param_double("ratio_threshold", "0.1", "Fire when (validation - training)/training exceeds this."),
+      sdk::param_bool("require_validation_rise", "False",
+                      "Vigil: a check counts only when the validation loss is above its lowest value so far.")
+          .calibrated("True"),
   };
   static constexpr const char* kDescription = R"md(Detects overfitting: the validation loss drifting above the training loss.
 
@@ -136,12 +145,26 @@ fires the rule. TRAIN steps give no verdict.
 `start_step` key, which has the same effect (no step before it is evaluated, so neither its checks nor its training
 values count).
 
+**Validation rise** (`require_validation_rise`, a Vigil addition; False in SageMaker's profile): when True, a
+check counts (increments the counter) only when, besides *r* > `ratio_threshold`, `val` is above the lowest EVAL
+value of that tensor and worker before it; otherwise the counter is reset as above.
+
 **UNSURE points of the spec, as implemented.** The window of the means is the recent one (TRAIN losses since the
 previous EVAL check, against the EVAL loss of the check), not cumulative means over the whole run (the labels list
 that only as an alternative reading); the counter is per tensor and worker.
 
+**Not judged.** TRAIN and PREDICT steps, steps without a selected loss, and EVAL steps before any training loss
+give no verdict and say so (`not_judged`).
+
+**Calibrated profile.** `require_validation_rise` True and `patience` 3. A validation loss above the training loss
+is the normal generalisation gap, and the gap ratio of a small training loss swings with each minibatch: on the
+labelled runs the ratio alone fires on five runs that generalise well and whose validation loss keeps falling.
+Overfitting proper is the validation loss rising while the training loss still falls, so a check counts only when
+the validation loss is above its best so far; three consecutive such checks (hysteresis) keep one noisy
+evaluation from firing the rule. Evidence then also gives the best validation loss.
+
 **Evidence.** Per firing tensor and worker: `val`, `mean_train`, how many TRAIN values it covers, *r*, the
-threshold, the counter and `patience`.)md";
+threshold, the counter and `patience` (with `require_validation_rise`: `best_val`, the lowest earlier EVAL value).)md";
 
   explicit Overfit(sdk::RuleContext ctx);
   Result<bool> invoke_at_step(vigil_step step) override;
@@ -153,10 +176,12 @@ threshold, the counter and `patience`.)md";
     std::optional<double> last_train_mean;
     int64_t last_train_count = 0;
     int64_t counter = 0;
+    double best_val = std::numeric_limits<double>::infinity();  // the lowest EVAL value so far
   };
   std::vector<std::string> regexes_;
   int64_t patience_;
   double ratio_threshold_;
+  bool require_validation_rise_;
   std::map<std::pair<std::string, std::string>, State> state_;  // (tensor, worker)
 };
 

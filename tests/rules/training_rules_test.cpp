@@ -115,7 +115,8 @@ TEST(TrainingRulesPlugin, LoadsEveryRuleWithSageMakersNamesAndDefaults) {
        {{"collection_names", ""}, {"tensor_regex", ""}, {"use_losses_collection", "True"}, {"num_steps", "10"},
         {"diff_percent", "0.1"}, {"increase_threshold_percent", "5"}, {"mode", ""},
         {"comparison", "documented"}}},  // comparison: Vigil's extension (ci2019, window_mean)
-      {"Overfit", {{"tensor_regex", ""}, {"patience", "1"}, {"ratio_threshold", "0.1"}}},
+      {"Overfit",
+       {{"tensor_regex", ""}, {"patience", "1"}, {"ratio_threshold", "0.1"}, {"require_validation_rise", "False"}}},
       {"Overtraining", {{"patience_train", "5"}, {"patience_validation", "10"}, {"delta", "0.01"}}},
       {"DeadRelu", {{"tensor_regex", ".*relu_output"}, {"threshold_inactivity", "1.0"}, {"threshold_layer", "50.0"}}},
       {"SaturatedActivation",
@@ -561,6 +562,27 @@ TEST(TrainingOverfit, NaNResetsAndOtherTensorsByRegex) {
             (Steps{1, 3, 5}));
   // No loss at all: no data, no error.
   EXPECT_EQ(training_run("Overfit", dir.path(), {{"tensor_regex", "nothing_matches"}}).status,
+            RuleEvaluationStatus::NoIssuesFound);
+}
+
+TEST(TrainingOverfit, RequireValidationRiseCountsOnlyAValidationLossAboveItsBest) {
+  // TRAIN 1.0 throughout; EVAL 2.0, 1.8, 1.6, 1.7, 1.8, 1.9, 1.5, 1.6: always 50 % or more above the
+  // training loss (the ratio alone fires at every check), above its best at checks 3, 4, 5 and 7.
+  const std::vector<double> eval{2.0, 1.8, 1.6, 1.7, 1.8, 1.9, 1.5, 1.6};
+  ScratchDir dir;
+  training_cycles(dir.path(), [&](Mode m, int64_t k) { return m == Mode::Eval ? eval[size_t(k)] : 1.0; }, 8);
+  EXPECT_EQ(trigger_steps(training_run("Overfit", dir.path())), (Steps{2, 5, 8, 11, 14, 17, 20, 23}));
+  EXPECT_EQ(trigger_steps(training_run("Overfit", dir.path(), {{"require_validation_rise", "True"}})),
+            (Steps{11, 14, 17, 23}));
+  auto s = training_run("Overfit", dir.path(), {{"require_validation_rise", "True"}, {"patience", "3"}});
+  EXPECT_EQ(trigger_steps(s), (Steps{17}));
+  auto e = evidence_at_step(s, 17)["losses"][0];
+  EXPECT_EQ(e["best_val"], 1.6);
+  EXPECT_EQ(e["counter"], 3);
+  // A validation loss that keeps falling, however far above the training loss, never counts.
+  ScratchDir falling;
+  training_cycles(falling.path(), [](Mode m, int64_t k) { return m == Mode::Eval ? 3.0 - 0.1 * double(k) : 1.0; });
+  EXPECT_EQ(training_run("Overfit", falling.path(), {{"require_validation_rise", "True"}}).status,
             RuleEvaluationStatus::NoIssuesFound);
 }
 
