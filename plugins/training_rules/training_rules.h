@@ -26,7 +26,7 @@ using sdk::Result;
 class LossNotDecreasing final : public sdk::Rule {
  public:
   static constexpr const char* kModes[] = {"EVAL", "TRAIN", "GLOBAL", nullptr};
-  static constexpr const char* kComparisons[] = {"documented", "ci2019", "window_mean", nullptr};
+  static constexpr const char* kComparisons[] = {"documented", "ci2019", "window_mean", "trend", nullptr};
   static constexpr sdk::ParamSpec kParams[] = {
       sdk::param_string_list("collection_names", nullptr, "Collections whose scalar tensors are losses."),
       sdk::param_string_list("tensor_regex", nullptr, "Regexes (re.search) selecting scalar loss tensors."),
@@ -40,8 +40,18 @@ class LossNotDecreasing final : public sdk::Rule {
           .range(0, 100),
       sdk::param_enum("mode", kModes, nullptr, "Steps judged: EVAL, TRAIN or GLOBAL. Unset: EVAL, then TRAIN, then GLOBAL."),
       sdk::param_enum("comparison", kComparisons, "documented",
-                      "Vigil extension: `documented` (SageMaker's 2020+ docs), `ci2019` (smdebug's 2019 tests) or "
-                      "`window_mean` (means of the last two windows of num_steps losses)."),
+                      "Vigil extension: `documented` (SageMaker's 2020+ docs), `ci2019` (smdebug's 2019 tests), "
+                      "`window_mean` (means of the last two windows of num_steps losses) or `trend` (a least-squares "
+                      "trend over the last 2*num_steps losses, against their noise).")
+          .calibrated("trend"),
+      sdk::param_bool("prefer_train_mode", "False", "Vigil: with mode unset, try TRAIN before EVAL.")
+          .calibrated("True"),
+      sdk::param_int("patience", "1", "Vigil: consecutive checks at which a loss must fire before the rule does.")
+          .min(1)
+          .calibrated("3"),
+      sdk::param_double("trend_std_errors", "1.2816",
+                        "Vigil, `trend`: standard errors by which the decrease must beat diff_percent to count.")
+          .min(0),
   };
   static constexpr const char* kDescription = R"md(Detects a loss that is not decreasing fast enough (or is increasing).
 
@@ -52,8 +62,9 @@ tensor of the trial is used. SageMaker attaches `losses` (save_interval 500).
 
 **Mode.** `mode` chooses whose steps are judged and counted: `TRAIN` or `EVAL` use that mode's steps and mode-step
 numbers (other steps give no verdict), `GLOBAL` uses every saved step with global numbers. Unset (the default),
-the rule uses the first of EVAL, TRAIN, GLOBAL in which a selected loss tensor has been saved; the choice is made
-again at each step until the first check, then kept.
+the rule uses the first of EVAL, TRAIN, GLOBAL (TRAIN, EVAL, GLOBAL when `prefer_train_mode` is True, a Vigil
+addition) in which a selected loss tensor has been saved; the choice is made again at each step until the first
+check, then kept.
 
 **Verdict.** Steps are counted in the chosen mode. At a step *s* where a loss is saved, if a check happened at
 *c* and *s* < *c* + `num_steps`, there is no verdict. Otherwise, for each loss tensor and each worker that saved it
@@ -76,6 +87,18 @@ steps, `num_steps` 10: step 21 is compared with step 9 and the next check is at 
   saved, let *n* be the number of saved steps of that tensor ≤ *s* (in the chosen mode). When *n* ≥ 2·`num_steps`
   and *n* is a multiple of `num_steps`, `cur` is the mean of the last `num_steps` values and `prev` the mean of the
   `num_steps` before them; fire when `cur` ≥ `prev`·(1 − `diff_percent`/100). There is no other schedule.
+* `trend`: a trend test against the run's own noise. At every saved step *s* of the loss with at least
+  2·`num_steps` saved values ≤ *s* (*k* = `num_steps`), a least-squares line is fitted to the last 2*k* values
+  against their position (0 … 2*k* − 1). `prev` and `cur` are the line's values at the centres of the two halves
+  (as `window_mean` compares the halves' means), so the decrease is `prev` − `cur` = −slope·*k*, and its standard
+  error *se* = *k*·(standard error of the slope, from the residuals, 2*k* − 2 degrees of freedom). The loss is
+  decreasing only when `prev` − `cur` > |`prev`|·`diff_percent`/100 + `trend_std_errors`·*se*: it fires otherwise
+  (a rise always does). With no noise (*se* = 0) this is the documented test on the fitted values. A window
+  holding NaN or an infinite value does not fire (ExplodingTensor reports those). There is no other schedule.
+
+**Patience** (`patience`, a Vigil addition; 1 in SageMaker's profile): per loss tensor and worker, a counter of
+consecutive checks at which the comparison fired (a check where it did not resets it; a step where the tensor
+could not be compared leaves it); the rule fires when a counter reaches `patience`.
 
 **UNSURE points of the spec, as implemented.** (1) The default comparison is the documented 2020+ meaning above,
 not the 2019 CI behaviour, which the labelled pathology runs list only as an alternative reading (it stays
@@ -84,9 +107,24 @@ saved step that has a step ≥ `num_steps` earlier. (3) Non-scalar tensors are s
 tensors or workers: any one fires. (5) Unset `mode` is resolved as above, so a run with EVAL losses is judged on
 them (which is what the labels assume).
 
-**Evidence.** The mode, global step, mode step, `num_steps` and both thresholds, and per firing loss: tensor,
-worker, the compared step, `prev`, `cur`, the change in percent and which threshold was crossed (`window_mean`:
-the window's first and last steps and both means instead).)md";
+**Not judged.** Steps of another mode, steps between two checks, steps where no loss could be compared (no
+step `num_steps` earlier, fewer than 2·`num_steps` values for `trend`) and trials without a scalar loss give no
+verdict and say so (`not_judged`).
+
+**Calibrated profile.** `comparison` `trend`, `prefer_train_mode` True and `patience` 3 (with `num_steps` 10,
+`diff_percent` 0.1 and `trend_std_errors` 1.2816, the one-sided 90 % normal quantile). The documented test compares two
+single losses, so it measures the noise of two minibatches (or two evaluations) more than the trend, and it
+tolerates any rise below `increase_threshold_percent` (5 %): a loss stuck at chance level that drifts up by 1-2 %
+is not reported. The trend test fits 20 losses and calls the loss decreasing only when the fitted decrease beats
+`diff_percent` by more than its own noise (1.28 standard errors); three consecutive checks must agree before the
+rule fires. The training loss is the one the optimiser lowers, hence TRAIN first: a rising validation loss while
+the training loss falls is overfitting (Overfit, Overtraining), not a stalled optimisation.
+
+**Evidence.** The mode, global step, mode step, `num_steps`, both thresholds and `patience`, and per firing loss:
+tensor, worker, the counter, the compared step, `prev`, `cur`, the change in percent and which threshold was
+crossed (`window_mean`: the window's first and last steps and both means instead; `trend`: the window's first and
+last steps, the fitted `prev` and `cur`, the decrease and its standard error in percent of `prev`, and
+`trend_std_errors`).)md";
 
   explicit LossNotDecreasing(sdk::RuleContext ctx);
   Result<bool> invoke_at_step(vigil_step step) override;
@@ -94,14 +132,25 @@ the window's first and last steps and both means instead).)md";
  private:
   Result<std::vector<std::string>> loss_tensors() const;
   Result<vigil_mode> resolve_mode(const std::vector<std::string>& names) const;
-  // One loss tensor for one worker at mode step s: the evidence record when it fires, "" when it
-  // does not; nullopt when nothing could be compared (no earlier step, no value).
-  Result<std::optional<std::string>> compare_single(const sdk::Tensor& tensor, const std::string& worker,
-                                                    vigil_step s, vigil_mode mode,
-                                                    std::span<const vigil_step> steps) const;
-  Result<std::optional<std::string>> compare_windows(const sdk::Tensor& tensor, const std::string& worker,
-                                                     vigil_step s, vigil_mode mode,
-                                                     std::span<const vigil_step> steps) const;
+  // One comparison of one loss tensor for one worker at mode step s.
+  struct Comparison {
+    bool fires = false;
+    sdk::JsonObject evidence;  // what was compared (used when it fires)
+  };
+  // The comparison the `comparison` parameter names; nullopt when nothing could be compared (no
+  // earlier step, too few values, no value).
+  Result<std::optional<Comparison>> compare(const sdk::Tensor& tensor, const std::string& worker, vigil_step s,
+                                            vigil_mode mode, std::span<const vigil_step> steps) const;
+  Result<std::optional<Comparison>> compare_single(const sdk::Tensor& tensor, const std::string& worker, vigil_step s,
+                                                   vigil_mode mode, std::span<const vigil_step> steps) const;
+  Result<std::optional<Comparison>> compare_windows(const sdk::Tensor& tensor, const std::string& worker, vigil_step s,
+                                                    vigil_mode mode, std::span<const vigil_step> steps) const;
+  Result<std::optional<Comparison>> compare_trend(const sdk::Tensor& tensor, const std::string& worker, vigil_step s,
+                                                  vigil_mode mode, std::span<const vigil_step> steps) const;
+  // The last `count` saved values of the tensor at steps <= s; nullopt when fewer were saved.
+  Result<std::optional<std::pair<std::vector<vigil_step>, std::vector<double>>>> last_values(
+      const sdk::Tensor& tensor, const std::string& worker, vigil_step s, vigil_mode mode,
+      std::span<const vigil_step> steps, size_t count) const;
 
   std::vector<std::string> collections_;
   std::vector<std::string> regexes_;
@@ -110,8 +159,12 @@ the window's first and last steps and both means instead).)md";
   double diff_percent_;
   double increase_percent_;
   std::string comparison_;
+  bool prefer_train_;
+  int64_t patience_;
+  double trend_std_errors_;
   std::optional<vigil_mode> mode_;             // given, or fixed at the first check
   std::optional<vigil_step> last_check_;        // in steps of mode_
+  std::map<std::pair<std::string, std::string>, int64_t> counters_;  // (tensor, worker): consecutive fires
 };
 
 // ---------------------------------------------------------------------------------------------

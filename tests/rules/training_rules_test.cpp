@@ -111,10 +111,12 @@ using Steps = std::vector<int64_t>;
 TEST(TrainingRulesPlugin, LoadsEveryRuleWithSageMakersNamesAndDefaults) {
   const auto& registry = test::builtin_registry();
   const std::map<std::string, std::map<std::string, std::string>> expected = {
+      // Vigil's additions default to SageMaker's behaviour: comparison (ci2019, window_mean, trend),
+      // prefer_train_mode, patience, trend_std_errors; require_validation_rise.
       {"LossNotDecreasing",
        {{"collection_names", ""}, {"tensor_regex", ""}, {"use_losses_collection", "True"}, {"num_steps", "10"},
-        {"diff_percent", "0.1"}, {"increase_threshold_percent", "5"}, {"mode", ""},
-        {"comparison", "documented"}}},  // comparison: Vigil's extension (ci2019, window_mean)
+        {"diff_percent", "0.1"}, {"increase_threshold_percent", "5"}, {"mode", ""}, {"comparison", "documented"},
+        {"prefer_train_mode", "False"}, {"patience", "1"}, {"trend_std_errors", "1.2816"}}},
       {"Overfit",
        {{"tensor_regex", ""}, {"patience", "1"}, {"ratio_threshold", "0.1"}, {"require_validation_rise", "False"}}},
       {"Overtraining", {{"patience_train", "5"}, {"patience_validation", "10"}, {"delta", "0.01"}}},
@@ -156,6 +158,8 @@ TEST(TrainingRulesPlugin, RefusesOutOfRangeParameters) {
       {"LossNotDecreasing", {{"mode", "PREDICT"}}},
       {"Overfit", {{"patience", "0"}}},
       {"Overtraining", {{"delta", "-1"}}},
+      {"LossNotDecreasing", {{"patience", "0"}}},
+      {"LossNotDecreasing", {{"trend_std_errors", "-1"}}},
       {"DeadRelu", {{"threshold_layer", "101"}}},
       {"SaturatedActivation", {{"threshold_inactivity", "-1"}}},
       {"PoorWeightInitialization", {{"patience", "0"}}},
@@ -423,6 +427,151 @@ TEST(TrainingLossNotDecreasing, WindowMeanComparesTheLastTwoWindows) {
   EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", dir.path(),
                                         {{"comparison", "window_mean"}, {"num_steps", "3"}, {"diff_percent", "24"}})),
             (Steps{10, 22}));
+}
+
+// Reproducible noise in [-1, 1]: a 64-bit linear congruential generator (Knuth's MMIX constants).
+class TrainingNoise {
+ public:
+  explicit TrainingNoise(uint64_t seed) : x_(seed) {}
+  double next() {
+    x_ = x_ * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(x_ >> 11) / 9007199254740992.0 * 2 - 1;  // 53 bits
+  }
+
+ private:
+  uint64_t x_;
+};
+
+// `count` TRAIN losses value(i) + amplitude * noise.
+void training_noisy_losses(const fs::path& dir, int64_t count, const std::function<double(int64_t)>& value,
+                           double amplitude, uint64_t seed = 1) {
+  TrainingNoise noise(seed);
+  std::vector<double> v;
+  for (int64_t i = 0; i < count; ++i) v.push_back(value(i) + amplitude * noise.next());
+  training_loss_trial(dir, training_range(0, count - 1), [&](int64_t s) { return v[size_t(s)]; });
+}
+
+const std::map<std::string, std::string> kTrend = {{"comparison", "trend"}};
+
+TEST(TrainingLossNotDecreasing, TrendFiresOnANoisyFlatLossNotOnANoisyDecrease) {
+  // Minibatch noise of +-5 % around a flat loss: the fitted decrease is within its noise, so the
+  // loss is not shown to decrease; the same noise around a loss falling 10 % per 10 steps is.
+  ScratchDir flat, falling;
+  training_noisy_losses(flat.path(), 40, [](int64_t) { return 1.0; }, 0.05);
+  training_noisy_losses(falling.path(), 40, [](int64_t i) { return 1.0 - 0.01 * double(i); }, 0.05);
+  auto s = training_run("LossNotDecreasing", flat.path(), kTrend);
+  ASSERT_EQ(s.status, RuleEvaluationStatus::IssuesFound) << seen(s);
+  EXPECT_GE(trigger_steps(s).front(), 19);  // the first window of 2*num_steps losses ends at 19
+  auto e = evidence(s, 0);
+  EXPECT_EQ(e["comparison"], "trend");
+  const auto& loss = e["losses"][0];
+  EXPECT_EQ(loss["crossed"], "trend");
+  EXPECT_EQ(loss["window_last_step"].get<int64_t>() - loss["window_first_step"].get<int64_t>(), 19);
+  EXPECT_LT(loss["decrease_percent"].get<double>(),
+            0.1 + loss["trend_std_errors"].get<double>() * loss["std_error_percent"].get<double>());
+  EXPECT_GT(loss["std_error_percent"].get<double>(), 0.0);
+  EXPECT_EQ(training_run("LossNotDecreasing", falling.path(), kTrend).status, RuleEvaluationStatus::NoIssuesFound);
+}
+
+TEST(TrainingLossNotDecreasing, TrendWithoutNoiseIsTheDocumentedTestOnTheFittedLine) {
+  // 2 - 0.001 i, i = 0..19: the line's values at the halves' centres (4.5, 14.5) are 1.9955 and
+  // 1.9855: a decrease of 0.01, 0.5011 % of prev, with no noise.
+  ScratchDir dir;
+  training_loss_trial(dir.path(), training_range(0, 19), [](int64_t i) { return 2.0 - 0.001 * double(i); });
+  auto at = [&](const std::string& diff) {
+    auto params = kTrend;
+    params["diff_percent"] = diff;
+    return training_run("LossNotDecreasing", dir.path(), params);
+  };
+  EXPECT_EQ(at("0.5").status, RuleEvaluationStatus::NoIssuesFound);
+  auto s = at("0.51");
+  ASSERT_EQ(trigger_steps(s), (Steps{19}));  // one window of 20 values: one check
+  const auto loss = evidence_at_step(s, 19)["losses"][0];
+  EXPECT_NEAR(loss["prev"].get<double>(), 1.9955, 1e-12);
+  EXPECT_NEAR(loss["cur"].get<double>(), 1.9855, 1e-12);
+  EXPECT_NEAR(loss["decrease_percent"].get<double>(), 100 * 0.01 / 1.9955, 1e-9);
+  EXPECT_NEAR(loss["std_error_percent"].get<double>(), 0.0, 1e-9);
+  EXPECT_EQ(loss["window_first_step"], 0);
+  // Fewer than 2*num_steps values: nothing is compared.
+  ScratchDir short_run;
+  training_loss_trial(short_run.path(), training_range(0, 18), [](int64_t) { return 1.0; });
+  EXPECT_EQ(training_run("LossNotDecreasing", short_run.path(), kTrend).status, RuleEvaluationStatus::NoIssuesFound);
+  // A rise always fires, whatever its size.
+  ScratchDir rising;
+  training_loss_trial(rising.path(), training_range(0, 19), [](int64_t i) { return 1.0 + 0.0001 * double(i); });
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", rising.path(), kTrend)), (Steps{19}));
+}
+
+TEST(TrainingLossNotDecreasing, TrendStdErrorsIsTheNoiseMarginOfTheDecrease) {
+  // A loss falling 5 % per 10 steps under +-5 % noise: decreasing beyond its noise, but not by ten
+  // standard errors.
+  ScratchDir dir;
+  training_noisy_losses(dir.path(), 20, [](int64_t i) { return 1.0 - 0.005 * double(i); }, 0.05, 7);
+  auto with = [&](const std::string& z) {
+    auto params = kTrend;
+    params["trend_std_errors"] = z;
+    return training_run("LossNotDecreasing", dir.path(), params);
+  };
+  EXPECT_EQ(with("0").status, RuleEvaluationStatus::NoIssuesFound);
+  EXPECT_EQ(with("1.2816").status, RuleEvaluationStatus::NoIssuesFound);
+  auto s = with("10");
+  ASSERT_EQ(trigger_steps(s), (Steps{19}));
+  const auto loss = evidence_at_step(s, 19)["losses"][0];
+  const double t = (loss["decrease_percent"].get<double>() - 0.1) / loss["std_error_percent"].get<double>();
+  EXPECT_GT(t, 1.2816);
+  EXPECT_LT(t, 10.0);
+}
+
+TEST(TrainingLossNotDecreasing, TrendSkipsWindowsHoldingNaN) {
+  // num_steps 2: windows of 4; the windows ending at 3..6 hold the NaN of step 3.
+  ScratchDir dir;
+  training_loss_trial(dir.path(), training_range(0, 8), [](int64_t s) { return s == 3 ? kNaN : 1.0; });
+  auto params = kTrend;
+  params["num_steps"] = "2";
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", dir.path(), params)), (Steps{7, 8}));
+}
+
+TEST(TrainingLossNotDecreasing, PatienceCountsConsecutiveFiringChecks) {
+  // A constant loss fires at every check: trend (num_steps 5) checks every step from 9 on.
+  ScratchDir dir;
+  training_loss_trial(dir.path(), training_range(0, 14), [](int64_t) { return 1.0; });
+  auto params = kTrend;
+  params["num_steps"] = "5";
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", dir.path(), params)), training_range(9, 14));
+  params["patience"] = "3";
+  auto s = training_run("LossNotDecreasing", dir.path(), params);
+  EXPECT_EQ(trigger_steps(s), training_range(11, 14));
+  EXPECT_EQ(evidence_at_step(s, 11)["patience"], 3);
+  EXPECT_EQ(evidence_at_step(s, 11)["losses"][0]["counter"], 3);
+  // The documented comparison too: checks at 5 and 10 fire, so patience 2 fires at 10 only; a check
+  // that does not fire resets the counter (a 50 % drop at 15 in the second trial).
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", dir.path(), {{"num_steps", "5"}, {"patience", "2"}})),
+            (Steps{10}));
+  ScratchDir reset;
+  training_loss_trial(reset.path(), training_range(0, 25), [](int64_t s) { return s < 15 ? 1.0 : 0.5; });
+  EXPECT_EQ(trigger_steps(training_run("LossNotDecreasing", reset.path(), {{"num_steps", "5"}, {"patience", "2"}})),
+            (Steps{10, 25}));
+}
+
+TEST(TrainingLossNotDecreasing, PreferTrainModeJudgesTheTrainingLossFirst) {
+  // EVAL losses halve at each evaluation, the TRAIN loss stays flat: the unset mode judges EVAL, with
+  // prefer_train_mode TRAIN (mode steps 10 and 20 are global 15 and 30).
+  ScratchDir dir;
+  training_cycles(dir.path(), [](Mode m, int64_t k) { return m == Mode::Eval ? std::ldexp(1.0, -int(k)) : 1.0; });
+  EXPECT_EQ(training_run("LossNotDecreasing", dir.path()).status, RuleEvaluationStatus::NoIssuesFound);
+  auto s = training_run("LossNotDecreasing", dir.path(), {{"prefer_train_mode", "True"}});
+  EXPECT_EQ(trigger_steps(s), (Steps{15, 30}));
+  EXPECT_EQ(evidence_at_step(s, 15)["mode"], "TRAIN");
+  // Without TRAIN losses it still judges EVAL: a constant EVAL loss fires at mode step 10 (global 10).
+  ScratchDir eval_only;
+  {
+    TrainingWriter w(eval_only.path());
+    for (int k = 0; k <= 10; ++k) w.step(Mode::Eval).loss(1.0);
+    w.close();
+  }
+  auto e = training_run("LossNotDecreasing", eval_only.path(), {{"prefer_train_mode", "True"}});
+  EXPECT_EQ(trigger_steps(e), (Steps{10}));
+  EXPECT_EQ(evidence_at_step(e, 10)["mode"], "EVAL");
 }
 
 // LossNotDecreasingLike (shared/fixtures/smdebug-real/<name>.expected.json) compares the means of the
