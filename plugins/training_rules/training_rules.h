@@ -242,9 +242,16 @@ threshold, the counter and `patience` (with `require_validation_rise`: `best_val
 class Overtraining final : public sdk::Rule {
  public:
   static constexpr sdk::ParamSpec kParams[] = {
-      sdk::param_int("patience_train", "5", "TRAIN steps without improvement before firing.").min(1),
-      sdk::param_int("patience_validation", "10", "EVAL steps without improvement before firing.").min(1),
+      sdk::param_int("patience_train", "5", "TRAIN steps without improvement before firing.").min(1).calibrated("10"),
+      sdk::param_int("patience_validation", "10", "EVAL steps without improvement before firing.")
+          .min(1)
+          .calibrated("5"),
       sdk::param_double("delta", "0.01", "Minimum decrease of the best loss that counts as an improvement.").min(0),
+      sdk::param_bool("relative_delta", "False", "Vigil: delta is a fraction of the best loss, not an amount.")
+          .calibrated("True"),
+      sdk::param_int("train_window", "1", "Vigil: TRAIN values are compared as the mean of the last this many.")
+          .min(1)
+          .calibrated("10"),
   };
   static constexpr const char* kDescription = R"md(Detects overtraining: the training or the validation loss has stopped improving.
 
@@ -258,11 +265,32 @@ where a loss was saved (TRAIN or EVAL), the rule fires when any tracked training
 validation counter ≥ `patience_validation`. It keeps firing at each step until an improvement resets the counter.
 Steps without a saved loss give no verdict.
 
+**Vigil additions** (SageMaker's profile leaves them off):
+
+* `relative_delta` True: an improvement is *v* < best − `delta`·|best|, so `delta` is a fraction of the loss
+  (0.01: one percent) instead of an amount in the loss's units.
+* `train_window` *w* > 1: the training counter compares, instead of each TRAIN value, the mean of the last *w*
+  TRAIN values of that tensor and worker (a moving mean over the minibatch noise); it starts once *w* values are
+  saved. Validation values are compared one by one.
+
 **UNSURE points of the spec, as implemented.** Either counter fires ("train or validation"), not the validation
 counter alone; counters count saved steps of their mode; NaN never improves.
 
+**Not judged.** PREDICT steps, steps without a saved loss, and steps before any counter has started (fewer than
+`train_window` TRAIN values and no EVAL value yet) give no verdict and say so (`not_judged`).
+
+**Calibrated profile.** `relative_delta` True (with `delta` 0.01: a 1 % improvement), `train_window` 10,
+`patience_train` 10, `patience_validation` 5. An absolute `delta` means nothing across losses of different scales
+(0.01 is 20 % of a loss of 0.05 and noise on a loss of 5). A single minibatch loss is noisy, so its best value so
+far is an outlier that later values rarely beat: SageMaker's training counter fires on most noisy runs that are
+still learning (four of the labelled runs). The calibrated training counter tracks the moving mean of 10 values and
+fires after 10 steps without a 1 % improvement, i.e. once a whole window of new values has failed to improve. The
+validation loss (evaluated on a fixed set) is smooth; 5 evaluations without a 1 % improvement is a usual
+early-stopping patience, where SageMaker's 10 needs more evaluations than many jobs make.
+
 **Evidence.** Per counter at or above its patience: tensor, worker, mode, counter, patience, best loss, the value
-just read (when read at this step) and `delta`.)md";
+just compared (when compared at this step: with `train_window` > 1 the TRAIN moving mean), `delta`, and with
+`train_window` > 1 the window.)md";
 
   explicit Overtraining(sdk::RuleContext ctx);
   Result<bool> invoke_at_step(vigil_step step) override;
@@ -275,10 +303,16 @@ just read (when read at this step) and `delta`.)md";
   };
   struct State {
     Track train, validation;
+    std::deque<double> train_recent;  // the last train_window TRAIN values
   };
+  // Updates `t` with the value `v`; true when v improves the best loss.
+  bool update(Track& t, double v) const;
+
   int64_t patience_train_;
   int64_t patience_validation_;
   double delta_;
+  bool relative_delta_;
+  size_t train_window_;
   std::map<std::pair<std::string, std::string>, State> state_;  // (tensor, worker)
 };
 

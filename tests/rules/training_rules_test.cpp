@@ -112,14 +112,17 @@ TEST(TrainingRulesPlugin, LoadsEveryRuleWithSageMakersNamesAndDefaults) {
   const auto& registry = test::builtin_registry();
   const std::map<std::string, std::map<std::string, std::string>> expected = {
       // Vigil's additions default to SageMaker's behaviour: comparison (ci2019, window_mean, trend),
-      // prefer_train_mode, patience, trend_std_errors; require_validation_rise.
+      // prefer_train_mode, patience, trend_std_errors; require_validation_rise; relative_delta,
+      // train_window.
       {"LossNotDecreasing",
        {{"collection_names", ""}, {"tensor_regex", ""}, {"use_losses_collection", "True"}, {"num_steps", "10"},
         {"diff_percent", "0.1"}, {"increase_threshold_percent", "5"}, {"mode", ""}, {"comparison", "documented"},
         {"prefer_train_mode", "False"}, {"patience", "1"}, {"trend_std_errors", "1.2816"}}},
       {"Overfit",
        {{"tensor_regex", ""}, {"patience", "1"}, {"ratio_threshold", "0.1"}, {"require_validation_rise", "False"}}},
-      {"Overtraining", {{"patience_train", "5"}, {"patience_validation", "10"}, {"delta", "0.01"}}},
+      {"Overtraining",
+       {{"patience_train", "5"}, {"patience_validation", "10"}, {"delta", "0.01"}, {"relative_delta", "False"},
+        {"train_window", "1"}}},
       {"DeadRelu", {{"tensor_regex", ".*relu_output"}, {"threshold_inactivity", "1.0"}, {"threshold_layer", "50.0"}}},
       {"SaturatedActivation",
        {{"collection_names", ""}, {"tensor_regex", ".*tanh_input|.*sigmoid_input"}, {"threshold_tanh_min", "-9.4999"},
@@ -158,6 +161,7 @@ TEST(TrainingRulesPlugin, RefusesOutOfRangeParameters) {
       {"LossNotDecreasing", {{"mode", "PREDICT"}}},
       {"Overfit", {{"patience", "0"}}},
       {"Overtraining", {{"delta", "-1"}}},
+      {"Overtraining", {{"train_window", "0"}}},
       {"LossNotDecreasing", {{"patience", "0"}}},
       {"LossNotDecreasing", {{"trend_std_errors", "-1"}}},
       {"DeadRelu", {{"threshold_layer", "101"}}},
@@ -787,6 +791,43 @@ TEST(TrainingOvertraining, ImprovementResetsNaNDoesNotAndStepsWithoutLossAreNotJ
   }
   // Counter: 5 at 5; 0 at 6; then 1, 2, 3, 4, 5 at 7..11 (NaN is no improvement); 6 at 14.
   EXPECT_EQ(trigger_steps(training_run("Overtraining", dir.path())), (Steps{5, 11, 14}));
+}
+
+TEST(TrainingOvertraining, RelativeDeltaDoesNotDependOnTheLossScale) {
+  // A loss falling 0.5 % per step, at scales 1 and 1000. An absolute delta of 0.01 is 1 % of the
+  // first and 0.001 % of the second; as a fraction it is 1 % of both, and both give the same steps.
+  ScratchDir small, large;
+  training_loss_trial(small.path(), training_range(0, 12), [](int64_t i) { return 1.0 - 0.005 * double(i); });
+  training_loss_trial(large.path(), training_range(0, 12), [](int64_t i) { return 1000.0 - 5.0 * double(i); });
+  const std::map<std::string, std::string> relative = {{"relative_delta", "True"}, {"patience_train", "2"}};
+  const auto small_steps = trigger_steps(training_run("Overtraining", small.path(), relative));
+  EXPECT_FALSE(small_steps.empty());
+  EXPECT_EQ(trigger_steps(training_run("Overtraining", large.path(), relative)), small_steps);
+  // Absolute: no 0.005 step beats best - 0.01 at scale 1 (fires), every 5.0 step does at 1000.
+  EXPECT_FALSE(trigger_steps(training_run("Overtraining", small.path(), {{"patience_train", "2"}})).empty());
+  EXPECT_EQ(training_run("Overtraining", large.path(), {{"patience_train", "2"}}).status,
+            RuleEvaluationStatus::NoIssuesFound);
+}
+
+TEST(TrainingOvertraining, TrainWindowComparesTheMovingMeanOfTrainingLosses) {
+  // A loss falling 0.015 per step under +-0.1 minibatch noise: a lucky minibatch sets a best that
+  // the next values seldom beat, so single values stall (7 steps at most here); the mean of 10
+  // follows the trend (3 steps at most).
+  ScratchDir dir;
+  training_noisy_losses(dir.path(), 60, [](int64_t i) { return 1.0 - 0.015 * double(i); }, 0.1, 3);
+  EXPECT_EQ(training_run("Overtraining", dir.path()).status, RuleEvaluationStatus::IssuesFound);
+  EXPECT_EQ(training_run("Overtraining", dir.path(), {{"train_window", "10"}}).status,
+            RuleEvaluationStatus::NoIssuesFound);
+  // The window starts once full: a constant loss sets its best at step 9, and 5 more steps make
+  // the counter 5 at step 14; the evidence gives the mean and the window.
+  ScratchDir flat;
+  training_loss_trial(flat.path(), training_range(0, 15), [](int64_t) { return 1.0; });
+  auto s = training_run("Overtraining", flat.path(), {{"train_window", "10"}});
+  EXPECT_EQ(trigger_steps(s), (Steps{14, 15}));
+  auto e = evidence_at_step(s, 14)["no_improvement"][0];
+  EXPECT_EQ(e["value"], 1.0);
+  EXPECT_EQ(e["train_window"], 10);
+  EXPECT_EQ(e["counter"], 5);
 }
 
 // ---- DeadRelu ----
