@@ -463,6 +463,12 @@ class StalledTrainingRule final : public sdk::Rule {
       sdk::param_double("threshold", "1800", "Seconds without a newly saved step that count as a stall.").min(0),
       sdk::param_bool("stop_training_on_fire", "False", "SageMaker stops the training job when the rule fires."),
       sdk::param_string("training_job_name_prefix", nullptr, "Prefix of the training job to stop."),
+      sdk::param_double("relative_threshold", "0",
+                        "Vigil: also a stall, a gap above this many median intervals between saved steps (0: off).")
+          .min(0)
+          .calibrated("1000"),
+      sdk::param_double("relative_threshold_floor", "1", "Vigil: seconds below which relative_threshold never fires.")
+          .min(0),
   };
   static constexpr const char* kDescription = R"md(Detects a training job that stopped saving data for longer than `threshold` seconds.
 
@@ -476,28 +482,72 @@ last step written before it. While the training is still running and no later st
 up to the evaluator's clock (now − wall_time(*s*)) at the moment *s* is judged; after the end of training the last
 step has no gap and gives False. A step that saved no tensor record (shapes only) gives no verdict.
 
+**While no step arrives** (ABI 1.2 hosts): the host ticks the rule about once a second with its clock while it
+waits for the next step of a live trial; the rule fires, as at the last step it was invoked at, when
+now − wall_time(that step) is above the threshold, once per stall (the step judged or ticked before does not fire
+again). Before the first step there is nothing to measure.
+
+**Relative threshold** (`relative_threshold` *r*, a Vigil addition; 0, off, in SageMaker's profile): the
+intervals between consecutive saved steps up to *s* (in global-step order, each saved step's wall time minus the
+previous one's) give a median *m*; once at least 10 intervals are known, a gap also fires when it is above
+max(`relative_threshold_floor`, *r*·*m*). The median is taken over the steps up to *s* only, so the verdict is the
+same offline and live, and the start-up of a job does not set it (the 10 intervals are a minimum sample).
+
 **Limits.** Vigil judges saved steps only: a job that saves nothing at all, or the time between the rule's start
-and the first step, is never judged, and a live stall is reported once the next step arrives. `stop_training_on_fire`
-and `training_job_name_prefix` are accepted for compatibility; stopping a SageMaker job is not done locally (the
-evidence says whether it was requested).
+and the first step, is never judged. `stop_training_on_fire` and `training_job_name_prefix` are accepted for
+compatibility; stopping a SageMaker job is not done locally (the evidence says whether it was requested).
 
 **UNSURE points of the spec, as implemented.** The clock is the saved steps' event wall times (what the labels
 use), not the time at which the rule noticed new data; the comparison is strict (gap > `threshold`).
 
-**Evidence.** The step, the next step, both wall times, the gap, the threshold, and whether
-stop_training_on_fire was set.)md";
+**Not judged.** Steps without a tensor record, the last step of a finished training and ticks before the first
+step give no verdict and say so (`not_judged`).
+
+**Calibrated profile.** `relative_threshold` 1000 (with the floor of 1 s): a job is also stalled when no step
+has been saved for a thousand times its own median interval between saved steps. SageMaker's 1800 s suits jobs
+whose steps take seconds; a job whose steps take milliseconds can hang for half an hour before it is noticed.
+A checkpoint or an evaluation phase that saves nothing also makes a gap, typically tens to a few hundred step
+intervals: the factor of 1000 is meant to stay above them, and jobs with longer unsaved phases should save their
+EVAL steps or raise `relative_threshold`. The floor is the host's tick: a shorter stall cannot be seen live.
+SageMaker's `threshold` still applies.
+
+**Evidence.** The step, the next step (null and `now` while live), both wall times, the gap, the threshold, and
+whether stop_training_on_fire was set; with `relative_threshold`, the median interval, how many intervals it
+covers and the relative limit.)md";
 
   explicit StalledTrainingRule(sdk::RuleContext ctx);
   Result<bool> invoke_at_step(vigil_step step) override;
+  Result<bool> invoke_at_time(double wall_time, vigil_step last_step) override;
 
  private:
+  // The running median of the intervals between saved steps: two heaps around it.
+  class Median {
+   public:
+    void add(double v);
+    size_t size() const { return low_.size() + high_.size(); }
+    double value() const;  // size() > 0
+
+   private:
+    std::priority_queue<double> low_;                                            // the smaller half
+    std::priority_queue<double, std::vector<double>, std::greater<double>> high_;  // the larger half
+  };
+
   Result<std::optional<double>> wall_time(vigil_step step);
   Result<std::optional<vigil_step>> next_step(vigil_step step);
+  // Records the interval from the previous step seen to `step` (saved at `wall`).
+  void record_interval(vigil_step step, double wall);
+  // Whether `gap` seconds after `step` (saved at `wall`) is a stall; reports the evidence if so.
+  Result<bool> judge_gap(vigil_step step, double wall, double gap, std::optional<std::pair<vigil_step, double>> next);
 
   double threshold_;
   bool stop_on_fire_;
+  double relative_threshold_;
+  double relative_floor_;
   std::vector<vigil_step> known_steps_;                       // cached trial.steps()
   std::optional<std::pair<vigil_step, std::optional<double>>> cached_wall_;  // the last step read
+  std::optional<std::pair<vigil_step, double>> previous_;     // the last step seen with its wall time
+  Median intervals_;
+  std::optional<vigil_step> reported_;                        // the last step a stall was reported at
 };
 
 }  // namespace vigil::training

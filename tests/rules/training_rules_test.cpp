@@ -113,7 +113,7 @@ TEST(TrainingRulesPlugin, LoadsEveryRuleWithSageMakersNamesAndDefaults) {
   const std::map<std::string, std::map<std::string, std::string>> expected = {
       // Vigil's additions default to SageMaker's behaviour: comparison (ci2019, window_mean, trend),
       // prefer_train_mode, patience, trend_std_errors; require_validation_rise; relative_delta,
-      // train_window.
+      // train_window; relative_threshold, relative_threshold_floor.
       {"LossNotDecreasing",
        {{"collection_names", ""}, {"tensor_regex", ""}, {"use_losses_collection", "True"}, {"num_steps", "10"},
         {"diff_percent", "0.1"}, {"increase_threshold_percent", "5"}, {"mode", ""}, {"comparison", "documented"},
@@ -132,7 +132,8 @@ TEST(TrainingRulesPlugin, LoadsEveryRuleWithSageMakersNamesAndDefaults) {
        {{"activation_inputs_regex", ".*relu_input"}, {"threshold", "10.0"}, {"distribution_range", "0.001"},
         {"patience", "5"}, {"steps", "10"}}},
       {"StalledTrainingRule",
-       {{"threshold", "1800"}, {"stop_training_on_fire", "False"}, {"training_job_name_prefix", ""}}},
+       {{"threshold", "1800"}, {"stop_training_on_fire", "False"}, {"training_job_name_prefix", ""},
+        {"relative_threshold", "0"}, {"relative_threshold_floor", "1"}}},
   };
   for (const auto& [name, params] : expected) {
     const auto* rule = registry.find(name);
@@ -162,6 +163,7 @@ TEST(TrainingRulesPlugin, RefusesOutOfRangeParameters) {
       {"Overfit", {{"patience", "0"}}},
       {"Overtraining", {{"delta", "-1"}}},
       {"Overtraining", {{"train_window", "0"}}},
+      {"StalledTrainingRule", {{"relative_threshold", "-1"}}},
       {"LossNotDecreasing", {{"patience", "0"}}},
       {"LossNotDecreasing", {{"trend_std_errors", "-1"}}},
       {"DeadRelu", {{"threshold_layer", "101"}}},
@@ -1152,6 +1154,40 @@ TEST(TrainingStalledTrainingRule, WhileTrainingRunsTheLastStepIsMeasuredToNow) {
   }
   EXPECT_EQ(training_run("StalledTrainingRule", fresh.path(), {}, options).status,
             RuleEvaluationStatus::NoIssuesFound);
+}
+
+TEST(TrainingStalledTrainingRule, RelativeThresholdAgainstTheMedianIntervalWithAFloor) {
+  // Steps every 0.125 s, and a 20 s gap after step 20 (20 intervals known by then) and one after
+  // step 5 (5 intervals: fewer than the 10 the median needs).
+  ScratchDir dir;
+  {
+    TrainingWriter w(dir.path());
+    for (int64_t s = 0; s <= 30; ++s) {
+      w.step().loss(1.0);
+      w.now += (s == 5 || s == 20) ? 20.0 : 0.125;
+    }
+    w.close();
+  }
+  EXPECT_EQ(training_run("StalledTrainingRule", dir.path()).status, RuleEvaluationStatus::NoIssuesFound);
+  auto s = training_run("StalledTrainingRule", dir.path(), {{"relative_threshold", "100"}});  // 12.5 s
+  EXPECT_EQ(trigger_steps(s), (Steps{20}));
+  auto e = evidence_at_step(s, 20);
+  EXPECT_EQ(e["gap_seconds"], 20.0);
+  EXPECT_EQ(e["median_interval_seconds"], 0.125);
+  EXPECT_EQ(e["intervals"], 20);  // the one after step 5 is among them
+  EXPECT_EQ(e["relative_limit_seconds"], 12.5);
+  EXPECT_EQ(training_run("StalledTrainingRule", dir.path(), {{"relative_threshold", "160"}}).status,
+            RuleEvaluationStatus::NoIssuesFound);  // exactly 20 s: strict
+  EXPECT_EQ(trigger_steps(training_run("StalledTrainingRule", dir.path(), {{"relative_threshold", "159"}})),
+            (Steps{20}));
+  EXPECT_EQ(training_run("StalledTrainingRule", dir.path(),
+                         {{"relative_threshold", "100"}, {"relative_threshold_floor", "30"}})
+                .status,
+            RuleEvaluationStatus::NoIssuesFound);
+  // The absolute threshold still applies, before 10 intervals too.
+  EXPECT_EQ(trigger_steps(training_run("StalledTrainingRule", dir.path(),
+                                       {{"relative_threshold", "100"}, {"threshold", "19"}})),
+            (Steps{5, 20}));
 }
 
 // ---- the labelled pathology runs, exactly ----
