@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,9 @@ LossNotDecreasing::LossNotDecreasing(sdk::RuleContext ctx)
       diff_percent_(params().get_double("diff_percent")),
       increase_percent_(params().get_double("increase_threshold_percent")),
       comparison_(params().get_string("comparison")),
+      prefer_train_(params().get_bool("prefer_train_mode")),
+      patience_(params().get_int("patience")),
+      trend_std_errors_(params().get_double("trend_std_errors")),
       mode_(mode_from_text(params())) {}
 
 Result<std::vector<std::string>> LossNotDecreasing::loss_tensors() const {
@@ -48,7 +52,9 @@ Result<std::vector<std::string>> LossNotDecreasing::loss_tensors() const {
 
 Result<vigil_mode> LossNotDecreasing::resolve_mode(const std::vector<std::string>& names) const {
   if (mode_) return *mode_;
-  for (vigil_mode m : {VIGIL_MODE_EVAL, VIGIL_MODE_TRAIN})
+  const vigil_mode eval_first[] = {VIGIL_MODE_EVAL, VIGIL_MODE_TRAIN};
+  const vigil_mode train_first[] = {VIGIL_MODE_TRAIN, VIGIL_MODE_EVAL};
+  for (vigil_mode m : prefer_train_ ? train_first : eval_first)
     for (const std::string& name : names) {
       VIGIL_TRY(const auto steps, base_trial().tensor(name).steps(m));
       if (!steps.empty()) return m;
@@ -56,10 +62,9 @@ Result<vigil_mode> LossNotDecreasing::resolve_mode(const std::vector<std::string
   return VIGIL_MODE_GLOBAL;
 }
 
-Result<std::optional<std::string>> LossNotDecreasing::compare_single(const sdk::Tensor& tensor,
-                                                                    const std::string& worker, vigil_step s,
-                                                                    vigil_mode mode,
-                                                                    std::span<const vigil_step> steps) const {
+Result<std::optional<LossNotDecreasing::Comparison>> LossNotDecreasing::compare_single(
+    const sdk::Tensor& tensor, const std::string& worker, vigil_step s, vigil_mode mode,
+    std::span<const vigil_step> steps) const {
   std::optional<vigil_step> p;
   for (vigil_step x : steps)
     if (x <= s - num_steps_ && (!p || x > *p)) p = x;
@@ -79,64 +84,128 @@ Result<std::optional<std::string>> LossNotDecreasing::compare_single(const sdk::
   }
   log(VIGIL_LOG_DEBUG, "{} step {}: {} on {}: {} vs {} at {} ({:+}%){}", sdk::mode_name(mode), s, tensor.name(),
       worker, *cur, *prev, *p, change, crossed ? " fires" : "");
-  if (!crossed) return std::string();
-  return sdk::JsonObject()
-      .add("tensor", tensor.name())
-      .add("worker", worker)
-      .add("compared_with_step", *p)
-      .add("prev", *prev)
-      .add("cur", *cur)
-      .add("change_percent", change)
-      .add("crossed", crossed)
-      .str();
+  Comparison c{.fires = crossed != nullptr};
+  c.evidence.add("tensor", tensor.name()).add("worker", worker).add("compared_with_step", *p);
+  c.evidence.add("prev", *prev).add("cur", *cur).add("change_percent", change).add("crossed", crossed);
+  return c;
 }
 
-Result<std::optional<std::string>> LossNotDecreasing::compare_windows(const sdk::Tensor& tensor,
-                                                                     const std::string& worker, vigil_step s,
-                                                                     vigil_mode mode,
-                                                                     std::span<const vigil_step> steps) const {
+Result<std::optional<std::pair<std::vector<vigil_step>, std::vector<double>>>> LossNotDecreasing::last_values(
+    const sdk::Tensor& tensor, const std::string& worker, vigil_step s, vigil_mode mode,
+    std::span<const vigil_step> steps, size_t count) const {
+  using Window = std::pair<std::vector<vigil_step>, std::vector<double>>;
   std::vector<vigil_step> history;
   for (vigil_step x : steps)
     if (x <= s) history.push_back(x);
-  const auto k = static_cast<size_t>(num_steps_);
-  if (history.size() < 2 * k || history.size() % k != 0) return std::nullopt;
-  double sums[2] = {0.0, 0.0};  // [0]: the previous window, [1]: the current one
-  const size_t first = history.size() - 2 * k;
-  for (size_t i = first; i < history.size(); ++i) {
-    VIGIL_TRY(const auto v, read_scalar(tensor, history[i], mode, worker));
-    if (!v) return std::nullopt;  // a window with a hole is not compared
-    sums[(i - first) / k] += *v;
+  std::sort(history.begin(), history.end());
+  if (history.size() < count) return std::optional<Window>{};
+  Window w;
+  w.first.assign(history.end() - static_cast<std::ptrdiff_t>(count), history.end());
+  for (vigil_step x : w.first) {
+    VIGIL_TRY(const auto v, read_scalar(tensor, x, mode, worker));
+    if (!v) return std::optional<Window>{};  // a window with a hole is not compared
+    w.second.push_back(*v);
   }
+  return std::optional<Window>(std::move(w));
+}
+
+Result<std::optional<LossNotDecreasing::Comparison>> LossNotDecreasing::compare_windows(
+    const sdk::Tensor& tensor, const std::string& worker, vigil_step s, vigil_mode mode,
+    std::span<const vigil_step> steps) const {
+  const auto k = static_cast<size_t>(num_steps_);
+  const auto saved =
+      static_cast<size_t>(std::count_if(steps.begin(), steps.end(), [s](vigil_step x) { return x <= s; }));
+  if (saved % k != 0) return std::nullopt;
+  VIGIL_TRY(const auto window, last_values(tensor, worker, s, mode, steps, 2 * k));
+  if (!window) return std::nullopt;
+  const auto& [at, values] = *window;
+  double sums[2] = {0.0, 0.0};  // [0]: the previous window, [1]: the current one
+  for (size_t i = 0; i < 2 * k; ++i) sums[i / k] += values[i];
   const double prev = sums[0] / double(k), cur = sums[1] / double(k);
   const bool fires = cur >= prev * (1.0 - diff_percent_ / 100.0);
   log(VIGIL_LOG_DEBUG, "{} step {}: {} on {}: mean {} vs {}{}", sdk::mode_name(mode), s, tensor.name(), worker, cur,
       prev, fires ? " fires" : "");
-  if (!fires) return std::string();
-  return sdk::JsonObject()
-      .add("tensor", tensor.name())
-      .add("worker", worker)
-      .add("prev_window_first_step", history[first])
-      .add("cur_window_first_step", history[first + k])
-      .add("prev_mean", prev)
-      .add("cur_mean", cur)
-      .add("crossed", "diff_percent")
-      .str();
+  Comparison c{.fires = fires};
+  c.evidence.add("tensor", tensor.name()).add("worker", worker);
+  c.evidence.add("prev_window_first_step", at[0]).add("cur_window_first_step", at[k]);
+  c.evidence.add("prev_mean", prev).add("cur_mean", cur).add("crossed", "diff_percent");
+  return c;
+}
+
+Result<std::optional<LossNotDecreasing::Comparison>> LossNotDecreasing::compare_trend(
+    const sdk::Tensor& tensor, const std::string& worker, vigil_step s, vigil_mode mode,
+    std::span<const vigil_step> steps) const {
+  const auto k = static_cast<size_t>(num_steps_);
+  const size_t n = 2 * k;
+  VIGIL_TRY(const auto window, last_values(tensor, worker, s, mode, steps, n));
+  if (!window) return std::nullopt;
+  const auto& [at, y] = *window;
+  // Least squares against the position, centred: x_i = i - (n-1)/2.
+  const double centre = (double(n) - 1) / 2;
+  double mean = 0, sxx = 0, sxy = 0;
+  for (double v : y) mean += v;
+  mean /= double(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double x = double(i) - centre;
+    sxx += x * x;
+    sxy += x * (y[i] - mean);
+  }
+  const double slope = sxy / sxx;
+  double residuals = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double r = y[i] - mean - slope * (double(i) - centre);
+    residuals += r * r;
+  }
+  const double se = double(k) * std::sqrt(residuals / double(n - 2) / sxx);  // of the decrease below
+  // The fitted line at the centres of the two halves, num_steps positions apart.
+  const double prev = mean - slope * double(k) / 2, cur = mean + slope * double(k) / 2;
+  const double decrease = prev - cur;
+  const double required = std::abs(prev) * diff_percent_ / 100.0;
+  const bool finite = std::isfinite(decrease) && std::isfinite(se);
+  const bool fires = finite && !(decrease > required + trend_std_errors_ * se);
+  log(VIGIL_LOG_DEBUG, "{} step {}: {} on {}: trend {} -> {} (decrease {} +- {}, required {}){}",
+      sdk::mode_name(mode), s, tensor.name(), worker, prev, cur, decrease, se, required, fires ? " fires" : "");
+  Comparison c{.fires = fires};
+  c.evidence.add("tensor", tensor.name()).add("worker", worker);
+  c.evidence.add("window_first_step", at.front()).add("window_last_step", at.back());
+  c.evidence.add("prev", prev).add("cur", cur);
+  c.evidence.add("decrease_percent", 100.0 * decrease / std::abs(prev));
+  c.evidence.add("std_error_percent", 100.0 * se / std::abs(prev));
+  c.evidence.add("trend_std_errors", trend_std_errors_).add("crossed", "trend");
+  return c;
+}
+
+Result<std::optional<LossNotDecreasing::Comparison>> LossNotDecreasing::compare(
+    const sdk::Tensor& tensor, const std::string& worker, vigil_step s, vigil_mode mode,
+    std::span<const vigil_step> steps) const {
+  if (comparison_ == "trend") return compare_trend(tensor, worker, s, mode, steps);
+  if (comparison_ == "window_mean") return compare_windows(tensor, worker, s, mode, steps);
+  return compare_single(tensor, worker, s, mode, steps);
 }
 
 Result<bool> LossNotDecreasing::invoke_at_step(vigil_step step) {
   VIGIL_TRY(const auto names, loss_tensors());
-  if (names.empty()) return false;
+  if (names.empty()) {
+    not_judged("no loss tensor");
+    return false;
+  }
   VIGIL_TRY(const vigil_mode mode, resolve_mode(names));
 
   // s: the step in the chosen mode's numbering.
   vigil_step s = step;
   if (mode != VIGIL_MODE_GLOBAL) {
     VIGIL_TRY(const auto mm, base_trial().mode_modestep(step));
-    if (!mm || mm->first != mode) return false;  // another mode's step: not judged
+    if (!mm || mm->first != mode) {  // another mode's step
+      not_judged(fmt::format("not a {} step", sdk::mode_name(mode)));
+      return false;
+    }
     s = mm->second;
   }
-  const bool windows = comparison_ == "window_mean";
-  if (!windows && last_check_ && s < *last_check_ + num_steps_) return false;
+  const bool windows = comparison_ == "window_mean" || comparison_ == "trend";
+  if (!windows && last_check_ && s < *last_check_ + num_steps_) {
+    not_judged("between two checks");
+    return false;
+  }
 
   int comparisons = 0;
   std::vector<std::string> fired;
@@ -147,14 +216,18 @@ Result<bool> LossNotDecreasing::invoke_at_step(vigil_step step) {
     if (workers.empty()) continue;
     VIGIL_TRY(const auto steps, tensor.steps(mode));
     for (const std::string& worker : workers) {
-      VIGIL_TRY(const auto outcome, windows ? compare_windows(tensor, worker, s, mode, steps)
-                                            : compare_single(tensor, worker, s, mode, steps));
+      VIGIL_TRY(auto outcome, compare(tensor, worker, s, mode, steps));
       if (!outcome) continue;
       ++comparisons;
-      if (!outcome->empty()) fired.push_back(*outcome);
+      int64_t& counter = counters_[{name, worker}];
+      counter = outcome->fires ? counter + 1 : 0;
+      if (counter >= patience_) fired.push_back(outcome->evidence.add("counter", counter).str());
     }
   }
-  if (comparisons == 0) return false;  // no loss could be compared: the schedule waits
+  if (comparisons == 0) {  // no loss could be compared: the schedule waits
+    not_judged(windows ? "too few losses saved for a window" : "no loss saved num_steps earlier");
+    return false;
+  }
   last_check_ = s;
   mode_ = mode;
   if (fired.empty()) return false;
@@ -166,6 +239,7 @@ Result<bool> LossNotDecreasing::invoke_at_step(vigil_step step) {
                                      .add("num_steps", num_steps_)
                                      .add("diff_percent", diff_percent_)
                                      .add("increase_threshold_percent", increase_percent_)
+                                     .add("patience", patience_)
                                      .add_raw("losses", json_array(fired))
                                      .str()));
   return true;

@@ -6,8 +6,12 @@
 #include <vigil/sdk.hpp>
 
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
 #include <map>
 #include <optional>
+#include <queue>
 #include <span>
 #include <string>
 #include <utility>
@@ -22,7 +26,7 @@ using sdk::Result;
 class LossNotDecreasing final : public sdk::Rule {
  public:
   static constexpr const char* kModes[] = {"EVAL", "TRAIN", "GLOBAL", nullptr};
-  static constexpr const char* kComparisons[] = {"documented", "ci2019", "window_mean", nullptr};
+  static constexpr const char* kComparisons[] = {"documented", "ci2019", "window_mean", "trend", nullptr};
   static constexpr sdk::ParamSpec kParams[] = {
       sdk::param_string_list("collection_names", nullptr, "Collections whose scalar tensors are losses."),
       sdk::param_string_list("tensor_regex", nullptr, "Regexes (re.search) selecting scalar loss tensors."),
@@ -36,8 +40,18 @@ class LossNotDecreasing final : public sdk::Rule {
           .range(0, 100),
       sdk::param_enum("mode", kModes, nullptr, "Steps judged: EVAL, TRAIN or GLOBAL. Unset: EVAL, then TRAIN, then GLOBAL."),
       sdk::param_enum("comparison", kComparisons, "documented",
-                      "Vigil extension: `documented` (SageMaker's 2020+ docs), `ci2019` (smdebug's 2019 tests) or "
-                      "`window_mean` (means of the last two windows of num_steps losses)."),
+                      "Vigil extension: `documented` (SageMaker's 2020+ docs), `ci2019` (smdebug's 2019 tests), "
+                      "`window_mean` (means of the last two windows of num_steps losses) or `trend` (a least-squares "
+                      "trend over the last 2*num_steps losses, against their noise).")
+          .calibrated("trend"),
+      sdk::param_bool("prefer_train_mode", "False", "Vigil: with mode unset, try TRAIN before EVAL.")
+          .calibrated("True"),
+      sdk::param_int("patience", "1", "Vigil: consecutive checks at which a loss must fire before the rule does.")
+          .min(1)
+          .calibrated("3"),
+      sdk::param_double("trend_std_errors", "1.2816",
+                        "Vigil, `trend`: standard errors by which the decrease must beat diff_percent to count.")
+          .min(0),
   };
   static constexpr const char* kDescription = R"md(Detects a loss that is not decreasing fast enough (or is increasing).
 
@@ -48,8 +62,9 @@ tensor of the trial is used. SageMaker attaches `losses` (save_interval 500).
 
 **Mode.** `mode` chooses whose steps are judged and counted: `TRAIN` or `EVAL` use that mode's steps and mode-step
 numbers (other steps give no verdict), `GLOBAL` uses every saved step with global numbers. Unset (the default),
-the rule uses the first of EVAL, TRAIN, GLOBAL in which a selected loss tensor has been saved; the choice is made
-again at each step until the first check, then kept.
+the rule uses the first of EVAL, TRAIN, GLOBAL (TRAIN, EVAL, GLOBAL when `prefer_train_mode` is True, a Vigil
+addition) in which a selected loss tensor has been saved; the choice is made again at each step until the first
+check, then kept.
 
 **Verdict.** Steps are counted in the chosen mode. At a step *s* where a loss is saved, if a check happened at
 *c* and *s* < *c* + `num_steps`, there is no verdict. Otherwise, for each loss tensor and each worker that saved it
@@ -72,6 +87,18 @@ steps, `num_steps` 10: step 21 is compared with step 9 and the next check is at 
   saved, let *n* be the number of saved steps of that tensor ≤ *s* (in the chosen mode). When *n* ≥ 2·`num_steps`
   and *n* is a multiple of `num_steps`, `cur` is the mean of the last `num_steps` values and `prev` the mean of the
   `num_steps` before them; fire when `cur` ≥ `prev`·(1 − `diff_percent`/100). There is no other schedule.
+* `trend`: a trend test against the run's own noise. At every saved step *s* of the loss with at least
+  2·`num_steps` saved values ≤ *s* (*k* = `num_steps`), a least-squares line is fitted to the last 2*k* values
+  against their position (0 … 2*k* − 1). `prev` and `cur` are the line's values at the centres of the two halves
+  (as `window_mean` compares the halves' means), so the decrease is `prev` − `cur` = −slope·*k*, and its standard
+  error *se* = *k*·(standard error of the slope, from the residuals, 2*k* − 2 degrees of freedom). The loss is
+  decreasing only when `prev` − `cur` > |`prev`|·`diff_percent`/100 + `trend_std_errors`·*se*: it fires otherwise
+  (a rise always does). With no noise (*se* = 0) this is the documented test on the fitted values. A window
+  holding NaN or an infinite value does not fire (ExplodingTensor reports those). There is no other schedule.
+
+**Patience** (`patience`, a Vigil addition; 1 in SageMaker's profile): per loss tensor and worker, a counter of
+consecutive checks at which the comparison fired (a check where it did not resets it; a step where the tensor
+could not be compared leaves it); the rule fires when a counter reaches `patience`.
 
 **UNSURE points of the spec, as implemented.** (1) The default comparison is the documented 2020+ meaning above,
 not the 2019 CI behaviour, which the labelled pathology runs list only as an alternative reading (it stays
@@ -80,9 +107,24 @@ saved step that has a step ≥ `num_steps` earlier. (3) Non-scalar tensors are s
 tensors or workers: any one fires. (5) Unset `mode` is resolved as above, so a run with EVAL losses is judged on
 them (which is what the labels assume).
 
-**Evidence.** The mode, global step, mode step, `num_steps` and both thresholds, and per firing loss: tensor,
-worker, the compared step, `prev`, `cur`, the change in percent and which threshold was crossed (`window_mean`:
-the window's first and last steps and both means instead).)md";
+**Not judged.** Steps of another mode, steps between two checks, steps where no loss could be compared (no
+step `num_steps` earlier, fewer than 2·`num_steps` values for `trend`) and trials without a scalar loss give no
+verdict and say so (`not_judged`).
+
+**Calibrated profile.** `comparison` `trend`, `prefer_train_mode` True and `patience` 3 (with `num_steps` 10,
+`diff_percent` 0.1 and `trend_std_errors` 1.2816, the one-sided 90 % normal quantile). The documented test compares two
+single losses, so it measures the noise of two minibatches (or two evaluations) more than the trend, and it
+tolerates any rise below `increase_threshold_percent` (5 %): a loss stuck at chance level that drifts up by 1-2 %
+is not reported. The trend test fits 20 losses and calls the loss decreasing only when the fitted decrease beats
+`diff_percent` by more than its own noise (1.28 standard errors); three consecutive checks must agree before the
+rule fires. The training loss is the one the optimiser lowers, hence TRAIN first: a rising validation loss while
+the training loss falls is overfitting (Overfit, Overtraining), not a stalled optimisation.
+
+**Evidence.** The mode, global step, mode step, `num_steps`, both thresholds and `patience`, and per firing loss:
+tensor, worker, the counter, the compared step, `prev`, `cur`, the change in percent and which threshold was
+crossed (`window_mean`: the window's first and last steps and both means instead; `trend`: the window's first and
+last steps, the fitted `prev` and `cur`, the decrease and its standard error in percent of `prev`, and
+`trend_std_errors`).)md";
 
   explicit LossNotDecreasing(sdk::RuleContext ctx);
   Result<bool> invoke_at_step(vigil_step step) override;
@@ -90,14 +132,25 @@ the window's first and last steps and both means instead).)md";
  private:
   Result<std::vector<std::string>> loss_tensors() const;
   Result<vigil_mode> resolve_mode(const std::vector<std::string>& names) const;
-  // One loss tensor for one worker at mode step s: the evidence record when it fires, "" when it
-  // does not; nullopt when nothing could be compared (no earlier step, no value).
-  Result<std::optional<std::string>> compare_single(const sdk::Tensor& tensor, const std::string& worker,
-                                                    vigil_step s, vigil_mode mode,
-                                                    std::span<const vigil_step> steps) const;
-  Result<std::optional<std::string>> compare_windows(const sdk::Tensor& tensor, const std::string& worker,
-                                                     vigil_step s, vigil_mode mode,
-                                                     std::span<const vigil_step> steps) const;
+  // One comparison of one loss tensor for one worker at mode step s.
+  struct Comparison {
+    bool fires = false;
+    sdk::JsonObject evidence;  // what was compared (used when it fires)
+  };
+  // The comparison the `comparison` parameter names; nullopt when nothing could be compared (no
+  // earlier step, too few values, no value).
+  Result<std::optional<Comparison>> compare(const sdk::Tensor& tensor, const std::string& worker, vigil_step s,
+                                            vigil_mode mode, std::span<const vigil_step> steps) const;
+  Result<std::optional<Comparison>> compare_single(const sdk::Tensor& tensor, const std::string& worker, vigil_step s,
+                                                   vigil_mode mode, std::span<const vigil_step> steps) const;
+  Result<std::optional<Comparison>> compare_windows(const sdk::Tensor& tensor, const std::string& worker, vigil_step s,
+                                                    vigil_mode mode, std::span<const vigil_step> steps) const;
+  Result<std::optional<Comparison>> compare_trend(const sdk::Tensor& tensor, const std::string& worker, vigil_step s,
+                                                  vigil_mode mode, std::span<const vigil_step> steps) const;
+  // The last `count` saved values of the tensor at steps <= s; nullopt when fewer were saved.
+  Result<std::optional<std::pair<std::vector<vigil_step>, std::vector<double>>>> last_values(
+      const sdk::Tensor& tensor, const std::string& worker, vigil_step s, vigil_mode mode,
+      std::span<const vigil_step> steps, size_t count) const;
 
   std::vector<std::string> collections_;
   std::vector<std::string> regexes_;
@@ -106,8 +159,12 @@ the window's first and last steps and both means instead).)md";
   double diff_percent_;
   double increase_percent_;
   std::string comparison_;
+  bool prefer_train_;
+  int64_t patience_;
+  double trend_std_errors_;
   std::optional<vigil_mode> mode_;             // given, or fixed at the first check
   std::optional<vigil_step> last_check_;        // in steps of mode_
+  std::map<std::pair<std::string, std::string>, int64_t> counters_;  // (tensor, worker): consecutive fires
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -115,8 +172,13 @@ class Overfit final : public sdk::Rule {
  public:
   static constexpr sdk::ParamSpec kParams[] = {
       sdk::param_string_list("tensor_regex", nullptr, "Regexes selecting the loss tensors (default: the losses collection)."),
-      sdk::param_int("patience", "1", "Consecutive EVAL checks above ratio_threshold needed to fire.").min(1),
+      sdk::param_int("patience", "1", "Consecutive EVAL checks above ratio_threshold needed to fire.")
+          .min(1)
+          .calibrated("3"),
       sdk::param_double("ratio_threshold", "0.1", "Fire when (validation - training)/training exceeds this."),
+      sdk::param_bool("require_validation_rise", "False",
+                      "Vigil: a check counts only when the validation loss is above its lowest value so far.")
+          .calibrated("True"),
   };
   static constexpr const char* kDescription = R"md(Detects overfitting: the validation loss drifting above the training loss.
 
@@ -136,12 +198,26 @@ fires the rule. TRAIN steps give no verdict.
 `start_step` key, which has the same effect (no step before it is evaluated, so neither its checks nor its training
 values count).
 
+**Validation rise** (`require_validation_rise`, a Vigil addition; False in SageMaker's profile): when True, a
+check counts (increments the counter) only when, besides *r* > `ratio_threshold`, `val` is above the lowest EVAL
+value of that tensor and worker before it; otherwise the counter is reset as above.
+
 **UNSURE points of the spec, as implemented.** The window of the means is the recent one (TRAIN losses since the
 previous EVAL check, against the EVAL loss of the check), not cumulative means over the whole run (the labels list
 that only as an alternative reading); the counter is per tensor and worker.
 
+**Not judged.** TRAIN and PREDICT steps, steps without a selected loss, and EVAL steps before any training loss
+give no verdict and say so (`not_judged`).
+
+**Calibrated profile.** `require_validation_rise` True and `patience` 3. A validation loss above the training loss
+is the normal generalisation gap, and the gap ratio of a small training loss swings with each minibatch: on the
+labelled runs the ratio alone fires on five runs that generalise well and whose validation loss keeps falling.
+Overfitting proper is the validation loss rising while the training loss still falls, so a check counts only when
+the validation loss is above its best so far; three consecutive such checks (hysteresis) keep one noisy
+evaluation from firing the rule. Evidence then also gives the best validation loss.
+
 **Evidence.** Per firing tensor and worker: `val`, `mean_train`, how many TRAIN values it covers, *r*, the
-threshold, the counter and `patience`.)md";
+threshold, the counter and `patience` (with `require_validation_rise`: `best_val`, the lowest earlier EVAL value).)md";
 
   explicit Overfit(sdk::RuleContext ctx);
   Result<bool> invoke_at_step(vigil_step step) override;
@@ -153,10 +229,12 @@ threshold, the counter and `patience`.)md";
     std::optional<double> last_train_mean;
     int64_t last_train_count = 0;
     int64_t counter = 0;
+    double best_val = std::numeric_limits<double>::infinity();  // the lowest EVAL value so far
   };
   std::vector<std::string> regexes_;
   int64_t patience_;
   double ratio_threshold_;
+  bool require_validation_rise_;
   std::map<std::pair<std::string, std::string>, State> state_;  // (tensor, worker)
 };
 
@@ -164,9 +242,16 @@ threshold, the counter and `patience`.)md";
 class Overtraining final : public sdk::Rule {
  public:
   static constexpr sdk::ParamSpec kParams[] = {
-      sdk::param_int("patience_train", "5", "TRAIN steps without improvement before firing.").min(1),
-      sdk::param_int("patience_validation", "10", "EVAL steps without improvement before firing.").min(1),
+      sdk::param_int("patience_train", "5", "TRAIN steps without improvement before firing.").min(1).calibrated("10"),
+      sdk::param_int("patience_validation", "10", "EVAL steps without improvement before firing.")
+          .min(1)
+          .calibrated("5"),
       sdk::param_double("delta", "0.01", "Minimum decrease of the best loss that counts as an improvement.").min(0),
+      sdk::param_bool("relative_delta", "False", "Vigil: delta is a fraction of the best loss, not an amount.")
+          .calibrated("True"),
+      sdk::param_int("train_window", "1", "Vigil: TRAIN values are compared as the mean of the last this many.")
+          .min(1)
+          .calibrated("10"),
   };
   static constexpr const char* kDescription = R"md(Detects overtraining: the training or the validation loss has stopped improving.
 
@@ -180,11 +265,32 @@ where a loss was saved (TRAIN or EVAL), the rule fires when any tracked training
 validation counter ≥ `patience_validation`. It keeps firing at each step until an improvement resets the counter.
 Steps without a saved loss give no verdict.
 
+**Vigil additions** (SageMaker's profile leaves them off):
+
+* `relative_delta` True: an improvement is *v* < best − `delta`·|best|, so `delta` is a fraction of the loss
+  (0.01: one percent) instead of an amount in the loss's units.
+* `train_window` *w* > 1: the training counter compares, instead of each TRAIN value, the mean of the last *w*
+  TRAIN values of that tensor and worker (a moving mean over the minibatch noise); it starts once *w* values are
+  saved. Validation values are compared one by one.
+
 **UNSURE points of the spec, as implemented.** Either counter fires ("train or validation"), not the validation
 counter alone; counters count saved steps of their mode; NaN never improves.
 
+**Not judged.** PREDICT steps, steps without a saved loss, and steps before any counter has started (fewer than
+`train_window` TRAIN values and no EVAL value yet) give no verdict and say so (`not_judged`).
+
+**Calibrated profile.** `relative_delta` True (with `delta` 0.01: a 1 % improvement), `train_window` 10,
+`patience_train` 10, `patience_validation` 5. An absolute `delta` means nothing across losses of different scales
+(0.01 is 20 % of a loss of 0.05 and noise on a loss of 5). A single minibatch loss is noisy, so its best value so
+far is an outlier that later values rarely beat: SageMaker's training counter fires on most noisy runs that are
+still learning (four of the labelled runs). The calibrated training counter tracks the moving mean of 10 values and
+fires after 10 steps without a 1 % improvement, i.e. once a whole window of new values has failed to improve. The
+validation loss (evaluated on a fixed set) is smooth; 5 evaluations without a 1 % improvement is a usual
+early-stopping patience, where SageMaker's 10 needs more evaluations than many jobs make.
+
 **Evidence.** Per counter at or above its patience: tensor, worker, mode, counter, patience, best loss, the value
-just read (when read at this step) and `delta`.)md";
+just compared (when compared at this step: with `train_window` > 1 the TRAIN moving mean), `delta`, and with
+`train_window` > 1 the window.)md";
 
   explicit Overtraining(sdk::RuleContext ctx);
   Result<bool> invoke_at_step(vigil_step step) override;
@@ -197,10 +303,16 @@ just read (when read at this step) and `delta`.)md";
   };
   struct State {
     Track train, validation;
+    std::deque<double> train_recent;  // the last train_window TRAIN values
   };
+  // Updates `t` with the value `v`; true when v improves the best loss.
+  bool update(Track& t, double v) const;
+
   int64_t patience_train_;
   int64_t patience_validation_;
   double delta_;
+  bool relative_delta_;
+  size_t train_window_;
   std::map<std::pair<std::string, std::string>, State> state_;  // (tensor, worker)
 };
 
@@ -351,6 +463,12 @@ class StalledTrainingRule final : public sdk::Rule {
       sdk::param_double("threshold", "1800", "Seconds without a newly saved step that count as a stall.").min(0),
       sdk::param_bool("stop_training_on_fire", "False", "SageMaker stops the training job when the rule fires."),
       sdk::param_string("training_job_name_prefix", nullptr, "Prefix of the training job to stop."),
+      sdk::param_double("relative_threshold", "0",
+                        "Vigil: also a stall, a gap above this many median intervals between saved steps (0: off).")
+          .min(0)
+          .calibrated("1000"),
+      sdk::param_double("relative_threshold_floor", "1", "Vigil: seconds below which relative_threshold never fires.")
+          .min(0),
   };
   static constexpr const char* kDescription = R"md(Detects a training job that stopped saving data for longer than `threshold` seconds.
 
@@ -364,28 +482,72 @@ last step written before it. While the training is still running and no later st
 up to the evaluator's clock (now − wall_time(*s*)) at the moment *s* is judged; after the end of training the last
 step has no gap and gives False. A step that saved no tensor record (shapes only) gives no verdict.
 
+**While no step arrives** (ABI 1.2 hosts): the host ticks the rule about once a second with its clock while it
+waits for the next step of a live trial; the rule fires, as at the last step it was invoked at, when
+now − wall_time(that step) is above the threshold, once per stall (the step judged or ticked before does not fire
+again). Before the first step there is nothing to measure.
+
+**Relative threshold** (`relative_threshold` *r*, a Vigil addition; 0, off, in SageMaker's profile): the
+intervals between consecutive saved steps up to *s* (in global-step order, each saved step's wall time minus the
+previous one's) give a median *m*; once at least 10 intervals are known, a gap also fires when it is above
+max(`relative_threshold_floor`, *r*·*m*). The median is taken over the steps up to *s* only, so the verdict is the
+same offline and live, and the start-up of a job does not set it (the 10 intervals are a minimum sample).
+
 **Limits.** Vigil judges saved steps only: a job that saves nothing at all, or the time between the rule's start
-and the first step, is never judged, and a live stall is reported once the next step arrives. `stop_training_on_fire`
-and `training_job_name_prefix` are accepted for compatibility; stopping a SageMaker job is not done locally (the
-evidence says whether it was requested).
+and the first step, is never judged. `stop_training_on_fire` and `training_job_name_prefix` are accepted for
+compatibility; stopping a SageMaker job is not done locally (the evidence says whether it was requested).
 
 **UNSURE points of the spec, as implemented.** The clock is the saved steps' event wall times (what the labels
 use), not the time at which the rule noticed new data; the comparison is strict (gap > `threshold`).
 
-**Evidence.** The step, the next step, both wall times, the gap, the threshold, and whether
-stop_training_on_fire was set.)md";
+**Not judged.** Steps without a tensor record, the last step of a finished training and ticks before the first
+step give no verdict and say so (`not_judged`).
+
+**Calibrated profile.** `relative_threshold` 1000 (with the floor of 1 s): a job is also stalled when no step
+has been saved for a thousand times its own median interval between saved steps. SageMaker's 1800 s suits jobs
+whose steps take seconds; a job whose steps take milliseconds can hang for half an hour before it is noticed.
+A checkpoint or an evaluation phase that saves nothing also makes a gap, typically tens to a few hundred step
+intervals: the factor of 1000 is meant to stay above them, and jobs with longer unsaved phases should save their
+EVAL steps or raise `relative_threshold`. The floor is the host's tick: a shorter stall cannot be seen live.
+SageMaker's `threshold` still applies.
+
+**Evidence.** The step, the next step (null and `now` while live), both wall times, the gap, the threshold, and
+whether stop_training_on_fire was set; with `relative_threshold`, the median interval, how many intervals it
+covers and the relative limit.)md";
 
   explicit StalledTrainingRule(sdk::RuleContext ctx);
   Result<bool> invoke_at_step(vigil_step step) override;
+  Result<bool> invoke_at_time(double wall_time, vigil_step last_step) override;
 
  private:
+  // The running median of the intervals between saved steps: two heaps around it.
+  class Median {
+   public:
+    void add(double v);
+    size_t size() const { return low_.size() + high_.size(); }
+    double value() const;  // size() > 0
+
+   private:
+    std::priority_queue<double> low_;                                            // the smaller half
+    std::priority_queue<double, std::vector<double>, std::greater<double>> high_;  // the larger half
+  };
+
   Result<std::optional<double>> wall_time(vigil_step step);
   Result<std::optional<vigil_step>> next_step(vigil_step step);
+  // Records the interval from the previous step seen to `step` (saved at `wall`).
+  void record_interval(vigil_step step, double wall);
+  // Whether `gap` seconds after `step` (saved at `wall`) is a stall; reports the evidence if so.
+  Result<bool> judge_gap(vigil_step step, double wall, double gap, std::optional<std::pair<vigil_step, double>> next);
 
   double threshold_;
   bool stop_on_fire_;
+  double relative_threshold_;
+  double relative_floor_;
   std::vector<vigil_step> known_steps_;                       // cached trial.steps()
   std::optional<std::pair<vigil_step, std::optional<double>>> cached_wall_;  // the last step read
+  std::optional<std::pair<vigil_step, double>> previous_;     // the last step seen with its wall time
+  Median intervals_;
+  std::optional<vigil_step> reported_;                        // the last step a stall was reported at
 };
 
 }  // namespace vigil::training
