@@ -1224,38 +1224,6 @@ TEST(TrainingStalledTrainingRule, RelativeThresholdAgainstTheMedianIntervalWithA
             (Steps{5, 20}));
 }
 
-// ---- the calibrated profile on the labelled runs ----
-
-// Every labelled run with this family's calibrated defaults (as the descriptors publish them): the
-// rules fire where their target is present and stay silent where it is absent (arguable runs are not
-// judged), but for the one disagreement below.
-TEST(TrainingPathologyLabels, CalibratedProfileAgainstTheGroundTruth) {
-  const fs::path runs = fs::path(VIGIL_SHARED_DIR) / "fixtures" / "pathologies";
-  const std::vector<std::string> rules = {"LossNotDecreasing", "Overfit", "Overtraining", "StalledTrainingRule"};
-  // all_zero_layer1_s1 is labelled without loss_not_decreasing, but its training loss stays at
-  // ln 4 from step 1 on (a dead first layer leaves only the class prior to learn): no test of the
-  // loss alone tells it from flat_loss_random_labels_s1, labelled with it.
-  const std::set<std::string> disputed = {"all_zero_layer1_s1 LossNotDecreasing"};
-  std::set<std::string> wrong;
-  int present = 0, absent = 0;
-  for (const auto& entry : fs::directory_iterator(runs)) {
-    if (!entry.path().filename().string().ends_with(".label.json")) continue;
-    std::ifstream in(entry.path());
-    const auto label = nlohmann::json::parse(in);
-    const std::string run = label["run"].get<std::string>();
-    for (const auto& rule : rules) {
-      const std::string truth = label["rules"][rule]["ground_truth"].get<std::string>();
-      if (truth == "arguable") continue;
-      const bool fired = !trigger_steps(training_run(rule, runs / run, training_calibrated(rule))).empty();
-      (truth == "present" ? present : absent)++;
-      if (fired != (truth == "present")) wrong.insert(run + " " + rule);
-    }
-  }
-  EXPECT_EQ(wrong, disputed);
-  EXPECT_EQ(present, 7);  // LossNotDecreasing 3, Overfit 1, Overtraining 2, StalledTrainingRule 1
-  EXPECT_GT(absent, 60);
-}
-
 // ---- the labelled pathology runs, exactly ----
 
 // pathology_test.cpp checks the first trigger of every rule; here every trigger step of this
