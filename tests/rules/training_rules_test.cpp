@@ -1224,6 +1224,31 @@ TEST(TrainingStalledTrainingRule, RelativeThresholdAgainstTheMedianIntervalWithA
             (Steps{5, 20}));
 }
 
+TEST(TrainingStalledTrainingRule, FiresFromAWallClockTickWhileTheJobIsStalled) {
+  // A live job (no end marker) saves 12 steps in real time and then nothing: in the calibrated
+  // profile the stall limit is the 1 s floor (1000 median intervals of a few microseconds), so the
+  // evaluator's ticks (ABI 1.2 invoke_at_time) report it at the last step well before the idle timeout.
+  ScratchDir dir;
+  {
+    TrainingWriter w(dir.path(), /*end_marker=*/false, /*real_clock=*/true);
+    for (int i = 0; i < 12; ++i) w.step().loss(1.0);
+    w.close();
+  }
+  evaluate::EvaluatorOptions options;
+  options.idle_timeout = std::chrono::milliseconds(6000);
+  options.tick_interval = std::chrono::milliseconds(100);
+  const auto started = std::chrono::steady_clock::now();
+  auto s = training_run("StalledTrainingRule", dir.path(), {{"vigil_profile", "calibrated"}}, options);
+  EXPECT_EQ(trigger_steps(s), (Steps{11}));  // once, however many ticks saw the stall
+  EXPECT_GE(evidence_at_step(s, 11)["gap_seconds"].get<double>(), 1.0);
+  EXPECT_TRUE(evidence_at_step(s, 11)["next_step"].is_null());
+  EXPECT_EQ(s.profile, "calibrated");
+  // The same trial with SageMaker's 1800 s: the ticks find no stall, and the idle timeout ends it.
+  options.idle_timeout = std::chrono::milliseconds(1500);
+  EXPECT_EQ(training_run("StalledTrainingRule", dir.path(), {}, options).status, RuleEvaluationStatus::NoIssuesFound);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
+}
+
 // ---- the labelled pathology runs, exactly ----
 
 // pathology_test.cpp checks the first trigger of every rule; here every trigger step of this
