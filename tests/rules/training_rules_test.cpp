@@ -1235,7 +1235,7 @@ TEST(TrainingStalledTrainingRule, FiresFromAWallClockTickWhileTheJobIsStalled) {
     w.close();
   }
   evaluate::EvaluatorOptions options;
-  options.idle_timeout = std::chrono::milliseconds(6000);
+  options.idle_timeout = std::chrono::milliseconds(3000);
   options.tick_interval = std::chrono::milliseconds(100);
   const auto started = std::chrono::steady_clock::now();
   auto s = training_run("StalledTrainingRule", dir.path(), {{"vigil_profile", "calibrated"}}, options);
