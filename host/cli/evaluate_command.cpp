@@ -146,8 +146,13 @@ class StopOnSignals {
 void print_status(const evaluate::RuleStatus& s) {
   std::string details = s.details;
   while (!details.empty() && details.back() == '\n') details.pop_back();
-  std::printf("vigil: [%s] %s%s%s\n", s.configuration_name.c_str(), std::string(evaluate::status_name(s.status)).c_str(),
-              details.empty() ? "" : ": ", details.c_str());
+  // A NoIssuesFound that means "nothing to go on" says so (the status file's Judgement).
+  std::string judgement;
+  if (s.status == evaluate::RuleEvaluationStatus::NoIssuesFound && !s.judgement.enough_data())
+    judgement = s.judgement.reason.empty() ? " (never had the data to judge)"
+                                           : " (never had the data to judge: " + s.judgement.reason + ")";
+  std::printf("vigil: [%s] %s%s%s%s\n", s.configuration_name.c_str(), std::string(evaluate::status_name(s.status)).c_str(),
+              details.empty() ? "" : ": ", details.c_str(), judgement.c_str());
   std::fflush(stdout);
 }
 

@@ -104,3 +104,23 @@ def test_every_calibrated_rule_stays_quiet_on_a_healthy_real_run(tmp_path):
         assert s["RuleEvaluationStatus"] in ("NoIssuesFound", "Error"), s
     judged = [s for s in statuses if s["RuleEvaluationStatus"] == "NoIssuesFound" and s["Judgement"]["EnoughData"]]
     assert len(judged) >= 8, [s["RuleConfigurationName"] for s in judged]  # the run holds what most rules read
+
+
+def test_a_rule_without_its_data_says_so_beside_no_issues_found(tmp_path):
+    """CheckInputImages on a run without images: NoIssuesFound in SageMaker's shape, but the
+    Judgement (and the printed status) say it never judged."""
+    status_file = tmp_path / "status.json"
+    done = subprocess.run([VIGIL, "evaluate", "--no-follow", "--trial", trial_dir("mlp_healthy"), "--rule",
+                           "CheckInputImages", "--rule", "VanishingGradient", "--status-file", str(status_file)],
+                          capture_output=True, text=True, check=True)
+    statuses = {s["RuleConfigurationName"]: s for s in
+                json.loads(status_file.read_text())["DebugRuleEvaluationStatuses"]}
+    images = statuses["CheckInputImages"]
+    assert images["RuleEvaluationStatus"] == "NoIssuesFound"
+    assert images["Judgement"]["EnoughData"] is False
+    assert images["Judgement"]["StepsJudged"] == 0 and images["Judgement"]["StepsNotJudged"] > 0
+    assert "hybridsequential0_input_0" in images["Judgement"]["NotJudgedReason"]
+    assert "[CheckInputImages] NoIssuesFound (never had the data to judge: " in done.stdout
+    gradients = statuses["VanishingGradient"]
+    assert gradients["Judgement"]["EnoughData"] is True and gradients["Judgement"]["StepsJudged"] > 0
+    assert "[VanishingGradient] NoIssuesFound\n" in done.stdout
