@@ -58,10 +58,11 @@ sdk::Result<bool> CheckInputImages::invoke_at_step(vigil_step step) {
   }
   if (read.empty()) return sdk::fail(sdk::Error::tensor_unavailable_for_step(regex_, step));
 
-  bool fired = false;
+  bool fired = false, judged = false;
   for (const std::string& name : read) {
     const Stream& stream = streams_[name];
     if (stream.samples < threshold_samples_) continue;  // not enough images yet: no verdict
+    judged = true;
     std::vector<double> means(stream.sums.size());
     std::vector<size_t> violating;
     for (size_t c = 0; c < means.size(); ++c) {
@@ -85,6 +86,7 @@ sdk::Result<bool> CheckInputImages::invoke_at_step(vigil_step step) {
         stream.samples, fmt::join(means, ", "), threshold_mean_, violating.size());
     fired = true;
   }
+  if (!judged) not_judged(fmt::format("fewer than the {} images it needs", threshold_samples_));
   return fired;
 }
 

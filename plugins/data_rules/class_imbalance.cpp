@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "binomial.h"
 #include "data_rules.h"
 
 namespace vigil::builtin::data {
@@ -14,28 +15,6 @@ namespace {
 // More classes than this: the evidence names only the extreme and the violating classes.
 constexpr size_t kMaxClassesInEvidence = 50;
 
-// np.argmax over the last axis: the first maximum of each row; a NaN wins (numpy treats it as the
-// maximum and stops at the first one).
-sdk::Result<std::vector<double>> argmax_last_axis(const WorkerValue& v, const std::string& tensor) {
-  const int64_t k = v.shape.empty() ? 1 : v.shape.back();
-  if (k <= 0) return sdk::fail(sdk::Error::invalid_argument(fmt::format("argmax of {}: the last axis is empty", tensor)));
-  std::vector<double> out;
-  out.reserve(v.values.size() / static_cast<size_t>(k));
-  for (size_t row = 0; row + static_cast<size_t>(k) <= v.values.size(); row += static_cast<size_t>(k)) {
-    size_t best = 0;
-    for (size_t j = 0; j < static_cast<size_t>(k); ++j) {
-      const double x = v.values[row + j];
-      if (std::isnan(x)) {
-        best = j;
-        break;
-      }
-      if (x > v.values[row + best]) best = j;
-    }
-    out.push_back(static_cast<double>(best));
-  }
-  return out;
-}
-
 }  // namespace
 
 ClassImbalance::ClassImbalance(sdk::RuleContext ctx)
@@ -44,6 +23,9 @@ ClassImbalance::ClassImbalance(sdk::RuleContext ctx)
       threshold_misprediction_(params().get_double("threshold_misprediction")),
       samples_(params().get_int("samples")),
       argmax_(params().get_bool("argmax")),
+      interpret_predictions_(params().get_bool("interpret_predictions")),
+      underrepresented_only_(params().get_string("misprediction_classes") == "underrepresented"),
+      z_(one_sided_z(params().get_double("confidence"))),
       labels_regex_(params().get_string("labels_regex")),
       predictions_regex_(params().get_string("predictions_regex")) {}
 
@@ -58,12 +40,9 @@ sdk::Result<bool> ClassImbalance::invoke_at_step(vigil_step step) {
   int64_t added = 0;
   std::vector<std::string> used_labels, used_predictions;
   for (const LabelPredictionPair& pair : pairs) {
-    std::vector<double> predicted;
-    if (argmax_) {
-      VIGIL_TRY(predicted, argmax_last_axis(pair.predictions, pair.prediction_tensor));
-    } else {
-      predicted = pair.predictions.values;
-    }
+    VIGIL_TRY(const std::vector<double> predicted,
+              predicted_classes(pair.predictions, pair.labels.values.size(), argmax_, interpret_predictions_,
+                                pair.prediction_tensor));
     if (predicted.size() != pair.labels.values.size())
       return sdk::fail(sdk::Error::invalid_argument(fmt::format(
           "step {}, worker {}: {} holds {} labels but {} holds {} predictions{}", step, pair.labels.worker,
@@ -82,7 +61,10 @@ sdk::Result<bool> ClassImbalance::invoke_at_step(vigil_step step) {
       used_predictions.push_back(pair.prediction_tensor);
   }
   seen_ += added;
-  if (seen_ < samples_) return false;  // not enough labels yet: no verdict
+  if (seen_ < samples_) {
+    not_judged(fmt::format("{} of the {} labels it needs", seen_, samples_));
+    return false;
+  }
 
   // Every class seen so far, NaN last.
   std::vector<std::pair<double, Counts>> all(classes_.begin(), classes_.end());
@@ -96,13 +78,18 @@ sdk::Result<bool> ClassImbalance::invoke_at_step(vigil_step step) {
   std::vector<std::pair<double, double>> mispredicted;  // (class, rate) above the threshold
   double worst_rate = -1;
   double worst_class = 0;
+  int64_t checked = 0;
   for (const auto& [cls, c] : all) {
     const double rate = static_cast<double>(c.mispredicted) / static_cast<double>(c.labels);
     if (rate > worst_rate) {
       worst_rate = rate;
       worst_class = cls;
     }
-    if (rate > threshold_misprediction_) mispredicted.emplace_back(cls, rate);
+    // Underrepresented: fewer labels than half the share each class would have if they were balanced.
+    if (underrepresented_only_ && 2 * c.labels * static_cast<int64_t>(all.size()) >= seen_) continue;
+    ++checked;
+    if (wilson_bounds(c.mispredicted, c.labels, z_).lower > threshold_misprediction_)
+      mispredicted.emplace_back(cls, rate);
   }
   if (!imbalanced && mispredicted.empty()) return false;
 
@@ -127,6 +114,9 @@ sdk::Result<bool> ClassImbalance::invoke_at_step(vigil_step step) {
                                      .add("worst_misprediction_class", number_text(worst_class))
                                      .add("worst_misprediction_rate", worst_rate)
                                      .add("threshold_misprediction", threshold_misprediction_)
+                                     .add("classes_checked_for_misprediction", checked)
+                                     .add("misprediction_classes", underrepresented_only_ ? "underrepresented" : "all")
+                                     .add("confidence", params().get_double("confidence"))
                                      .str()));
   log(VIGIL_LOG_INFO, "step {}: {} labels, class ratio {} (> {}: {}), {} class(es) mispredicted above {}", step,
       seen_, ratio, threshold_imbalance_, imbalanced, mispredicted.size(), threshold_misprediction_);

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "data_rules.h"
 
@@ -51,6 +52,53 @@ sdk::Result<std::vector<LabelPredictionPair>> read_pairs(const sdk::Trial& trial
   if (out.empty())
     return sdk::fail(sdk::Error::tensor_unavailable_for_step(
         label_names.empty() ? std::string("labels") : label_names.front(), step));
+  return out;
+}
+
+namespace {
+
+// np.argmax over the last axis: the first maximum of each row; a NaN wins (numpy treats it as the
+// maximum and stops at the first one).
+sdk::Result<std::vector<double>> argmax_last_axis(const WorkerValue& v, const std::string& tensor) {
+  const int64_t k = v.shape.empty() ? 1 : v.shape.back();
+  if (k <= 0) return sdk::fail(sdk::Error::invalid_argument(fmt::format("argmax of {}: the last axis is empty", tensor)));
+  std::vector<double> out;
+  out.reserve(v.values.size() / static_cast<size_t>(k));
+  for (size_t row = 0; row + static_cast<size_t>(k) <= v.values.size(); row += static_cast<size_t>(k)) {
+    size_t best = 0;
+    for (size_t j = 0; j < static_cast<size_t>(k); ++j) {
+      const double x = v.values[row + j];
+      if (std::isnan(x)) {
+        best = j;
+        break;
+      }
+      if (x > v.values[row + best]) best = j;
+    }
+    out.push_back(static_cast<double>(best));
+  }
+  return out;
+}
+
+}  // namespace
+
+sdk::Result<std::vector<double>> predicted_classes(const WorkerValue& predictions, size_t label_count, bool argmax,
+                                                   bool interpret, const std::string& tensor) {
+  if (argmax) return argmax_last_axis(predictions, tensor);
+  if (!interpret) return predictions.values;
+  const int64_t columns = predictions.shape.size() >= 2 ? predictions.shape.back() : 1;
+  if (columns >= 2 && predictions.values.size() == label_count * static_cast<size_t>(columns))
+    return argmax_last_axis(predictions, tensor);  // per-class scores or probabilities
+  if (predictions.values.size() != label_count) return predictions.values;  // the caller reports the mismatch
+  bool integral = true, probabilities = true;
+  for (double p : predictions.values) {
+    if (std::isnan(p)) continue;  // stays NaN: never a class
+    integral = integral && p == std::trunc(p);
+    probabilities = probabilities && p >= 0 && p <= 1;
+  }
+  if (integral || !probabilities) return predictions.values;
+  std::vector<double> out;
+  out.reserve(predictions.values.size());
+  for (double p : predictions.values) out.push_back(std::isnan(p) ? p : (p > 0.5 ? 1.0 : 0.0));
   return out;
 }
 

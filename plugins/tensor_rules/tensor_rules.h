@@ -99,7 +99,7 @@ saved with only its shape gives no verdict; a step where no selected tensor give
 class AllZero final : public sdk::Rule {
  public:
   static constexpr sdk::ParamSpec kParams[] = {
-      kRequiredCollectionNames,
+      kRequiredCollectionNames.calibrated("weights,gradients"),
       kRequiredTensorRegex,
       sdk::param_double("threshold", "100",
                         "Percentage of zero elements at or above which a tensor fires the rule.")
@@ -122,7 +122,14 @@ without their value (reductions or shape only) give no verdict; a step where no 
 one is skipped.
 
 **Evidence.** The tensor with the largest share (`tensor`, `worker`, `zero_percent`, `zero_count`,
-`size`), `threshold`, `tensors_at_or_above` and `at_or_above`: up to 10 of them.)md";
+`size`), `threshold`, `tensors_at_or_above` and `at_or_above`: up to 10 of them.
+
+**Calibrated profile.** `collection_names` `weights,gradients` (no `tensor_regex`), `threshold` 100.
+The docs' `.*` also selects tensors that are legitimately all zero: biases initialised to zero (the
+Keras and many transformer defaults), predictions of a batch that are all class 0, a ReLU layer's
+output on one batch. Weights that are all zero cannot break their symmetry, and a gradient that is
+all zero brings no learning signal: both are the defect this rule names. On the labelled pathology
+runs it fires on the all-zero layer and stays quiet on every run without one (docs/verdict-quality.md).)md";
 
   static Result<std::unique_ptr<AllZero>> create(sdk::RuleContext ctx);
   Result<bool> invoke_at_step(vigil_step step) override;
@@ -138,13 +145,18 @@ one is skipped.
 class UnchangedTensor final : public sdk::Rule {
  public:
   static constexpr sdk::ParamSpec kParams[] = {
-      kRequiredCollectionNames,
+      kRequiredCollectionNames.calibrated("weights"),
       kRequiredTensorRegex,
       sdk::param_int("num_steps", "3", "How many saved steps of a tensor (the current one included) must agree.")
           .min(1),
-      sdk::param_double("rtol", "1e-05", "Relative tolerance of numpy.allclose.").min(0),
-      sdk::param_double("atol", "1e-08", "Absolute tolerance of numpy.allclose.").min(0),
+      sdk::param_double("rtol", "1e-05", "Relative tolerance of numpy.allclose.").min(0).calibrated("0"),
+      sdk::param_double("atol", "1e-08", "Absolute tolerance of numpy.allclose.").min(0).calibrated("0"),
       sdk::param_bool("equal_nan", "False", "Whether NaN compares equal to NaN (numpy.allclose's equal_nan)."),
+      sdk::param_double("vanishing_gradient_threshold", "0",
+                        "An unchanged tensor whose gradient's mean absolute value is above 0 but below this does "
+                        "not fire: its gradient vanishes, VanishingGradient's finding (a Vigil addition).")
+          .min(0)
+          .calibrated("0.0000001"),
   };
   static constexpr char kDescription[] = R"md(Detects tensors that stop changing across saved steps.
 
@@ -166,8 +178,26 @@ consecutive steps; the two agree for exact equality. A tensor/worker missing its
 steps of *P* (reduction-only, another worker) gives no verdict; string and complex tensors give none; a
 step where no selected tensor gives one is skipped.
 
+With `vanishing_gradient_threshold` above 0, an unchanged tensor whose gradient at *s* (on the same
+worker) has a mean absolute value above 0 but below it does not fire; its gradient is the tensor of
+the `gradients` collection whose name ends with "/" and the tensor's name (smdebug's
+`gradient/<parameter>`). A tensor without such a gradient is judged as before. A step where every
+selected tensor has fewer than `num_steps` saved steps is reported as not judged.
+
 **Evidence.** The first unchanged `tensor` and `worker`, `steps` (*P*), `num_steps`, `rtol`, `atol`,
-`equal_nan`, `tensors_unchanged` and `unchanged`: up to 10 tensor/worker pairs.)md";
+`equal_nan`, `tensors_unchanged` and `unchanged`: up to 10 tensor/worker pairs.
+
+**Calibrated profile.** `collection_names` `weights`, `rtol` 0 and `atol` 0 (bit-identical values),
+`vanishing_gradient_threshold` 1e-7 (VanishingGradient's default threshold); `num_steps` stays 3. The
+docs' `losses` never stay unchanged, even when the model does not train (every batch differs), so
+they miss frozen layers. A parameter that trains moves, however slowly: slow movement is
+WeightUpdateRatio's finding, and numpy's tolerances would take a weight updated by 1e-6 of itself per
+step for an unchanged one. A weight whose gradient vanishes without being zero (1e-20 deep in a
+sigmoid stack) stays bit-identical as well, for as long as its updates round away, and may start to
+move later: VanishingGradient reports that cause. A zero gradient (a dead or disconnected layer) or an
+ordinary one (a layer left out of the optimizer, a learning rate too small to change a float) still
+fires. On the labelled pathology runs this finds the three unchanged layers without a false positive
+(docs/verdict-quality.md).)md";
 
   static Result<std::unique_ptr<UnchangedTensor>> create(sdk::RuleContext ctx);
   Result<bool> invoke_at_step(vigil_step step) override;
@@ -178,7 +208,12 @@ step where no selected tensor gives one is skipped.
     double rtol;
     double atol;
     bool equal_nan;
+    double vanishing_gradient_threshold;
   };
+  // The mean |gradient| of `name` at the step on `worker`: the value of the `gradients` collection's
+  // tensor named "<prefix>/<name>" (smdebug's gradient/<parameter>); nullopt without one.
+  Result<std::optional<double>> gradient_mean_abs(const std::string& name, vigil_step step, const std::string& worker,
+                                                   std::optional<std::vector<std::string>>& gradients) const;
   UnchangedTensor(sdk::RuleContext ctx, Selection selection, Options options)
       : Rule(std::move(ctx)), selection_(std::move(selection)), options_(options) {}
 
@@ -192,12 +227,18 @@ step where no selected tensor gives one is skipped.
 class TensorVariance final : public sdk::Rule {
  public:
   static constexpr sdk::ParamSpec kParams[] = {
-      kRequiredCollectionNames,
+      kRequiredCollectionNames.calibrated("weights"),
       kRequiredTensorRegex,
       sdk::param_double("max_threshold", nullptr, "The rule fires when a tensor's variance is above this (strictly).")
-          .min(0),
+          .min(0)
+          .calibrated("4"),
       sdk::param_double("min_threshold", nullptr, "The rule fires when a tensor's variance is below this (strictly).")
-          .min(0),
+          .min(0)
+          .calibrated("0.00001"),
+      sdk::param_bool("min_about_zero", "False",
+                      "Compare min_threshold with the mean square (the variance about zero) instead of the "
+                      "variance, so that a constant non-zero tensor does not fire (a Vigil addition).")
+          .calibrated("True"),
   };
   static constexpr char kDescription[] = R"md(Detects tensors whose variance is too high or too low.
 
@@ -215,23 +256,42 @@ the rule can never fire (a warning is logged at creation). NaN never fires (an e
 is NaN); a tensor/worker with neither a value nor a saved variance gives no verdict; string tensors
 give none; a step where no selected tensor gives one is skipped.
 
-**Evidence.** The first offending `tensor` and `worker`, its `variance`, which `threshold` was crossed
-(`above_max` / `below_min` with `max_threshold` / `min_threshold`), `tensors_outside` and `outside`: up
-to 10 tensor/worker pairs.)md";
+With `min_about_zero`, `min_threshold` is compared with the mean square *v* + mean² (the variance
+about zero, from the same saved or computed reductions) instead of *v*; `max_threshold` still with *v*.
+
+**Evidence.** The first offending `tensor` and `worker`, its `variance` (and `mean_square` with
+`min_about_zero`), which `threshold` was crossed (`above_max` / `below_min` with `max_threshold` /
+`min_threshold`), `tensors_outside` and `outside`: up to 10 tensor/worker pairs.
+
+**Calibrated profile.** `collection_names` `weights`, `max_threshold` 4, `min_threshold` 1e-5,
+`min_about_zero` True. The bounds come from the scale of weight initialisations rather than from the
+labelled runs: the widest common one is an embedding's N(0, 1) (variance 1; Kaiming's 2 / fan_in
+reaches 2 only for a fan-in of 1), so a variance above 4 (a standard deviation above 2) is out of
+any initialisation's range and means weights that have grown or were drawn at the wrong scale;
+the common initialisations stay above 1e-5 for fan-ins up to tens of thousands (PyTorch's default
+1 / (3 fan_in) up to 33,000, Kaiming's 2 / fan_in up to 200,000; the 0.02 standard deviation of
+transformer initialisations gives 4e-4), so a mean square below 1e-5 means weights that are, or have
+collapsed to, nearly zero. The mean square, not the variance, is compared with the lower
+bound because normalisation layers' scales (in `weights` with smdebug's PyTorch collections) start as
+all ones: no variance, yet nothing collapsed. On the labelled pathology runs this finds the three runs
+with extreme weight scales (all-zero, 8.03 next to 1e-4, 1e-10) and stays quiet on the others, whose
+weights range from 7.7e-5 to 1.09 (docs/verdict-quality.md).)md";
 
   static Result<std::unique_ptr<TensorVariance>> create(sdk::RuleContext ctx);
   Result<bool> invoke_at_step(vigil_step step) override;
 
  private:
   TensorVariance(sdk::RuleContext ctx, Selection selection, std::optional<double> max_threshold,
-                 std::optional<double> min_threshold)
+                 std::optional<double> min_threshold, bool min_about_zero)
       : Rule(std::move(ctx)),
         selection_(std::move(selection)),
         max_threshold_(max_threshold),
-        min_threshold_(min_threshold) {}
+        min_threshold_(min_threshold),
+        min_about_zero_(min_about_zero) {}
   Selection selection_;
   std::optional<double> max_threshold_;
   std::optional<double> min_threshold_;
+  bool min_about_zero_;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-// TensorVariance (builtin-rules.md §2.9): np.var(x) > max_threshold or < min_threshold.
+// TensorVariance (builtin-rules.md §2.9): np.var(x) > max_threshold or < min_threshold (or, with
+// min_about_zero, mean(x^2) < min_threshold).
 #include <fmt/format.h>
 
 #include "tensor_rules.h"
@@ -14,8 +15,9 @@ Result<std::unique_ptr<TensorVariance>> TensorVariance::create(sdk::RuleContext 
   if (ctx.params.is_set("min_threshold")) {
     VIGIL_TRY(min_threshold, ctx.params.get<double>("min_threshold"));
   }
+  VIGIL_TRY(const bool min_about_zero, ctx.params.get<bool>("min_about_zero"));
   auto rule = std::unique_ptr<TensorVariance>(
-      new TensorVariance(std::move(ctx), std::move(selection), max_threshold, min_threshold));
+      new TensorVariance(std::move(ctx), std::move(selection), max_threshold, min_threshold, min_about_zero));
   if (!max_threshold && !min_threshold)
     rule->log(VIGIL_LOG_WARNING, "neither max_threshold nor min_threshold is set: {} can never fire", rule->rule_name());
   return rule;
@@ -36,12 +38,25 @@ Result<bool> TensorVariance::invoke_at_step(vigil_step step) {
         if (is_missing(v.error()) || v.error().code == VIGIL_E_TYPE_ERROR) continue;
         return sdk::fail(std::move(v).error());
       }
+      // The spread about zero, E[x^2] = var + mean^2: a tensor of equal non-zero values (a
+      // normalisation layer's scale, initialised to 1) has no variance, but has not collapsed.
+      std::optional<double> mean_square;
+      if (min_about_zero_ && min_threshold_) {
+        auto mean = tensor.reduction_value(step, sdk::ReductionOp::mean, /*abs=*/false, VIGIL_MODE_GLOBAL, worker);
+        if (!mean) {
+          if (is_missing(mean.error()) || mean.error().code == VIGIL_E_TYPE_ERROR) continue;
+          return sdk::fail(std::move(mean).error());
+        }
+        mean_square = *v + *mean * *mean;
+      }
       judged = true;
+      const double low_statistic = mean_square.value_or(*v);
       const bool above = max_threshold_ && *v > *max_threshold_;
-      const bool below = min_threshold_ && *v < *min_threshold_;
+      const bool below = min_threshold_ && low_statistic < *min_threshold_;
       if (!above && !below) continue;  // NaN never fires
       sdk::JsonObject object;
       object.add("tensor", name).add("worker", worker).add("variance", *v);
+      if (mean_square) object.add("mean_square", *mean_square);
       if (above) object.add("above_max", true).add("max_threshold", *max_threshold_);
       if (below) object.add("below_min", true).add("min_threshold", *min_threshold_);
       hits.add(object.str());

@@ -15,13 +15,33 @@ Result<std::unique_ptr<UnchangedTensor>> UnchangedTensor::create(sdk::RuleContex
   VIGIL_TRY(o.rtol, ctx.params.get<double>("rtol"));
   VIGIL_TRY(o.atol, ctx.params.get<double>("atol"));
   VIGIL_TRY(o.equal_nan, ctx.params.get<bool>("equal_nan"));
+  VIGIL_TRY(o.vanishing_gradient_threshold, ctx.params.get<double>("vanishing_gradient_threshold"));
   return std::unique_ptr<UnchangedTensor>(new UnchangedTensor(std::move(ctx), std::move(selection), o));
+}
+
+Result<std::optional<double>> UnchangedTensor::gradient_mean_abs(
+    const std::string& name, vigil_step step, const std::string& worker,
+    std::optional<std::vector<std::string>>& gradients) const {
+  if (!gradients) {
+    VIGIL_TRY(gradients, base_trial().tensor_names({.step = step, .collection = "gradients"}));
+  }
+  const std::string suffix = "/" + name;
+  for (const std::string& g : *gradients) {
+    if (!g.ends_with(suffix)) continue;
+    auto m = base_trial().tensor(g).reduction_value(step, sdk::ReductionOp::mean, /*abs=*/true, VIGIL_MODE_GLOBAL,
+                                                     worker);
+    if (m) return std::optional<double>(*m);
+    if (!is_missing(m.error()) && m.error().code != VIGIL_E_TYPE_ERROR) return sdk::fail(std::move(m).error());
+  }
+  return std::optional<double>{};
 }
 
 Result<bool> UnchangedTensor::invoke_at_step(vigil_step step) {
   VIGIL_TRY(const auto names, selected_at_step(base_trial(), selection_, step, false));
   const auto n = static_cast<size_t>(options_.num_steps);
-  bool judged = false;
+  bool judged = false, too_short = false;
+  int64_t vanishing = 0;  // unchanged tensors left to VanishingGradient
+  std::optional<std::vector<std::string>> gradients;  // read once, when a gradient is needed
   Hits hits;
   std::optional<sdk::JsonObject> first;
   for (const std::string& name : names) {
@@ -37,7 +57,7 @@ Result<bool> UnchangedTensor::invoke_at_step(vigil_step step) {
     if (window.size() > n) window.erase(window.begin(), window.end() - static_cast<std::ptrdiff_t>(n));
     for (const std::string& worker : workers) {
       if (window.size() < n || window.back() != step) {
-        judged = true;  // too short a history: the tensor does not fire (spec: treat as False)
+        too_short = true;  // too short a history: the tensor does not fire (spec: treat as False)
         continue;
       }
       auto current = read_values(tensor, step, VIGIL_MODE_GLOBAL, worker);
@@ -68,14 +88,30 @@ Result<bool> UnchangedTensor::invoke_at_step(vigil_step step) {
       if (!complete) continue;
       judged = true;
       if (!unchanged) continue;
+      if (options_.vanishing_gradient_threshold > 0) {
+        // A tiny but non-zero gradient explains the lack of change (and may still grow); an exactly
+        // zero one means no loss signal reaches the tensor at all, which is this rule's finding.
+        VIGIL_TRY(const auto g, gradient_mean_abs(name, step, worker, gradients));
+        if (g && *g > 0 && *g < options_.vanishing_gradient_threshold) {
+          ++vanishing;
+          continue;
+        }
+      }
       sdk::JsonObject object;
       object.add("tensor", name).add("worker", worker).add_raw("steps", fmt::format("[{}]", fmt::join(window, ",")));
       hits.add(object.str());
       if (!first) first = std::move(object);
     }
   }
+  if (!judged && too_short) {
+    not_judged(fmt::format("fewer than {} saved steps of every tensor", options_.num_steps));
+    return false;
+  }
   if (!judged)
     return sdk::fail(no_verdict(fmt::format("no tensor of {} has a value at this step", selection_.describe()), step));
+  if (vanishing > 0)
+    log(VIGIL_LOG_DEBUG, "step {}: {} unchanged tensor(s) with a vanishing gradient left to VanishingGradient", step,
+        vanishing);
   if (hits.empty()) return false;
   VIGIL_TRY_VOID(report_evidence(first->add("num_steps", options_.num_steps)
                                      .add("rtol", options_.rtol)

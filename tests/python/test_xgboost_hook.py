@@ -3,7 +3,9 @@ reg:squarederror): the trials read back with vigil.create_trial hold smdebug's n
 collections, with the values xgboost itself gives (evals_log, get_score, trees_to_dataframe,
 predict on the booster sliced to the round); `vigil evaluate` runs the XGBoost-family rules and
 CreateXgboostReport on those trials and gives the verdicts numpy oracles compute from the saved
-values; two real collective workers; the JSON configuration; and the never-harm promise.
+values; ClassImbalance and Confusion with the calibrated profile's parameters stay quiet on good
+binary:logistic and multi:softprob models and fire on bad ones; two real collective workers; the
+JSON configuration; and the never-harm promise.
 
 xgboost is required: without it this module fails to import (the tests fail, none is skipped)."""
 import json
@@ -427,6 +429,102 @@ def test_confusion_on_class_predictions_and_on_probabilities(vigil_exe, tmp_path
     # binary:logistic predictions are probabilities, not class indices: the rule refuses them.
     status = evaluate(vigil_exe, str(tmp_path / "probabilities"), rules, tmp_path, "rules-probabilities")["Confusion"]
     assert status["RuleEvaluationStatus"] == "Error" and "not a class index" in status["StatusDetails"], status
+
+
+# ---- the calibrated profile of ClassImbalance and Confusion on real runs ------------------------------
+
+# The calibrated profile's parameters of the two rules (docs/rules.md, "Calibrated profile"), given
+# explicitly until the host selects the profile itself (RuleParameters vigil_profile=calibrated).
+CALIBRATED = {
+    "ClassImbalance": {"interpret_predictions": "True", "misprediction_classes": "underrepresented",
+                       "confidence": "0.95"},
+    "Confusion": {"interpret_predictions": "True", "criterion": "pair_informedness", "window": "8",
+                  "min_support": "30", "confidence": "0.95"},
+}
+CALIBRATED_RULES = [(name, dict(params, rule_to_invoke=name)) for name, params in CALIBRATED.items()]
+ROUNDS = 10  # more than Confusion's window of 8 evaluations
+EVERY_ROUND = dict(save_config=smd.SaveConfig(save_interval=1), include_collections=["labels", "predictions"])
+
+
+def classes(n, centres, shares, seed):
+    """(DMatrix train, DMatrix validation), 3/4 and 1/4 of n rows: class c is a unit Gaussian cloud
+    in 4 features around centres[c]; two classes with the same centre cannot be told apart."""
+    rng = np.random.default_rng(seed)
+    y = rng.choice(len(shares), size=n, p=shares).astype(float)
+    X = np.asarray(centres, dtype=float)[y.astype(int)] + rng.normal(size=(n, 4))
+    cut = 3 * n // 4
+    return xgb.DMatrix(X[:cut], label=y[:cut]), xgb.DMatrix(X[cut:], label=y[cut:])
+
+
+APART = [[0, 0, 0, 0], [4, 0, 0, 0], [0, 4, 0, 0]]  # three classes 4 standard deviations apart
+MERGED = [[0, 0, 0, 0], [4, 0, 0, 0], [4, 0, 0, 0]]  # classes 1 and 2 from the same distribution
+
+
+def pair_informedness_oracle(tr, window=8):
+    """The lowest Youden's J over the pairs of classes of each full window of pooled evaluations."""
+    lowest = []
+    steps = tr.steps()
+    for end in range(window - 1, len(steps)):
+        y = np.concatenate([value(tr, "labels", s) for s in steps[end - window + 1:end + 1]]).astype(int)
+        scores = np.concatenate([value(tr, "predictions", s) for s in steps[end - window + 1:end + 1]])
+        p = scores.argmax(axis=-1) if scores.ndim == 2 else (scores > 0.5).astype(int)
+        k = max(y.max(), p.max()) + 1
+        js = []
+        for i in range(k):
+            for j in range(i + 1, k):
+                ii, ij = np.sum((y == i) & (p == i)), np.sum((y == i) & (p == j))
+                ji, jj = np.sum((y == j) & (p == i)), np.sum((y == j) & (p == j))
+                if ii + ij and ji + jj:
+                    js.append(ii / (ii + ij) - ji / (ji + jj))
+        lowest.append(min(js))
+    return lowest
+
+
+def test_calibrated_class_imbalance_and_confusion_stay_quiet_on_good_models(vigil_exe, tmp_path):
+    train(tmp_path / "binary", BINARY, dataset("binary", 1600), ROUNDS, **EVERY_ROUND)
+    train(tmp_path / "softprob", SOFTPROB, classes(1600, APART, [1 / 3] * 3, seed=1), ROUNDS, **EVERY_ROUND)
+    for run, shape in (("binary", (400,)), ("softprob", (400, 3))):
+        tr = vigil.create_trial(str(tmp_path / run))
+        assert tr.steps() == list(range(ROUNDS)) and value(tr, "predictions", 0).shape == shape
+        assert min(pair_informedness_oracle(tr)) > 0.8, run  # the classes are told apart
+        statuses = evaluate(vigil_exe, str(tmp_path / run), CALIBRATED_RULES, tmp_path, "calibrated-" + run)
+        for rule in CALIBRATED:
+            expect_steps(statuses[rule], [])
+    # The test sees the case: SageMaker's reading compares binary:logistic's probabilities with the
+    # 0/1 labels and reports every class 100 % mispredicted.
+    faithful = evaluate(vigil_exe, str(tmp_path / "binary"), [("ClassImbalance", {"rule_to_invoke": "ClassImbalance"})],
+                        tmp_path, "sagemaker-binary")["ClassImbalance"]
+    assert faithful["RuleEvaluationStatus"] == "IssuesFound", faithful
+    evidence = faithful["Triggers"][0]["evidence"][0]
+    assert evidence["misprediction_rate_above_threshold"] == {"0": 1, "1": 1}, evidence
+
+
+def test_calibrated_confusion_fires_on_indistinguishable_classes(vigil_exe, tmp_path):
+    train(tmp_path / "merged", SOFTPROB, classes(1600, MERGED, [1 / 3] * 3, seed=2), ROUNDS, **EVERY_ROUND)
+    dtrain, dvalid = dataset("binary", 1600)
+    rng = np.random.default_rng(3)  # labels shuffled: the features say nothing about them
+    shuffled = (xgb.DMatrix(dtrain.get_data(), label=rng.permutation(dtrain.get_label())),
+                xgb.DMatrix(dvalid.get_data(), label=rng.permutation(dvalid.get_label())))
+    train(tmp_path / "shuffled", BINARY, shuffled, ROUNDS, **EVERY_ROUND)
+    for run in ("merged", "shuffled"):
+        tr = vigil.create_trial(str(tmp_path / run))
+        assert min(pair_informedness_oracle(tr)) < 0.15, run
+        status = evaluate(vigil_exe, str(tmp_path / run), CALIBRATED_RULES[1:], tmp_path, "calibrated-" + run)
+        # Judged from the 8th evaluation on (the window), and confused at every one.
+        expect_steps(status["Confusion"], list(range(7, ROUNDS)))
+        pairs = status["Confusion"]["Triggers"][0]["evidence"][0]["pairs_confused"]
+        assert [p["classes"] for p in pairs] == ([[1, 2]] if run == "merged" else [[0, 1]]), pairs
+
+
+def test_calibrated_class_imbalance_fires_on_a_mispredicted_minority(vigil_exe, tmp_path):
+    # A minority of 6 % (imbalance ratio under 10) drawn like class 1: the model calls it class 1.
+    train(tmp_path / "minority", SOFTPROB, classes(2000, MERGED, [0.47, 0.47, 0.06], seed=4), ROUNDS, **EVERY_ROUND)
+    status = evaluate(vigil_exe, str(tmp_path / "minority"), CALIBRATED_RULES[:1], tmp_path, "calibrated-minority")
+    status = status["ClassImbalance"]
+    assert status["RuleEvaluationStatus"] == "IssuesFound", status
+    evidence = status["Triggers"][-1]["evidence"][0]
+    assert evidence["imbalance_exceeded"] is False and evidence["classes_checked_for_misprediction"] == 1, evidence
+    assert list(evidence["misprediction_rate_above_threshold"]) == ["2"], evidence
 
 
 def test_the_xgboost_report_of_a_real_binary_run(vigil_exe, binary_run, tmp_path):

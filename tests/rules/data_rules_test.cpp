@@ -39,6 +39,33 @@ TrialStep data_train_step(int64_t step, int64_t mode_step) {
   return TrialStep{step, Mode::Train, mode_step, {{"loss_output_0", {1.0}, {1}}}};
 }
 
+// Labels and class predictions realising a confusion matrix (rows: labels, columns: predictions).
+std::pair<std::vector<double>, std::vector<double>> data_from_matrix(const std::vector<std::vector<int>>& matrix) {
+  std::vector<double> y, y_hat;
+  for (size_t label = 0; label < matrix.size(); ++label)
+    for (size_t predicted = 0; predicted < matrix[label].size(); ++predicted)
+      for (int k = 0; k < matrix[label][predicted]; ++k) {
+        y.push_back(static_cast<double>(label));
+        y_hat.push_back(static_cast<double>(predicted));
+      }
+  return {y, y_hat};
+}
+
+TrialStep data_eval_matrix(int64_t step, int64_t mode_step, const std::vector<std::vector<int>>& matrix) {
+  const auto [y, y_hat] = data_from_matrix(matrix);
+  return data_eval_step(step, mode_step, y, y_hat);
+}
+
+// int64 labels with float32 predictions of shape `shape` (probabilities or per-class scores).
+TrialStep data_eval_scores(int64_t step, int64_t mode_step, const std::vector<double>& labels,
+                           const std::vector<double>& scores, std::vector<int64_t> shape) {
+  return TrialStep{step,
+                   Mode::Eval,
+                   mode_step,
+                   {{"labels", labels, {int64_t(labels.size())}, format::ElementType::Int64},
+                    {"predictions", scores, std::move(shape), format::ElementType::Float32}}};
+}
+
 // =============================================================================================
 // ClassImbalance
 
@@ -178,6 +205,86 @@ TEST(DataClassImbalance, WorkersArePooled) {
   EXPECT_DOUBLE_EQ(s.triggers[0].evidence.at(0)["imbalance_ratio"].get<double>(), 19.0);
 }
 
+TEST(DataClassImbalance, InterpretPredictionsThresholdsProbabilitiesAndArgmaxesScores) {
+  // 60 binary labels with probabilities on the right side of 0.5: SageMaker's reading compares the
+  // probabilities with the labels and finds every label mispredicted.
+  ScratchDir binary;
+  std::vector<double> y, p;
+  for (int i = 0; i < 60; ++i) {
+    y.push_back(i % 2);
+    p.push_back(i % 2 ? 0.9 - 0.001 * i : 0.1 + 0.001 * i);
+  }
+  write_trial(binary.path(), {data_eval_scores(0, 0, y, p, {60})});
+  auto faithful = evaluate_rule("ClassImbalance", binary.path(), {{"samples", "60"}});
+  ASSERT_EQ(trigger_steps(faithful), (std::vector<int64_t>{0})) << seen(faithful);
+  EXPECT_DOUBLE_EQ(faithful.triggers[0].evidence.at(0)["worst_misprediction_rate"].get<double>(), 1.0);
+  auto read = evaluate_rule("ClassImbalance", binary.path(), {{"samples", "60"}, {"interpret_predictions", "True"}});
+  EXPECT_EQ(read.status, RuleEvaluationStatus::NoIssuesFound) << seen(read);
+
+  // One wrong side of 0.5 for every label: all mispredicted once thresholded.
+  ScratchDir flipped;
+  std::vector<double> q;
+  for (double v : p) q.push_back(1 - v);
+  write_trial(flipped.path(), {data_eval_scores(0, 0, y, q, {60, 1})});
+  auto wrong = evaluate_rule("ClassImbalance", flipped.path(), {{"samples", "60"}, {"interpret_predictions", "True"}});
+  ASSERT_EQ(trigger_steps(wrong), (std::vector<int64_t>{0})) << seen(wrong);
+  EXPECT_DOUBLE_EQ(wrong.triggers[0].evidence.at(0)["worst_misprediction_rate"].get<double>(), 1.0);
+
+  // An (n, 3) probability matrix is argmax'd; class indices are used as they are.
+  ScratchDir softprob;
+  std::vector<double> labels{0, 1, 2, 2}, matrix{0.7, 0.2, 0.1, 0.1, 0.8, 0.1, 0.2, 0.2, 0.6, 0.3, 0.3, 0.4};
+  write_trial(softprob.path(), {data_eval_scores(0, 0, labels, matrix, {4, 3}), data_eval_step(1, 1, labels, labels)});
+  auto m = evaluate_rule("ClassImbalance", softprob.path(), {{"samples", "4"}, {"interpret_predictions", "True"}});
+  EXPECT_EQ(m.status, RuleEvaluationStatus::NoIssuesFound) << seen(m);
+  auto refused = evaluate_rule("ClassImbalance", softprob.path(), {{"samples", "4"}});
+  EXPECT_EQ(refused.status, RuleEvaluationStatus::Error) << seen(refused);  // 4 labels, 12 predictions
+}
+
+TEST(DataClassImbalance, UnderrepresentedClassesOnlyAreCheckedForMispredictions) {
+  // 45 + 45 + 10 labels (ratio 4.5: no imbalance). Class 1 is always called 0; class 2, with fewer
+  // than half a balanced share (10 < 100 / 3 / 2), always called 0 too in the second trial.
+  const auto labels = data_repeat({{0, 45}, {1, 45}, {2, 10}});
+  ScratchDir common;
+  write_trial(common.path(), {data_eval_step(0, 0, labels, data_repeat({{0, 90}, {2, 10}}))});
+  auto all = evaluate_rule("ClassImbalance", common.path(), {{"samples", "100"}});
+  ASSERT_EQ(trigger_steps(all), (std::vector<int64_t>{0})) << seen(all);
+  auto under = evaluate_rule("ClassImbalance", common.path(),
+                             {{"samples", "100"}, {"misprediction_classes", "underrepresented"}});
+  EXPECT_EQ(under.status, RuleEvaluationStatus::NoIssuesFound) << seen(under);
+
+  ScratchDir minority;
+  write_trial(minority.path(), {data_eval_step(0, 0, labels, data_repeat({{0, 45}, {1, 45}, {0, 10}}))});
+  auto m = evaluate_rule("ClassImbalance", minority.path(),
+                         {{"samples", "100"}, {"misprediction_classes", "underrepresented"}});
+  ASSERT_EQ(trigger_steps(m), (std::vector<int64_t>{0})) << seen(m);
+  const auto& e = m.triggers[0].evidence.at(0);
+  EXPECT_EQ(e["classes_checked_for_misprediction"], 1);
+  EXPECT_DOUBLE_EQ(e["misprediction_rate_above_threshold"]["2"].get<double>(), 1.0);
+  EXPECT_EQ(e["imbalance_exceeded"], false);
+  EXPECT_NE(rule_refusal("ClassImbalance", minority.path(), {{"misprediction_classes", "minority"}}), "");
+}
+
+TEST(DataClassImbalance, ConfidenceNeedsTheLowerBoundAboveTheThreshold) {
+  // Class 1: 4 of 5 mispredicted (0.8 > 0.7, but the 95 % Wilson lower bound is about 0.38).
+  ScratchDir few;
+  write_trial(few.path(),
+              {data_eval_step(0, 0, data_repeat({{0, 95}, {1, 5}}), data_repeat({{0, 95}, {0, 4}, {1, 1}}))});
+  const std::map<std::string, std::string> judged{{"samples", "100"}, {"threshold_imbalance", "100"}};
+  EXPECT_EQ(trigger_steps(evaluate_rule("ClassImbalance", few.path(), judged)), (std::vector<int64_t>{0}));
+  auto bounded = judged;
+  bounded["confidence"] = "0.95";
+  auto b = evaluate_rule("ClassImbalance", few.path(), bounded);
+  EXPECT_EQ(b.status, RuleEvaluationStatus::NoIssuesFound) << seen(b);
+  // 90 of 100 mispredicted: the lower bound (about 0.84) is above 0.7.
+  ScratchDir many;
+  write_trial(many.path(), {data_eval_step(0, 0, data_repeat({{0, 100}, {1, 100}}),
+                                           data_repeat({{0, 100}, {0, 90}, {1, 10}}))});
+  auto c = evaluate_rule("ClassImbalance", many.path(), bounded);
+  ASSERT_EQ(trigger_steps(c), (std::vector<int64_t>{0})) << seen(c);
+  EXPECT_DOUBLE_EQ(c.triggers[0].evidence.at(0)["confidence"].get<double>(), 0.95);
+  EXPECT_NE(rule_refusal("ClassImbalance", many.path(), {{"confidence", "1"}}), "");
+}
+
 // =============================================================================================
 // Confusion
 
@@ -280,6 +387,115 @@ TEST(DataConfusion, ValuesThatAreNotClassIndicesFailTheRule) {
     auto inferred = evaluate_rule("Confusion", dir.path());
     EXPECT_EQ(inferred.status, RuleEvaluationStatus::NoIssuesFound) << seen(inferred);
   }
+}
+
+// The calibrated profile's Confusion (docs/rules.md), given explicitly.
+const std::map<std::string, std::string> kCalibratedConfusion{{"interpret_predictions", "True"},
+                                                              {"criterion", "pair_informedness"},
+                                                              {"window", "8"},
+                                                              {"min_support", "30"},
+                                                              {"confidence", "0.95"}};
+
+TEST(DataConfusion, PairInformednessFiresOnIndistinguishableClassesNotOnSpreadErrors) {
+  // A healthy 4-class classifier at 85 % accuracy, its errors spread over the other classes: SageMaker's
+  // column shares fire (precision 0.85 < 0.9), the pairs are all well told apart.
+  const std::vector<std::vector<int>> healthy{{17, 1, 1, 1}, {1, 17, 1, 1}, {1, 1, 17, 1}, {1, 1, 1, 17}};
+  // Classes 1 and 2 indistinguishable: each is called 1 or 2 at random; 0 and 3 are recognised.
+  const std::vector<std::vector<int>> confused{{19, 0, 0, 1}, {0, 10, 10, 0}, {0, 9, 11, 0}, {1, 0, 0, 19}};
+  ScratchDir good, bad;
+  std::vector<TrialStep> good_steps, bad_steps;
+  for (int64_t k = 0; k < 8; ++k) {
+    good_steps.push_back(data_eval_matrix(k, k, healthy));
+    bad_steps.push_back(data_eval_matrix(k, k, confused));
+  }
+  write_trial(good.path(), good_steps);
+  write_trial(bad.path(), bad_steps);
+  EXPECT_EQ(trigger_steps(evaluate_rule("Confusion", good.path())).size(), 8u);
+  auto g = evaluate_rule("Confusion", good.path(), kCalibratedConfusion);
+  EXPECT_EQ(g.status, RuleEvaluationStatus::NoIssuesFound) << seen(g);
+
+  auto b = evaluate_rule("Confusion", bad.path(), kCalibratedConfusion);
+  ASSERT_EQ(trigger_steps(b), (std::vector<int64_t>{7})) << seen(b);  // the first full window of 8
+  const auto& e = b.triggers[0].evidence.at(0);
+  EXPECT_EQ(e["confused_pairs"], 1);
+  EXPECT_EQ(e["pairs"], 8 * 80);
+  EXPECT_EQ(e["window"], 8);
+  const auto& pair = e["pairs_confused"][0];
+  EXPECT_EQ(pair["classes"], nlohmann::json::array({1, 2}));
+  EXPECT_EQ(pair["labels_of_first"], 8 * 20);
+  EXPECT_EQ(pair["second_called_first"], 8 * 9);
+  EXPECT_NEAR(pair["informedness"].get<double>(), 0.5 - 0.45, 1e-12);
+  EXPECT_LT(pair["informedness_upper_bound"].get<double>(), 0.25);
+  EXPECT_NE(rule_refusal("Confusion", bad.path(), {{"criterion", "rows"}}), "");
+}
+
+TEST(DataConfusion, WindowPoolsEvaluationsAndMinSupportWaitsForEnoughLabels) {
+  // Classes 0 and 1 confused at the first three evaluations only (10 labels each), then told apart.
+  const std::vector<std::vector<int>> mixed{{5, 5}, {5, 5}}, apart{{10, 0}, {0, 10}};
+  ScratchDir dir;
+  std::vector<TrialStep> steps;
+  for (int64_t k = 0; k < 9; ++k) steps.push_back(data_eval_matrix(k, k, k < 3 ? mixed : apart));
+  write_trial(dir.path(), steps);
+  const std::map<std::string, std::string> pairs{{"criterion", "pair_informedness"}, {"min_support", "30"}};
+  // One evaluation at a time: 10 labels per class never reach min_support 30.
+  auto single = evaluate_rule("Confusion", dir.path(), pairs);
+  EXPECT_EQ(single.status, RuleEvaluationStatus::NoIssuesFound) << seen(single);
+  auto low = pairs;
+  low["min_support"] = "10";
+  EXPECT_EQ(trigger_steps(evaluate_rule("Confusion", dir.path(), low)), (std::vector<int64_t>{0, 1, 2}));
+  // Three pooled: judged from step 2 (informedness 0); at step 3 one of the three pooled evaluations
+  // tells the classes apart, which lifts the informedness to 1/3, above 0.25.
+  auto w = pairs;
+  w["window"] = "3";
+  EXPECT_EQ(trigger_steps(evaluate_rule("Confusion", dir.path(), w)), (std::vector<int64_t>{2}));
+  EXPECT_NE(rule_refusal("Confusion", dir.path(), {{"window", "0"}}), "");
+  EXPECT_NE(rule_refusal("Confusion", dir.path(), {{"min_support", "-1"}}), "");
+}
+
+TEST(DataConfusion, MinSupportAndConfidenceOnColumnShares) {
+  // Column 1: 8 of 10 right (0.8 < 0.9): fires as a point estimate, not with a 95 % bound (the upper
+  // bound is about 0.93) nor below min_support; column 0 of 90 predictions is right.
+  ScratchDir small;
+  write_trial(small.path(), {data_eval_matrix(0, 0, {{90, 2}, {0, 8}})});
+  EXPECT_EQ(trigger_steps(evaluate_rule("Confusion", small.path())), (std::vector<int64_t>{0}));
+  auto bounded = evaluate_rule("Confusion", small.path(), {{"confidence", "0.95"}});
+  EXPECT_EQ(bounded.status, RuleEvaluationStatus::NoIssuesFound) << seen(bounded);
+  auto supported = evaluate_rule("Confusion", small.path(), {{"min_support", "11"}});
+  EXPECT_EQ(supported.status, RuleEvaluationStatus::NoIssuesFound) << seen(supported);
+  // 80 of 100: the upper bound (about 0.86) is below 0.9.
+  ScratchDir large;
+  write_trial(large.path(), {data_eval_matrix(0, 0, {{100, 20}, {0, 80}})});
+  auto l = evaluate_rule("Confusion", large.path(), {{"confidence", "0.95"}, {"min_support", "11"}});
+  ASSERT_EQ(trigger_steps(l), (std::vector<int64_t>{0})) << seen(l);
+  EXPECT_EQ(l.triggers[0].evidence.at(0)["columns"][0]["predicted_class"], 1);
+}
+
+TEST(DataConfusion, InterpretPredictionsReadsProbabilities) {
+  // binary:logistic's probabilities are no class indices: refused by SageMaker's reading, thresholded
+  // at 0.5 with interpret_predictions.
+  ScratchDir dir;
+  std::vector<double> y, p;
+  for (int i = 0; i < 40; ++i) {
+    y.push_back(i % 2);
+    p.push_back(i % 2 ? 0.75 : 0.25);
+  }
+  write_trial(dir.path(), {data_eval_scores(0, 0, y, p, {40})});
+  auto faithful = evaluate_rule("Confusion", dir.path());
+  EXPECT_EQ(faithful.status, RuleEvaluationStatus::Error) << seen(faithful);
+  EXPECT_NE(faithful.details.find("not a class index"), std::string::npos) << faithful.details;
+  auto read = evaluate_rule("Confusion", dir.path(), {{"interpret_predictions", "True"}});
+  EXPECT_EQ(read.status, RuleEvaluationStatus::NoIssuesFound) << seen(read);
+  // Scores of two columns, argmax'd: every label gets the other class.
+  ScratchDir scores;
+  std::vector<double> s;
+  for (int i = 0; i < 40; ++i) {
+    s.push_back(i % 2 ? 2.0 : -1.0);
+    s.push_back(i % 2 ? -2.0 : 1.0);
+  }
+  write_trial(scores.path(), {data_eval_scores(0, 0, y, s, {40, 2})});
+  auto wrong = evaluate_rule("Confusion", scores.path(), {{"interpret_predictions", "True"}});
+  ASSERT_EQ(trigger_steps(wrong), (std::vector<int64_t>{0})) << seen(wrong);
+  EXPECT_DOUBLE_EQ(wrong.triggers[0].evidence.at(0)["accuracy"].get<double>(), 0.0);
 }
 
 // =============================================================================================
@@ -515,7 +731,22 @@ TEST(DataRules, DescriptorsCarryTheDocumentedParameters) {
                                                           {"samples", "500"},
                                                           {"argmax", "False"},
                                                           {"labels_regex", ".*labels"},
-                                                          {"predictions_regex", ".*predictions"}}));
+                                                          {"predictions_regex", ".*predictions"},
+                                                          {"interpret_predictions", "False"},
+                                                          {"misprediction_classes", "all"},
+                                                          {"confidence", "0"}}));
+  // The calibrated profile's defaults (docs/rules.md, "Calibrated profile").
+  EXPECT_EQ(calibrated_defaults(ci), (std::map<std::string, std::string>{{"interpret_predictions", "True"},
+                                                                          {"misprediction_classes", "underrepresented"},
+                                                                          {"confidence", "0.95"}}));
+  EXPECT_EQ(calibrated_defaults(registry.find("Confusion")->descriptor),
+            (std::map<std::string, std::string>{{"interpret_predictions", "True"},
+                                                {"criterion", "pair_informedness"},
+                                                {"window", "8"},
+                                                {"min_support", "30"},
+                                                {"confidence", "0.95"}}));
+  for (const char* name : {"CheckInputImages", "NLPSequenceRatio"})
+    EXPECT_TRUE(calibrated_defaults(registry.find(name)->descriptor).empty()) << name;
 }
 
 }  // namespace

@@ -42,8 +42,14 @@ TEST(TensorRulesPlugin, RegistersEveryRuleWithSageMakersNamesAndDefaults) {
         {"num_steps", "3"},
         {"rtol", "1e-05"},
         {"atol", "1e-08"},
-        {"equal_nan", "False"}}},
-      {"TensorVariance", {{"collection_names", ""}, {"tensor_regex", ""}, {"max_threshold", ""}, {"min_threshold", ""}}},
+        {"equal_nan", "False"},
+        {"vanishing_gradient_threshold", "0"}}},
+      {"TensorVariance",
+       {{"collection_names", ""},
+        {"tensor_regex", ""},
+        {"max_threshold", ""},
+        {"min_threshold", ""},
+        {"min_about_zero", "False"}}},
       {"WeightUpdateRatio",
        {{"num_steps", ""}, {"large_threshold", "10.0"}, {"small_threshold", "0.00000001"}, {"epsilon", "0.000000001"}}},
       {"SimilarAcrossRuns", {{"collection_names", ""}, {"tensor_regex", ""}}},
@@ -61,6 +67,21 @@ TEST(TensorRulesPlugin, RegistersEveryRuleWithSageMakersNamesAndDefaults) {
       EXPECT_EQ(std::string(p.default_text ? p.default_text : ""), params.at(p.name)) << name << "." << p.name;
     }
     EXPECT_EQ((type->descriptor->flags & VIGIL_RULEF_MULTI_TRIAL) != 0, name == "SimilarAcrossRuns") << name;
+  }
+  // The calibrated profile's defaults (docs/rules.md, "Calibrated profile").
+  const std::map<std::string, std::map<std::string, std::string>> calibrated = {
+      {"AllZero", {{"collection_names", "weights,gradients"}}},
+      {"UnchangedTensor",
+       {{"collection_names", "weights"}, {"rtol", "0"}, {"atol", "0"}, {"vanishing_gradient_threshold", "0.0000001"}}},
+      {"TensorVariance",
+       {{"collection_names", "weights"},
+        {"max_threshold", "4"},
+        {"min_threshold", "0.00001"},
+        {"min_about_zero", "True"}}},
+  };
+  for (const auto& [name, params] : expected) {
+    const auto want = calibrated.contains(name) ? calibrated.at(name) : std::map<std::string, std::string>{};
+    EXPECT_EQ(calibrated_defaults(registry.find(name)->descriptor), want) << name;
   }
 }
 
@@ -304,6 +325,21 @@ TEST(TensorAllZero, SelectionAndMissingValues) {
             (Steps{0, 1}));
 }
 
+TEST(TensorAllZero, CalibratedSelectionLeavesZeroInitialisedBiasesAlone) {
+  // Biases are commonly initialised to zero; weights and gradients are not all zero in a healthy run.
+  ScratchDir dir;
+  write_trial(dir.path(), {
+      {0, Mode::Train, -1, {{"fc.weight", {1, 2}}, {"fc.bias", {0, 0}}, {"gradient/fc.weight", {0.1, 0.2}}}},
+      {1, Mode::Train, -1, {{"fc.weight", {1, 2}}, {"fc.bias", {0, 0}}, {"gradient/fc.weight", {0, 0}}}},
+      {2, Mode::Train, -1, {{"fc.weight", {0, 0}}, {"fc.bias", {0, 0}}, {"gradient/fc.weight", {0.1, 0}}}},
+  });
+  auto s = evaluate_rule("AllZero", dir.path(), {{"collection_names", "weights,gradients"}});
+  ASSERT_EQ(trigger_steps(s), (Steps{1, 2})) << seen(s);
+  EXPECT_EQ(evidence(s, 0)["tensor"], "gradient/fc.weight");
+  EXPECT_EQ(evidence(s, 1)["tensor"], "fc.weight");
+  EXPECT_EQ(trigger_steps(evaluate_rule("AllZero", dir.path(), {{"tensor_regex", ".*"}})), (Steps{0, 1, 2}));
+}
+
 // =============================================================================================
 // UnchangedTensor
 
@@ -397,6 +433,65 @@ TEST(TensorUnchangedTensor, ComparesEachWorkerWithItsOwnHistory) {
   EXPECT_EQ(evidence(s, 0)["tensors_unchanged"], 1);
 }
 
+TEST(TensorUnchangedTensor, CalibratedExactComparisonSeesTinyUpdates) {
+  // A weight that trains slowly (relative steps of 1e-6) is allclose with numpy's tolerances but not
+  // unchanged; a frozen one is bit-identical.
+  ScratchDir dir;
+  const auto f64 = ElementType::Float64;
+  std::vector<TrialStep> steps;
+  for (int64_t s = 0; s < 4; ++s)
+    steps.push_back({s, Mode::Train, -1,
+                     {{"slow.weight", {1.0 + 1e-6 * static_cast<double>(s), -2.0}, {}, f64},
+                      {"frozen.weight", {0.5, -0.25}, {}, f64}}});
+  write_trial(dir.path(), steps);
+  auto numpy = evaluate_rule("UnchangedTensor", dir.path(), {{"collection_names", "weights"}});
+  ASSERT_EQ(trigger_steps(numpy), (Steps{2, 3})) << seen(numpy);
+  EXPECT_EQ(evidence(numpy, 0)["tensors_unchanged"], 2);
+  auto exact =
+      evaluate_rule("UnchangedTensor", dir.path(), {{"collection_names", "weights"}, {"rtol", "0"}, {"atol", "0"}});
+  ASSERT_EQ(trigger_steps(exact), (Steps{2, 3})) << seen(exact);
+  EXPECT_EQ(evidence(exact, 0)["tensors_unchanged"], 1);
+  EXPECT_EQ(evidence(exact, 0)["tensor"], "frozen.weight");
+}
+
+TEST(TensorUnchangedTensor, VanishingGradientThresholdLeavesVanishingTensorsToVanishingGradient) {
+  // Three unchanged weights: one whose gradient vanishes (1e-20), one whose gradient is exactly zero
+  // (no loss signal reaches it), one with an ordinary gradient (left out of the optimizer).
+  ScratchDir dir;
+  std::vector<TrialStep> steps;
+  for (int64_t s = 0; s < 3; ++s)
+    steps.push_back({s, Mode::Train, -1,
+                     {{"deep.weight", {0.01, -0.01}},
+                      {"gradient/deep.weight", {1e-20, -1e-20}},
+                      {"dead.weight", {0.3, 0.4}},
+                      {"gradient/dead.weight", {0, 0}},
+                      {"frozen.weight", {0.5, 0.6}},
+                      {"gradient/frozen.weight", {0.02, -0.01}},
+                      {"nogradient.weight", {0.7, 0.8}}}});
+  write_trial(dir.path(), steps);
+  const std::map<std::string, std::string> sel{{"collection_names", "weights"}};
+  auto all = evaluate_rule("UnchangedTensor", dir.path(), sel);
+  ASSERT_EQ(trigger_steps(all), (Steps{2})) << seen(all);
+  EXPECT_EQ(evidence(all, 0)["tensors_unchanged"], 4);
+  auto guarded = sel;
+  guarded["vanishing_gradient_threshold"] = "0.0000001";
+  auto g = evaluate_rule("UnchangedTensor", dir.path(), guarded);
+  ASSERT_EQ(trigger_steps(g), (Steps{2})) << seen(g);
+  const auto& e = evidence(g, 0);
+  EXPECT_EQ(e["tensors_unchanged"], 3);
+  std::vector<std::string> names;
+  for (const auto& u : e["unchanged"]) names.push_back(u["tensor"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"dead.weight", "frozen.weight", "nogradient.weight"}));
+  // Only the vanishing tensor unchanged: nothing fires.
+  auto deep = guarded;
+  deep.erase("collection_names");
+  deep["tensor_regex"] = "^deep";
+  auto d = evaluate_rule("UnchangedTensor", dir.path(), deep);
+  EXPECT_EQ(d.status, RuleEvaluationStatus::NoIssuesFound) << seen(d);
+  EXPECT_NE(
+      rule_refusal("UnchangedTensor", dir.path(), {{"tensor_regex", "w"}, {"vanishing_gradient_threshold", "-1"}}), "");
+}
+
 // =============================================================================================
 // TensorVariance
 
@@ -434,6 +529,32 @@ TEST(TensorTensorVariance, StrictBoundsOnThePopulationVariance) {
   EXPECT_EQ(trigger_steps(evaluate_rule("TensorVariance", dir.path(),
                                          {{"tensor_regex", "fc"}, {"min_threshold", "0.5"}, {"max_threshold", "5"}})),
             (Steps{1, 3}));
+}
+
+TEST(TensorTensorVariance, MinAboutZeroComparesTheMeanSquare) {
+  // A normalisation scale of ones has no variance but has not collapsed; weights of about 1e-4 have.
+  ScratchDir dir;
+  write_trial(dir.path(), {
+      {0, Mode::Train, -1, {{"norm.weight", {1, 1, 1, 1}}, {"fc.weight", {1e-4, -1e-4, 2e-4, -2e-4}}}},
+      {1, Mode::Train, -1, {{"norm.weight", {1, 1, 1, 1}}, {"fc.weight", {0.5, -0.5, 1, -1}}}},
+      {2, Mode::Train, -1, {{"norm.weight", {1, 1, 1, 1}}, {"fc.weight", {3, -3, 3, -3}}}},  // var 9
+  });
+  const std::map<std::string, std::string> calibrated{{"collection_names", "weights"},
+                                                       {"min_threshold", "0.00001"},
+                                                       {"max_threshold", "4"},
+                                                       {"min_about_zero", "True"}};
+  auto c = evaluate_rule("TensorVariance", dir.path(), calibrated);
+  ASSERT_EQ(trigger_steps(c), (Steps{0, 2})) << seen(c);
+  EXPECT_EQ(evidence(c, 0)["tensor"], "fc.weight");
+  EXPECT_EQ(evidence(c, 0)["tensors_outside"], 1);
+  EXPECT_NEAR(evidence(c, 0)["mean_square"].get<double>(), 2.5e-8, 1e-12);
+  EXPECT_EQ(evidence(c, 1)["above_max"], true);
+  auto variance = calibrated;
+  variance["min_about_zero"] = "False";
+  auto v = evaluate_rule("TensorVariance", dir.path(), variance);
+  ASSERT_EQ(trigger_steps(v), (Steps{0, 1, 2})) << seen(v);  // the ones' zero variance fires
+  EXPECT_EQ(evidence(v, 1)["tensor"], "norm.weight");
+  EXPECT_FALSE(evidence(v, 1).contains("mean_square"));
 }
 
 // =============================================================================================

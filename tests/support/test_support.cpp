@@ -149,6 +149,16 @@ const plugin_host::PluginRegistry& builtin_registry() {
   return registry;
 }
 
+std::map<std::string, std::string> calibrated_defaults(const vigil_rule_descriptor* descriptor) {
+  std::map<std::string, std::string> out;
+  if (!VIGIL_HAS_FIELD(descriptor, vigil_rule_descriptor, profile_default_count)) return out;
+  for (uint32_t i = 0; i < descriptor->profile_default_count; ++i) {
+    const vigil_profile_default& d = descriptor->profile_defaults[i];
+    if (std::string_view(d.profile) == VIGIL_PROFILE_CALIBRATED) out[d.param] = d.default_text;
+  }
+  return out;
+}
+
 Result<evaluate::RuleStatus> try_evaluate_rule(const std::string& rule, const fs::path& trial,
                                                std::map<std::string, std::string> params,
                                                evaluate::EvaluatorOptions options, const std::string& name,

@@ -180,6 +180,9 @@ void write_worker(const fs::path& dir, const std::string& worker, int64_t num_wo
 // The built-in plugins (VIGIL_BUILTIN_PLUGIN_DIR of the build), loaded once per process.
 const plugin_host::PluginRegistry& builtin_registry();
 
+// A descriptor's defaults in the calibrated profile (ABI 1.2 profile_defaults): parameter -> text.
+std::map<std::string, std::string> calibrated_defaults(const vigil_rule_descriptor* descriptor);
+
 // Runs one rule (`rule_to_invoke` = rule) on `trial` through the evaluator with `registry` and
 // returns its status, or the refusal of the configuration. `name` is the configuration's name
 // (the rule's when empty).
