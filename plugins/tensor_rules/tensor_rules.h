@@ -157,6 +157,10 @@ class UnchangedTensor final : public sdk::Rule {
                         "not fire: its gradient vanishes, VanishingGradient's finding (a Vigil addition).")
           .min(0)
           .calibrated("0.0000001"),
+      sdk::param_bool("train_steps_only", "False",
+                      "Compare only the tensor's values saved at TRAIN steps, where the optimizer can change "
+                      "them; other steps are not judged (a Vigil addition).")
+          .calibrated("True"),
   };
   static constexpr char kDescription[] = R"md(Detects tensors that stop changing across saved steps.
 
@@ -182,7 +186,9 @@ With `vanishing_gradient_threshold` above 0, an unchanged tensor whose gradient 
 worker) has a mean absolute value above 0 but below it does not fire; its gradient is the tensor of
 the `gradients` collection whose name ends with "/" and the tensor's name (smdebug's
 `gradient/<parameter>`). A tensor without such a gradient is judged as before. A step where every
-selected tensor has fewer than `num_steps` saved steps is reported as not judged.
+selected tensor has fewer than `num_steps` saved steps is reported as not judged. With
+`train_steps_only`, *P* holds only the TRAIN-mode steps at which *t* was saved, and steps of other modes
+are not judged: weights saved during an evaluation phase are the same at every step of it by design.
 
 **Evidence.** The first unchanged `tensor` and `worker`, `steps` (*P*), `num_steps`, `rtol`, `atol`,
 `equal_nan`, `tensors_unchanged` and `unchanged`: up to 10 tensor/worker pairs.
@@ -196,8 +202,10 @@ step for an unchanged one. A weight whose gradient vanishes without being zero (
 sigmoid stack) stays bit-identical as well, for as long as its updates round away, and may start to
 move later: VanishingGradient reports that cause. A zero gradient (a dead or disconnected layer) or an
 ordinary one (a layer left out of the optimizer, a learning rate too small to change a float) still
-fires. On the labelled pathology runs this finds the three unchanged layers without a false positive
-(docs/verdict-quality.md).)md";
+fires. `train_steps_only` True: only training steps can change a weight, and a job that saves its
+weights while it evaluates (smdebug's own healthy MLP run saves them at every EVAL step) would
+otherwise report every weight unchanged over the evaluation. On the labelled pathology runs this
+finds the three unchanged layers without a false positive (docs/verdict-quality.md).)md";
 
   static Result<std::unique_ptr<UnchangedTensor>> create(sdk::RuleContext ctx);
   Result<bool> invoke_at_step(vigil_step step) override;
@@ -209,6 +217,7 @@ fires. On the labelled pathology runs this finds the three unchanged layers with
     double atol;
     bool equal_nan;
     double vanishing_gradient_threshold;
+    bool train_steps_only;
   };
   // The mean |gradient| of `name` at the step on `worker`: the value of the `gradients` collection's
   // tensor named "<prefix>/<name>" (smdebug's gradient/<parameter>); nullopt without one.

@@ -16,6 +16,7 @@ Result<std::unique_ptr<UnchangedTensor>> UnchangedTensor::create(sdk::RuleContex
   VIGIL_TRY(o.atol, ctx.params.get<double>("atol"));
   VIGIL_TRY(o.equal_nan, ctx.params.get<bool>("equal_nan"));
   VIGIL_TRY(o.vanishing_gradient_threshold, ctx.params.get<double>("vanishing_gradient_threshold"));
+  VIGIL_TRY(o.train_steps_only, ctx.params.get<bool>("train_steps_only"));
   return std::unique_ptr<UnchangedTensor>(new UnchangedTensor(std::move(ctx), std::move(selection), o));
 }
 
@@ -37,6 +38,21 @@ Result<std::optional<double>> UnchangedTensor::gradient_mean_abs(
 }
 
 Result<bool> UnchangedTensor::invoke_at_step(vigil_step step) {
+  std::optional<std::vector<vigil_step>> train_steps;  // global steps of TRAIN mode, with train_steps_only
+  if (options_.train_steps_only) {
+    VIGIL_TRY(const auto mode, base_trial().mode_modestep(step));
+    if (!mode || mode->first != VIGIL_MODE_TRAIN) {
+      not_judged("not a TRAIN step (train_steps_only)");
+      return false;
+    }
+    VIGIL_TRY(const auto mode_steps, base_trial().steps(VIGIL_MODE_TRAIN));
+    train_steps.emplace();
+    for (vigil_step m : mode_steps) {
+      VIGIL_TRY(const auto global, base_trial().global_step(VIGIL_MODE_TRAIN, m));
+      if (global) train_steps->push_back(*global);
+    }
+    std::sort(train_steps->begin(), train_steps->end());
+  }
   VIGIL_TRY(const auto names, selected_at_step(base_trial(), selection_, step, false));
   const auto n = static_cast<size_t>(options_.num_steps);
   bool judged = false, too_short = false;
@@ -53,7 +69,8 @@ Result<bool> UnchangedTensor::invoke_at_step(vigil_step step) {
     VIGIL_TRY(auto saved, tensor.steps());
     std::vector<vigil_step> window;
     for (vigil_step s : saved)
-      if (s <= step) window.push_back(s);
+      if (s <= step && (!train_steps || std::binary_search(train_steps->begin(), train_steps->end(), s)))
+        window.push_back(s);
     if (window.size() > n) window.erase(window.begin(), window.end() - static_cast<std::ptrdiff_t>(n));
     for (const std::string& worker : workers) {
       if (window.size() < n || window.back() != step) {

@@ -101,7 +101,7 @@ def test_every_calibrated_rule_stays_quiet_on_a_healthy_real_run(tmp_path):
     assert len(statuses) == len(names)
     for s in statuses:
         assert s["Profile"] == "calibrated"
-        assert s["RuleEvaluationStatus"] in ("NoIssuesFound", "Error"), s
+        assert s["RuleEvaluationStatus"] == "NoIssuesFound", s  # no Error either: every rule has its selection
     judged = [s for s in statuses if s["RuleEvaluationStatus"] == "NoIssuesFound" and s["Judgement"]["EnoughData"]]
     assert len(judged) >= 8, [s["RuleConfigurationName"] for s in judged]  # the run holds what most rules read
 

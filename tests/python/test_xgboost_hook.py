@@ -433,14 +433,8 @@ def test_confusion_on_class_predictions_and_on_probabilities(vigil_exe, tmp_path
 
 # ---- the calibrated profile of ClassImbalance and Confusion on real runs ------------------------------
 
-# The calibrated profile's parameters of the two rules (docs/rules.md, "Calibrated profile"), given
-# explicitly until the host selects the profile itself (RuleParameters vigil_profile=calibrated).
-CALIBRATED = {
-    "ClassImbalance": {"interpret_predictions": "True", "misprediction_classes": "underrepresented",
-                       "confidence": "0.95"},
-    "Confusion": {"interpret_predictions": "True", "criterion": "pair_informedness", "window": "8",
-                  "min_support": "30", "confidence": "0.95"},
-}
+# The calibrated profile (docs/verdict-quality.md): its defaults come from the rules' descriptors.
+CALIBRATED = {"ClassImbalance": {"vigil_profile": "calibrated"}, "Confusion": {"vigil_profile": "calibrated"}}
 CALIBRATED_RULES = [(name, dict(params, rule_to_invoke=name)) for name, params in CALIBRATED.items()]
 ROUNDS = 10  # more than Confusion's window of 8 evaluations
 EVERY_ROUND = dict(save_config=smd.SaveConfig(save_interval=1), include_collections=["labels", "predictions"])

@@ -43,7 +43,8 @@ TEST(TensorRulesPlugin, RegistersEveryRuleWithSageMakersNamesAndDefaults) {
         {"rtol", "1e-05"},
         {"atol", "1e-08"},
         {"equal_nan", "False"},
-        {"vanishing_gradient_threshold", "0"}}},
+        {"vanishing_gradient_threshold", "0"},
+        {"train_steps_only", "False"}}},
       {"TensorVariance",
        {{"collection_names", ""},
         {"tensor_regex", ""},
@@ -72,7 +73,11 @@ TEST(TensorRulesPlugin, RegistersEveryRuleWithSageMakersNamesAndDefaults) {
   const std::map<std::string, std::map<std::string, std::string>> calibrated = {
       {"AllZero", {{"collection_names", "weights,gradients"}}},
       {"UnchangedTensor",
-       {{"collection_names", "weights"}, {"rtol", "0"}, {"atol", "0"}, {"vanishing_gradient_threshold", "0.0000001"}}},
+       {{"collection_names", "weights"},
+        {"rtol", "0"},
+        {"atol", "0"},
+        {"vanishing_gradient_threshold", "0.0000001"},
+        {"train_steps_only", "True"}}},
       {"TensorVariance",
        {{"collection_names", "weights"},
         {"max_threshold", "4"},
@@ -419,6 +424,28 @@ TEST(TensorUnchangedTensor, UsesTheTensorsOwnSavedStepsAcrossModes) {
   auto none = evaluate_rule("UnchangedTensor", dir.path());
   EXPECT_EQ(none.status, RuleEvaluationStatus::Error) << seen(none);
   EXPECT_NE(rule_refusal("UnchangedTensor", dir.path(), {{"tensor_regex", "w"}, {"num_steps", "0"}}), "");
+}
+
+TEST(TensorUnchangedTensor, TrainStepsOnlyIgnoresWeightsSavedWhileEvaluating) {
+  // A weight that trains at every TRAIN step and is saved, unchanged, at three EVAL steps in between
+  // (as smdebug's healthy MLP run saves it): SageMaker's reading sees three equal values; with
+  // train_steps_only the history is the TRAIN steps, which all differ, and EVAL steps are not judged.
+  ScratchDir dir;
+  write_trial(dir.path(), {
+      {0, Mode::Train, 0, {{"w", {1}}}},
+      {1, Mode::Train, 1, {{"w", {2}}}},
+      {2, Mode::Eval, 0, {{"w", {2}}}},
+      {3, Mode::Eval, 1, {{"w", {2}}}},
+      {4, Mode::Train, 2, {{"w", {3}}}},
+      {5, Mode::Train, 3, {{"w", {3}}}},
+      {6, Mode::Train, 4, {{"w", {3}}}},
+  });
+  auto all_modes = evaluate_rule("UnchangedTensor", dir.path(), {{"tensor_regex", "^w$"}});
+  EXPECT_EQ(trigger_steps(all_modes), (Steps{3, 6})) << seen(all_modes);
+  auto train = evaluate_rule("UnchangedTensor", dir.path(), {{"tensor_regex", "^w$"}, {"train_steps_only", "True"}});
+  EXPECT_EQ(trigger_steps(train), (Steps{6})) << seen(train);  // TRAIN steps 4, 5, 6 hold 3 each
+  EXPECT_EQ(evidence(train, 0)["steps"], nlohmann::json::array({4, 5, 6}));
+  EXPECT_EQ(train.judgement.steps_not_judged, 4);  // steps 0 and 1 (too short a history), EVAL 2 and 3
 }
 
 TEST(TensorUnchangedTensor, ComparesEachWorkerWithItsOwnHistory) {
