@@ -159,29 +159,38 @@ InvokeOutcome RuleInstance::prefetch(int64_t step) {
   return out;
 }
 
-InvokeOutcome RuleInstance::invoke(int64_t step) {
+// One call into the rule (`call(&met, &err)` returns its status), contained: an exception thrown
+// across the ABI or a tensor view kept past the call fails it, and the outcome is mapped from the
+// status. `fn` names the slot and `at` the step for the messages ("" when none).
+template <class Call>
+InvokeOutcome RuleInstance::contained_call(std::string_view fn, const std::string& at, Call&& call) {
   InvokeOutcome out;
   vigil_error err{};
   err.struct_size = sizeof(err);
   bool met = false;
   const int64_t views_before = session_->outstanding_views->load();
   try {
-    out.status = rule_->invoke_at_step(rule_, step, &met, &err);
+    out.status = call(&met, &err);
   } catch (...) {
     out.status = VIGIL_E_PLUGIN_FAILURE;
-    out.error = plugin_failure(fmt::format("the plugin threw a C++ exception across the C ABI at step {}", step));
+    const std::string where = at.empty() ? " in " + std::string(fn) : at;
+    out.error = plugin_failure("the plugin threw a C++ exception across the C ABI" + where);
     return out;
   }
   if (const int64_t leaked = session_->outstanding_views->load() - views_before; leaked > 0) {
     out.status = VIGIL_E_PLUGIN_FAILURE;
     out.error = plugin_failure(fmt::format(
-        "the rule kept {} tensor view(s) past invoke_at_step at step {} (views must be released before the call "
-        "returns)",
-        leaked, step));
+        "the rule kept {} tensor view(s) past {}{} (views must be released before the call returns)", leaked, fn, at));
     return out;
   }
-  finish_call(out, met, err, fmt::format("invoke_at_step returned unknown status {{}} at step {}", step));
+  finish_call(out, met, err, fmt::format("{} returned unknown status {{}}{}", fn, at));
   return out;
+}
+
+InvokeOutcome RuleInstance::invoke(int64_t step) {
+  return contained_call("invoke_at_step", fmt::format(" at step {}", step), [&](bool* met, vigil_error* err) {
+    return rule_->invoke_at_step(rule_, step, met, err);
+  });
 }
 
 bool RuleInstance::takes_ticks() const {
@@ -189,25 +198,9 @@ bool RuleInstance::takes_ticks() const {
 }
 
 InvokeOutcome RuleInstance::invoke_at_time(double wall_time, int64_t last_step) {
-  InvokeOutcome out;
-  vigil_error err{};
-  err.struct_size = sizeof(err);
-  bool met = false;
-  const int64_t views_before = session_->outstanding_views->load();
-  try {
-    out.status = rule_->invoke_at_time(rule_, wall_time, last_step, &met, &err);
-  } catch (...) {
-    out.status = VIGIL_E_PLUGIN_FAILURE;
-    out.error = plugin_failure("the plugin threw a C++ exception across the C ABI in invoke_at_time");
-    return out;
-  }
-  if (const int64_t leaked = session_->outstanding_views->load() - views_before; leaked > 0) {
-    out.status = VIGIL_E_PLUGIN_FAILURE;
-    out.error = plugin_failure(fmt::format("the rule kept {} tensor view(s) past invoke_at_time", leaked));
-    return out;
-  }
-  finish_call(out, met, err, "invoke_at_time returned unknown status {}");
-  return out;
+  return contained_call("invoke_at_time", "", [&](bool* met, vigil_error* err) {
+    return rule_->invoke_at_time(rule_, wall_time, last_step, met, err);
+  });
 }
 
 void RuleInstance::finish_call(InvokeOutcome& out, bool met, const vigil_error& err, std::string_view what) {

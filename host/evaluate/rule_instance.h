@@ -10,6 +10,7 @@
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
@@ -69,6 +70,8 @@ class RuleInstance {
   std::vector<vigil_trial> handles_;
   std::vector<vigil_trial*> handle_ptrs_;
   vigil_rule* rule_ = nullptr;
+  template <class Call>
+  InvokeOutcome contained_call(std::string_view fn, const std::string& at, Call&& call);
   // Maps a finished call's status, met flag and error record onto `out` (both invoke calls).
   void finish_call(InvokeOutcome& out, bool met, const vigil_error& err, std::string_view what);
 };
