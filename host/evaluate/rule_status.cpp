@@ -1,13 +1,18 @@
 #include "evaluate/rule_status.h"
 
-#include "common/published_file.h"
-
 #include <fmt/format.h>
+#include <vigil/sdk/error_record.hpp>
 
 #include <chrono>
 #include <cstdio>
 
+#include "common/published_file.h"
+
 namespace vigil::evaluate {
+
+namespace {
+constexpr size_t kMaxDetails = 1024;  // bytes of StatusDetails (and of a NotJudgedReason)
+}  // namespace
 
 std::string_view status_name(RuleEvaluationStatus s) {
   switch (s) {
@@ -82,8 +87,9 @@ void StatusBoard::set(size_t rule, RuleEvaluationStatus status, std::string deta
     auto& r = rules_.at(rule);
     if (r.status == status && r.details == details) return;
     r.status = status;
-    // StatusDetails is at most 1024 characters in SageMaker.
-    if (details.size() > 1024) details.resize(1024);
+    // StatusDetails is at most 1024 characters in SageMaker; cut on a character boundary, since the
+    // status file must stay valid UTF-8 JSON.
+    details.resize(sdk::utf8_prefix_size(details, kMaxDetails));
     r.details = std::move(details);
     r.last_modified = now_epoch_seconds();
     (void)write_locked();
@@ -117,7 +123,7 @@ void StatusBoard::count_judgement(size_t rule, bool judged, std::string reason, 
   }
   ++j.steps_not_judged;
   if (j.reason_from_rule && !reason_from_rule) return;
-  if (reason.size() > 1024) reason.resize(1024);
+  reason.resize(sdk::utf8_prefix_size(reason, kMaxDetails));
   j.reason = std::move(reason);
   j.reason_from_rule = reason_from_rule;
 }

@@ -176,6 +176,20 @@ TEST(Profiles, ARuleThatNeverJudgedSaysSoBesideNoIssuesFound) {
   EXPECT_EQ(entry["Judgement"]["NotJudgedReason"], "3 of 3 steps seen");
 }
 
+TEST(Judgement, LongReasonsAndDetailsAreCutOnACharacterBoundary) {
+  // 1023 ASCII bytes and then "é" (2 bytes): byte 1024 would split it; the status file must stay JSON.
+  ScratchDir dir;
+  evaluate::StatusBoard board({evaluate::RuleStatus{.configuration_name = "r"}}, dir / "status.json", {});
+  const std::string text = std::string(1023, 'x') + "\xc3\xa9 and more";
+  board.count_judgement(0, false, text, true);
+  board.set(0, RuleEvaluationStatus::Error, text);
+  ASSERT_VIGIL_OK(board.flush());
+  EXPECT_EQ(board.get(0).details, std::string(1023, 'x'));
+  EXPECT_EQ(board.get(0).judgement.reason, std::string(1023, 'x'));
+  const auto file = nlohmann::json::parse(test::read_file(dir / "status.json"));
+  EXPECT_EQ(file["DebugRuleEvaluationStatuses"][0]["StatusDetails"].get<std::string>().size(), 1023u);
+}
+
 TEST(Profiles, JudgementsAndProfilesCrossTheIsolationProtocol) {
   evaluate::ChildWork work;
   auto r = evaluate::rule_from_parameters("a", {{"rule_to_invoke", "ProfiledRule"}, {"vigil_profile", "calibrated"}},

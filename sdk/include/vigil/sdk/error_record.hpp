@@ -16,19 +16,24 @@
 
 namespace vigil::sdk::inline v1 {
 
+// The length of the longest prefix of `s` of at most `max` bytes that ends on a UTF-8 character
+// boundary (never inside a multi-byte character).
+inline size_t utf8_prefix_size(std::string_view s, size_t max) noexcept {
+  if (s.size() <= max) return s.size();
+  size_t n = max;
+  // s[n] is the first byte left out: while it continues a multi-byte character, leave that whole
+  // character out too.
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0u) == 0x80u) --n;
+  return n;
+}
+
 // Copies `src` into dst[0, capacity) and NUL-terminates it. When it does not fit it is cut at a UTF-8
 // character boundary (never inside a multi-byte character). Returns true when it had to cut. `src`
 // may overlap `dst`.
 inline bool copy_c_string(char* dst, size_t capacity, std::string_view src) noexcept {
   if (capacity == 0) return !src.empty();
-  size_t n = src.size();
-  const bool cut = n > capacity - 1;
-  if (cut) {
-    n = capacity - 1;
-    // src[n] is the first byte left out: while it continues a multi-byte character, leave that whole
-    // character out too.
-    while (n > 0 && (static_cast<unsigned char>(src[n]) & 0xC0u) == 0x80u) --n;
-  }
+  const bool cut = src.size() > capacity - 1;
+  const size_t n = utf8_prefix_size(src, capacity - 1);
   if (n > 0) std::memmove(dst, src.data(), n);
   dst[n] = '\0';
   return cut;
