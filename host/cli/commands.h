@@ -17,5 +17,6 @@ int run_inspect(const std::vector<std::string>& args);
 int run_evaluate(const std::vector<std::string>& args);
 int run_rules(const std::vector<std::string>& args);
 int run_image_uri(const std::vector<std::string>& args);
+int run_monitor(const std::vector<std::string>& args);
 
 }  // namespace vigil::cli

@@ -17,6 +17,7 @@ commands:
   rules           list the rules the plugins provide, and refused plugins
   inspect TRIAL   summarise a trial (workers, steps, tensors, collections); --json for a full dump
   image-uri       the ECR URI of SageMaker's rule evaluator images for a region
+  monitor         sample this machine (CPU, memory, disk, network, GPU) into SageMaker's system metrics files
 
 Run `vigil <command> --help` for the options of a command.
 options:
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   if (command == "evaluate") return vigil::cli::run_evaluate(args);
   if (command == "rules") return vigil::cli::run_rules(args);
   if (command == "image-uri") return vigil::cli::run_image_uri(args);
+  if (command == "monitor") return vigil::cli::run_monitor(args);
   std::fprintf(stderr, "vigil: unknown command '%s'\n\n%s", command.c_str(), kUsage.data());
   return vigil::cli::kExitUsage;
 }

@@ -1,0 +1,43 @@
+// Who is writing, in the names smdebug and SageMaker use (format spec §8.1): the host from
+// /opt/ml/input/config/resourceconfig.json ("algo-1"), else the machine's hostname; node ids never
+// contain '_'.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace vigil::profiler {
+
+inline constexpr std::string_view kResourceConfigPath = "/opt/ml/input/config/resourceconfig.json";
+
+// Its "current_host"; nullopt when the file does not exist (not in a SageMaker container).
+[[nodiscard]] Result<std::optional<std::string>> current_host_from_resource_config(
+    const std::filesystem::path& path = std::filesystem::path(std::string(kResourceConfigPath)));
+
+// gethostname(), or "localhost" when it fails.
+[[nodiscard]] std::string local_hostname();
+
+// `text` with every '_' made '-'.
+[[nodiscard]] std::string without_underscores(std::string text);
+
+// A framework writer's node id: "<rank>-<current_host>" in a SageMaker container, else
+// "<rank>_<hostname>", then '_' -> '-' (the rank is the pid when there is no distributed rank).
+[[nodiscard]] std::string framework_node_id(int64_t rank, const std::optional<std::string>& current_host,
+                                            std::string_view hostname);
+
+// System metrics are per host, not per process: NodeId is the host part of the node id, and the
+// file names end ".<algo-N>.json", which readers require (§8.6): the current host where it has that
+// form, else "algo-1" (one machine outside SageMaker).
+struct SystemNodeNames {
+  std::string node_id;
+  std::string file_host;
+};
+[[nodiscard]] SystemNodeNames system_node_names(const std::optional<std::string>& current_host,
+                                                std::string_view hostname);
+
+}  // namespace vigil::profiler
