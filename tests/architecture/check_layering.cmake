@@ -6,10 +6,11 @@
 #   host/common       -> (nothing of the host)
 #   host/format       -> common
 #   host/trial        -> common format
+#   host/profiler     -> common format
 #   host/writer       -> common format trial
 #   host/plugin_host  -> common format trial
 #   host/evaluate     -> common format trial plugin_host
-#   host/cli          -> common format trial writer plugin_host evaluate
+#   host/cli          -> common format trial writer plugin_host evaluate profiler
 #   hooks/libtorch    -> common format trial writer          (a training hook writes; it never evaluates)
 #   bindings/src      -> every host part
 #   abi/include       -> vigil/*.h of the ABI itself          (plain C: also <dlpack/dlpack.h>, <std*.h>)
@@ -19,14 +20,15 @@
 # The host shares a few of the SDK's header-only pieces instead of keeping copies (one table per
 # fact): host/, hooks/ and bindings/ may include <vigil/sdk/X.hpp> for X in sdk_shared_with_host.
 cmake_policy(VERSION 3.25)
-set(host_parts common format trial writer plugin_host evaluate cli)
+set(host_parts common format trial profiler writer plugin_host evaluate cli)
 set(allowed_common "")
 set(allowed_format common)
 set(allowed_trial common format)
+set(allowed_profiler common format)
 set(allowed_writer common format trial)
 set(allowed_plugin_host common format trial)
 set(allowed_evaluate common format trial plugin_host)
-set(allowed_cli common format trial writer plugin_host evaluate)
+set(allowed_cli common format trial writer plugin_host evaluate profiler)
 set(allowed_libtorch common format trial writer)
 set(allowed_bindings ${host_parts})
 list(JOIN host_parts "|" host_alternatives)
