@@ -40,7 +40,8 @@ std::optional<TraceFileName> parse_trace_file_name(std::string_view path);
 std::string node_id_from_trace_file_name(std::string_view path);
 
 // A system metrics file's timestamp in µs: the path must match
-// `.+/system/.+/(\d{10}).algo-\d+.json` (smdebug's pattern, its unescaped '.' included).
+// `.+/system/.+/(\d{10}).algo-\d+.json` as smdebug's re.match does: unescaped '.', end not anchored (so
+// a ".json.tmp" matches too).
 std::optional<int64_t> parse_system_file_timestamp_us(std::string_view path);
 
 // The units smdebug's profiler queries accept (smdebug's TimeUnits).
