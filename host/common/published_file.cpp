@@ -88,6 +88,11 @@ Result<void> PublishedFile::publish() {
   return {};
 }
 
+Result<void> PublishedFile::publish_as(std::filesystem::path final_path) {
+  final_ = std::move(final_path);
+  return publish();
+}
+
 Result<void> publish_file(const std::filesystem::path& final_path, const std::filesystem::path& tmp_path,
                           std::string_view content) {
   auto file = PublishedFile::create(final_path, tmp_path);

@@ -34,6 +34,9 @@ class PublishedFile {
   // Closes the temporary file and renames it to the final name. On failure the temporary file is
   // removed. Either way the object is closed afterwards.
   [[nodiscard]] Result<void> publish();
+  // publish() under a name known only once the content is written (a trace file is named by its
+  // last event); the folder of `final_path` must exist.
+  [[nodiscard]] Result<void> publish_as(std::filesystem::path final_path);
 
   bool is_open() const noexcept { return fd_ >= 0; }
   const std::filesystem::path& final_path() const noexcept { return final_; }

@@ -41,6 +41,11 @@ std::string framework_node_id(int64_t rank, const std::optional<std::string>& cu
                                           : fmt::format("{}_{}", rank, hostname));
 }
 
+std::string this_process_node_id(std::optional<int64_t> rank, const std::filesystem::path& resource_config) {
+  auto host = current_host_from_resource_config(resource_config);
+  return framework_node_id(rank.value_or(int64_t(::getpid())), host ? *host : std::nullopt, local_hostname());
+}
+
 SystemNodeNames system_node_names(const std::optional<std::string>& current_host, std::string_view hostname) {
   static const std::regex algo_host("algo-[0-9]+");
   SystemNodeNames names;

@@ -30,6 +30,13 @@ inline constexpr std::string_view kResourceConfigPath = "/opt/ml/input/config/re
 [[nodiscard]] std::string framework_node_id(int64_t rank, const std::optional<std::string>& current_host,
                                             std::string_view hostname);
 
+// framework_node_id of this process: `rank` or, without one, the pid; the current host from
+// `resource_config` when it names one (a resource configuration that cannot be read counts as
+// none); local_hostname() otherwise.
+[[nodiscard]] std::string this_process_node_id(
+    std::optional<int64_t> rank,
+    const std::filesystem::path& resource_config = std::filesystem::path(std::string(kResourceConfigPath)));
+
 // System metrics are per host, not per process: NodeId is the host part of the node id, and the
 // file names end ".<algo-N>.json", which readers require (§8.6): the current host where it has that
 // form, else "algo-1" (one machine outside SageMaker).

@@ -15,17 +15,12 @@
 
 #include "common/error.h"
 #include "common/published_file.h"
+#include "profiler/system_metric.h"
 
 namespace vigil::profiler {
 
-struct SystemMetric {
-  std::string type;       // "cpu", "memory", "gpu", "disk", "network"
-  std::string name;       // "cpu0", "gpu1", "MemoryUsedPercent", ...
-  std::string dimension;  // "CPUUtilization", "GPUUtilization", ...
-  double value = 0;
-};
-
-// One line, newline included, keys in SageMaker's order.
+// One line, newline included, keys in SageMaker's order, stamped with `node_id` and `timestamp_s`
+// (the metric's own node_id and timestamp_s are not used).
 [[nodiscard]] std::string system_metric_line(const SystemMetric& metric, std::string_view node_id, double timestamp_s);
 
 // "system/incremental/<YYYYMMDDHH>/<epoch_seconds>.<file_host>.json" (UTC hour, 10-digit seconds).

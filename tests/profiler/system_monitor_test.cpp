@@ -109,6 +109,7 @@ TEST(SystemMetricsFile, UnwritableRootIsAnError) {
 TEST(NodeId, SpecRules) {
   EXPECT_EQ(framework_node_id(0, std::string("algo-1"), "ignored"), "0-algo-1");
   EXPECT_EQ(framework_node_id(1234, std::nullopt, "ip_10_0_0_1"), "1234-ip-10-0-0-1");
+  EXPECT_EQ(framework_node_id(2, std::string("algo_2"), "x"), "2-algo-2");
   auto inside = system_node_names(std::string("algo-3"), "host");
   EXPECT_EQ(inside.node_id, "algo-3");
   EXPECT_EQ(inside.file_host, "algo-3");
