@@ -5,6 +5,7 @@
 
 #include <vigil/sdk.hpp>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -223,6 +224,9 @@ finds the three unchanged layers without a false positive (docs/verdict-quality.
   // tensor named "<prefix>/<name>" (smdebug's gradient/<parameter>); nullopt without one.
   Result<std::optional<double>> gradient_mean_abs(const std::string& name, vigil_step step, const std::string& worker,
                                                    std::optional<std::vector<std::string>>& gradients) const;
+  // Whether global step `step` is a TRAIN step (train_steps_only); a step's mode never changes, so
+  // each is asked of the host once.
+  Result<bool> is_train_step(vigil_step step);
   UnchangedTensor(sdk::RuleContext ctx, Selection selection, Options options)
       : Rule(std::move(ctx)), selection_(std::move(selection)), options_(options) {}
 
@@ -230,6 +234,7 @@ finds the three unchanged layers without a false positive (docs/verdict-quality.
   // the window is read again at each step.
   Selection selection_;
   Options options_;
+  std::map<vigil_step, bool> train_step_;  // is_train_step's answers
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -37,21 +37,21 @@ Result<std::optional<double>> UnchangedTensor::gradient_mean_abs(
   return std::optional<double>{};
 }
 
+Result<bool> UnchangedTensor::is_train_step(vigil_step step) {
+  if (auto it = train_step_.find(step); it != train_step_.end()) return it->second;
+  VIGIL_TRY(const auto mode, base_trial().mode_modestep(step));
+  const bool train = mode && mode->first == VIGIL_MODE_TRAIN;
+  train_step_.emplace(step, train);
+  return train;
+}
+
 Result<bool> UnchangedTensor::invoke_at_step(vigil_step step) {
-  std::optional<std::vector<vigil_step>> train_steps;  // global steps of TRAIN mode, with train_steps_only
   if (options_.train_steps_only) {
-    VIGIL_TRY(const auto mode, base_trial().mode_modestep(step));
-    if (!mode || mode->first != VIGIL_MODE_TRAIN) {
+    VIGIL_TRY(const bool train, is_train_step(step));
+    if (!train) {
       not_judged("not a TRAIN step (train_steps_only)");
       return false;
     }
-    VIGIL_TRY(const auto mode_steps, base_trial().steps(VIGIL_MODE_TRAIN));
-    train_steps.emplace();
-    for (vigil_step m : mode_steps) {
-      VIGIL_TRY(const auto global, base_trial().global_step(VIGIL_MODE_TRAIN, m));
-      if (global) train_steps->push_back(*global);
-    }
-    std::sort(train_steps->begin(), train_steps->end());
   }
   VIGIL_TRY(const auto names, selected_at_step(base_trial(), selection_, step, false));
   const auto n = static_cast<size_t>(options_.num_steps);
@@ -66,12 +66,18 @@ Result<bool> UnchangedTensor::invoke_at_step(vigil_step step) {
     VIGIL_TRY(const auto workers, workers_at(tensor, step));
     if (workers.empty()) continue;
     // smdebug's prev_steps(step, num_steps): the tensor's saved steps up to this one, newest last.
+    // With train_steps_only, of its TRAIN steps only.
     VIGIL_TRY(auto saved, tensor.steps());
     std::vector<vigil_step> window;
-    for (vigil_step s : saved)
-      if (s <= step && (!train_steps || std::binary_search(train_steps->begin(), train_steps->end(), s)))
-        window.push_back(s);
-    if (window.size() > n) window.erase(window.begin(), window.end() - static_cast<std::ptrdiff_t>(n));
+    for (auto s = saved.rbegin(); s != saved.rend() && window.size() < n; ++s) {
+      if (*s > step) continue;
+      if (options_.train_steps_only) {
+        VIGIL_TRY(const bool train, is_train_step(*s));
+        if (!train) continue;
+      }
+      window.push_back(*s);
+    }
+    std::reverse(window.begin(), window.end());
     for (const std::string& worker : workers) {
       if (window.size() < n || window.back() != step) {
         too_short = true;  // too short a history: the tensor does not fire (spec: treat as False)

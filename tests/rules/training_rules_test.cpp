@@ -154,15 +154,7 @@ TEST(TrainingRulesPlugin, LoadsEveryRuleWithSageMakersNamesAndDefaults) {
 std::map<std::string, std::string> training_calibrated(const std::string& rule) {
   const auto* type = test::builtin_registry().find(rule);
   EXPECT_NE(type, nullptr) << rule;
-  std::map<std::string, std::string> out;
-  if (!type) return out;
-  const vigil_rule_descriptor* d = type->descriptor;
-  for (uint32_t i = 0; i < d->profile_default_count; ++i) {
-    const vigil_profile_default& p = d->profile_defaults[i];
-    EXPECT_EQ(std::string(p.profile), VIGIL_PROFILE_CALIBRATED) << rule;
-    out[p.param] = p.default_text;
-  }
-  return out;
+  return type ? test::calibrated_defaults(type->descriptor) : std::map<std::string, std::string>{};
 }
 
 TEST(TrainingRulesPlugin, PublishesTheCalibratedProfile) {

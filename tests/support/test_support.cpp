@@ -11,6 +11,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "plugin_host/profiles.h"
+
 namespace vigil::test {
 
 ScratchDir::ScratchDir(std::string_view prefix) {
@@ -151,11 +153,8 @@ const plugin_host::PluginRegistry& builtin_registry() {
 
 std::map<std::string, std::string> calibrated_defaults(const vigil_rule_descriptor* descriptor) {
   std::map<std::string, std::string> out;
-  if (!VIGIL_HAS_FIELD(descriptor, vigil_rule_descriptor, profile_default_count)) return out;
-  for (uint32_t i = 0; i < descriptor->profile_default_count; ++i) {
-    const vigil_profile_default& d = descriptor->profile_defaults[i];
+  for (const vigil_profile_default& d : plugin_host::profile_defaults(descriptor))
     if (std::string_view(d.profile) == VIGIL_PROFILE_CALIBRATED) out[d.param] = d.default_text;
-  }
   return out;
 }
 
