@@ -12,3 +12,4 @@
 #include "vigil/sdk/json.hpp"
 #include "vigil/sdk/rule.hpp"
 #include "vigil/sdk/plugin.hpp"
+#include "vigil/sdk/profiler.hpp"

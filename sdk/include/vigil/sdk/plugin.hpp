@@ -208,7 +208,12 @@ template <class R>
     rc.session = VIGIL_SDK_CTX_HAS(session) ? ctx->session : nullptr;
     const uint32_t trial_count = VIGIL_SDK_CTX_HAS(trial_count) ? ctx->trial_count : 0;
     vigil_trial* const* trials = VIGIL_SDK_CTX_HAS(trials) ? ctx->trials : nullptr;
-    if (trial_count == 0 || !trials) return fail(Error::invalid_argument("create: the rule context has no base trial"));
+    // Profiler rules (profiler.hpp) read the job's profiler data through the host extension and get
+    // no tensor trial; every other rule needs its base trial.
+    constexpr bool needs_trial = !requires { R::kReadsProfilerData; };
+    if (needs_trial && (trial_count == 0 || !trials))
+      return fail(Error::invalid_argument("create: the rule context has no base trial"));
+    if (trial_count > 0 && !trials) return fail(Error::invalid_argument("create: the rule context's trials are NULL"));
     rc.trials.reserve(trial_count);
     for (uint32_t i = 0; i < trial_count; ++i) {
       if (!trials[i]) return fail(Error::invalid_argument(fmt::format("create: trial {} is NULL", i)));
