@@ -34,7 +34,7 @@
 namespace vigil::cli {
 namespace {
 
-constexpr std::string_view kUsage = R"(usage: vigil evaluate --trial PATH (--job FILE | --group NAME | --rule NAME [--param KEY=VALUE]...)...
+constexpr std::string_view kUsage = R"(usage: vigil evaluate [--trial PATH] [--profiler-trial PATH] (--job FILE | --group NAME | --rule NAME [--param KEY=VALUE]...)...
                       [--profile NAME] [--plugins DIR]... [--allow-insecure-plugins] [--status-file FILE] [--no-follow]
                       [--idle-timeout SECONDS] [--quiet] [--isolate [--rule-timeout SECONDS] [--rule-memory-limit MIB]]
 
@@ -44,18 +44,28 @@ marker appears, end_step is reached, or --idle-timeout passes. Each rule's
 DebugRuleEvaluationStatus (InProgress, IssuesFound, NoIssuesFound, Error, Stopping, Stopped) is
 printed and written to the status file whenever it changes.
 
+Profiler rules (ProfilerRuleConfigurations, the profiler group) read the job's profiler output
+folder instead: its system metrics and framework trace files, in time windows of scan_interval_us
+(default 60 s), waiting for each window's data while the job runs. They report
+ProfilerRuleEvaluationStatuses; their CurrentStep is the window index.
+
 job:
   --job FILE            a JSON job: {"DebugRuleConfigurations": [{"RuleConfigurationName": ...,
-                        "RuleParameters": {"rule_to_invoke": ..., <parameters as strings>}}]}
+                        "RuleParameters": {"rule_to_invoke": ..., <parameters as strings>}}],
+                        "ProfilerRuleConfigurations": [... the same shape ...]}
                         (CreateTrainingJob members CheckpointConfig, ResourceConfig,
                         HyperParameters and Distribution are checked for unsupported setups)
-  --rule NAME           add a rule by its rule_to_invoke name (repeatable)
+  --rule NAME           add a rule by its rule_to_invoke name (repeatable); the built-in profiler
+                        rules (vigil rules --group profiler) become profiler rules
   --param KEY=VALUE     a RuleParameters entry for the preceding --rule (start_step, end_step,
                         base_trial, other_trial_N, vigil_profile and the rule's own parameters)
   --name NAME           the RuleConfigurationName of the preceding --rule (default: the rule name)
   --group NAME          add every rule of a SageMaker rule group with its default parameters
                         (vigil rules --groups lists the groups)
-  --trial PATH          the base trial of every rule without a base_trial parameter
+  --trial PATH          the base trial of every debug rule without a base_trial parameter
+  --profiler-trial PATH the profiler output folder (ProfilingParameters.LocalPath, holding system/
+                        and framework/) of every profiler rule without a base_trial parameter;
+                        default: profiler-output beside a --trial named debug-output
   --profile NAME        the defaults of every rule that sets no vigil_profile parameter of its own:
                         sagemaker (SageMaker's defaults, the default) or calibrated (defaults and
                         evidence requirements chosen against labelled runs: docs/verdict-quality.md)
@@ -66,7 +76,9 @@ running:
   --allow-insecure-plugins
                         load plugins that another user could write, or that belong to neither you
                         nor root (refused otherwise; VIGIL_ALLOW_INSECURE_PLUGINS=1 does the same)
-  --status-file FILE    write {"DebugRuleEvaluationStatuses": [...]} here, atomically, on every change
+  --status-file FILE    write {"DebugRuleEvaluationStatuses": [...], "ProfilerRuleEvaluationStatuses":
+                        [...]} here (the second list when there are profiler rules), atomically, on
+                        every change
   --no-follow           treat what exists as the whole trial (a writer that never wrote the marker)
   --idle-timeout SECS   end when no new step has arrived for this long
   --quiet               print only the final statuses
@@ -219,7 +231,7 @@ std::optional<double> parse_seconds(const std::string& text) {
 }  // namespace
 
 int run_evaluate(const std::vector<std::string>& args) {
-  std::optional<std::string> job_file, trial, status_file, profile;
+  std::optional<std::string> job_file, trial, profiler_trial, status_file, profile;
   std::vector<std::string> plugin_dirs;
   std::vector<CommandLineRule> cli_rules;
   std::vector<std::string> groups;
@@ -251,7 +263,7 @@ int run_evaluate(const std::vector<std::string>& args) {
       allow_insecure = true;
     } else if (a == "--job" || a == "--trial" || a == "--status-file" || a == "--plugins" || a == "--rule" ||
                a == "--param" || a == "--name" || a == "--idle-timeout" || a == "--group" || a == "--rule-timeout" ||
-               a == "--rule-memory-limit" || a == "--plugin-file" || a == "--profile") {
+               a == "--rule-memory-limit" || a == "--plugin-file" || a == "--profile" || a == "--profiler-trial") {
       auto v = value();
       if (!v) return usage_error(a + " needs a value");
       if (a == "--job") job_file = *v;
@@ -269,6 +281,7 @@ int run_evaluate(const std::vector<std::string>& args) {
         memory_limit_mib = mib;
       }
       else if (a == "--trial") trial = *v;
+      else if (a == "--profiler-trial") profiler_trial = *v;
       else if (a == "--status-file") status_file = *v;
       else if (a == "--plugins") plugin_dirs.push_back(*v);
       else if (a == "--rule") cli_rules.push_back({*v, *v, {}});
@@ -293,7 +306,7 @@ int run_evaluate(const std::vector<std::string>& args) {
     }
   }
   if (isolated_child) {
-    if (isolate || job_file || trial || status_file || !plugin_dirs.empty() || !cli_rules.empty() || !groups.empty() ||
+    if (isolate || job_file || trial || profiler_trial || status_file || !plugin_dirs.empty() || !cli_rules.empty() || !groups.empty() ||
         plugin_files.empty())
       return usage_error("--isolated-child is internal to --isolate and takes only --plugin-file, "
                          "--allow-insecure-plugins and --quiet");
@@ -310,20 +323,31 @@ int run_evaluate(const std::vector<std::string>& args) {
     for (auto name : group->rules) cli_rules.push_back({std::string(name), std::string(name), {}});
   }
   if (!job_file && cli_rules.empty()) return usage_error("give --job FILE, --group NAME or --rule NAME");
+  // SageMaker's layout puts <job>/debug-output and <job>/profiler-output side by side.
+  if (!profiler_trial && trial) {
+    const std::filesystem::path t = std::filesystem::path(*trial).lexically_normal();
+    const auto base = t.has_filename() ? t : t.parent_path();
+    std::error_code ec;
+    if (base.filename() == "debug-output" && std::filesystem::is_directory(base.parent_path() / "profiler-output", ec))
+      profiler_trial = (base.parent_path() / "profiler-output").string();
+  }
 
   evaluate::JobConfig job;
   if (job_file) {
     auto text = read_whole_file(*job_file);
     if (!text) return usage_error("cannot read the job file " + *job_file + ": " + text.error().message);
-    auto parsed = evaluate::parse_job_json(*text, trial.value_or(""));
+    auto parsed = evaluate::parse_job_json(*text, trial.value_or(""), profiler_trial.value_or(""));
     if (!parsed) return usage_error("invalid job " + *job_file + ": " + parsed.error().message);
     job = std::move(*parsed);
   }
   for (size_t k = 0; k < cli_rules.size(); ++k) {
     auto params = cli_rules[k].params;
     params["rule_to_invoke"] = cli_rules[k].name;
-    auto rule = evaluate::rule_from_parameters(cli_rules[k].configuration_name, params, trial.value_or(""),
-                                               fmt::format("--rule {}", cli_rules[k].name));
+    const auto kind = evaluate::builtin_rule_kind(cli_rules[k].name);
+    auto rule = evaluate::rule_from_parameters(
+        cli_rules[k].configuration_name, params,
+        (kind == evaluate::RuleKind::Profiler ? profiler_trial : trial).value_or(""),
+        fmt::format("--rule {}", cli_rules[k].name), kind);
     if (!rule) return usage_error(rule.error().message);
     job.rules.push_back(std::move(*rule));
   }

@@ -10,6 +10,7 @@
 #include "evaluate/rule_instance.h"
 #include "evaluate/step_readahead.h"
 #include "plugin_host/param_values.h"
+#include "plugin_host/profiler_extension.h"
 #include "plugin_host/profiles.h"
 #include "trial/trial.h"
 
@@ -54,6 +55,15 @@ struct Evaluator::Impl {
 
   Result<std::shared_ptr<Trial>> open_trial(const std::string& path, std::stop_token stop);
   void run_group(const std::string& base_path, std::vector<ConfiguredRule*> group, std::stop_token stop);
+  void run_profiler_rule(ConfiguredRule& r, std::stop_token stop);
+  std::filesystem::path output_directory() const {
+    return options.output_directory.value_or(options.status_file ? options.status_file->parent_path() : fs::path());
+  }
+  RuleLog rule_log(const ConfiguredRule& r) const {
+    return [this, name = r.config.configuration_name](vigil_log_level level, const std::string& msg) {
+      if (options.on_log) options.on_log(name, level, msg);
+    };
+  }
   void apply(ConfiguredRule& r, int64_t step, const InvokeOutcome& outcome);
   void count_judgement(ConfiguredRule& r, const InvokeOutcome& outcome);
   void tick(const std::vector<ConfiguredRule*>& rules);
@@ -108,9 +118,13 @@ Result<std::vector<ResolvedRule>> resolve_job(const plugin_host::PluginRegistry&
   std::vector<ResolvedRule> resolved;
   for (size_t i = 0; i < job.rules.size(); ++i) {
     auto& config = job.rules[i];
-    const std::string field = fmt::format("DebugRuleConfigurations[{}].RuleParameters", i);
+    const std::string where = rule_field(job, i);
+    const std::string field = where + ".RuleParameters";
     const RuleType* type = nullptr;
     auto params_given = config.parameters;
+    if (config.source && config.kind == RuleKind::Profiler)
+      return fail(Error::invalid_argument(
+          fmt::format("{}.source_s3_uri: Python rule files run as debug rules (DebugRuleConfigurations) only", field)));
     if (config.source) {
       // A custom rule file: the Python plugin runs class rule_to_invoke from source_s3_uri.
       type = registry.find(kPythonRuleId);
@@ -142,7 +156,8 @@ Result<std::vector<ResolvedRule>> resolve_job(const plugin_host::PluginRegistry&
       std::error_code ec;
       if (!fs::is_directory(path, ec))
         return fail(Error::invalid_argument(
-            fmt::format("DebugRuleConfigurations[{}]: trial '{}' is not a directory", i, path)));
+            fmt::format("{}: {} '{}' is not a directory", where,
+                        config.kind == RuleKind::Profiler ? "profiler data folder" : "trial", path)));
     }
     std::string rule_name = config.source ? config.rule_to_invoke : std::string(type->descriptor->name);
     resolved.push_back(ResolvedRule{.config = std::move(config),
@@ -174,6 +189,7 @@ Result<std::unique_ptr<Evaluator>> Evaluator::create(const plugin_host::PluginRe
     initial.push_back(RuleStatus{.configuration_name = r->config.configuration_name,
                                  .rule_name = std::move(rule.rule_name),
                                  .profile = std::move(rule.profile),
+                                 .kind = r->config.kind,
                                  .status = RuleEvaluationStatus::InProgress});
     impl->rules.push_back(std::move(r));
   }
@@ -188,11 +204,16 @@ void Evaluator::run(std::stop_token stop) {
   for (auto& r : impl_->rules)
     if (impl_->options.on_status) impl_->options.on_status(impl_->board->get(r->index));
   std::map<std::string, std::vector<ConfiguredRule*>> groups;
-  for (auto& r : impl_->rules) groups[r->config.base_trial].push_back(r.get());
+  for (auto& r : impl_->rules)
+    if (r->config.kind == RuleKind::Debug) groups[r->config.base_trial].push_back(r.get());
   {
     std::vector<std::jthread> threads;
     for (auto& [path, group] : groups)
       threads.emplace_back([this, path, group, stop] { impl_->run_group(path, group, stop); });
+    // Profiler rules wait on their own windows: a thread each.
+    for (auto& r : impl_->rules)
+      if (r->config.kind == RuleKind::Profiler)
+        threads.emplace_back([this, rule = r.get(), stop] { impl_->run_profiler_rule(*rule, stop); });
   }
   for (auto& r : impl_->rules)  // destroy the rule instances
     if (r->instance)
@@ -236,6 +257,9 @@ void Evaluator::Impl::count_judgement(ConfiguredRule& r, const InvokeOutcome& ou
     case VIGIL_CLASS_OK:
       return board->count_judgement(r.index, !outcome.not_judged, outcome.not_judged_reason, /*reason_from_rule=*/true);
     case VIGIL_CLASS_SKIP: return board->count_judgement(r.index, false, outcome.details());
+    case VIGIL_CLASS_STOP:  // a rule may end because it never had its data (a profiler rule without any)
+      if (outcome.not_judged) board->count_judgement(r.index, false, outcome.not_judged_reason, /*reason_from_rule=*/true);
+      return;
     default: return;
   }
 }
@@ -320,14 +344,9 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
       trial_list.push_back(*t);
     }
     if (!ok) continue;
-    auto log = [this, name = r->config.configuration_name](vigil_log_level level, const std::string& msg) {
-      if (options.on_log) options.on_log(name, level, msg);
-    };
-    std::filesystem::path out_dir = options.output_directory.value_or(
-        options.status_file ? options.status_file->parent_path() : std::filesystem::path());
     auto instance = watched(*r, RuleCall::Create, r->config.start_step, [&] {
-      return RuleInstance::create(r->type, r->params, r->config.configuration_name, trial_list, cache, stop, log,
-                                  out_dir);
+      return RuleInstance::create(r->type, r->params, r->config.configuration_name, trial_list, cache, stop,
+                                  rule_log(*r), output_directory());
     });
     if (!instance) {
       fail_rule(*r, InvokeOutcome{.status = static_cast<vigil_status>(instance.error().code), .error = instance.error()}
@@ -420,6 +439,43 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
       }
     trial.release_refresh();
     ++step;
+  }
+}
+
+// A profiler rule (builtin-rules §1.4): invoked at window 0, 1, 2, ... until it stops (its data has
+// ended: NoMoreProfilerData), fails, ends with its verdict, or the evaluation is stopped. The rule
+// waits for each window's data itself, through the extension (plugin_host/profiler_extension.h).
+void Evaluator::Impl::run_profiler_rule(ConfiguredRule& r, std::stop_token stop) {
+  auto source = std::make_shared<plugin_host::ProfilerSource>(r.config.base_trial, options.follow,
+                                                              std::max(options.poll_interval, std::chrono::milliseconds(200)));
+  auto instance = watched(r, RuleCall::Create, r.config.start_step, [&] {
+    return RuleInstance::create(r.type, r.params, r.config.configuration_name, {}, nullptr, stop, rule_log(r),
+                                output_directory(), source);
+  });
+  if (!instance) {
+    fail_rule(r, InvokeOutcome{.status = static_cast<vigil_status>(instance.error().code), .error = instance.error()}
+                     .details());
+    return;
+  }
+  r.instance = std::move(*instance);
+  for (int64_t window = r.config.start_step; !r.finished; ++window) {
+    if (r.config.end_step && window >= *r.config.end_step) {
+      finish(r);
+      break;
+    }
+    const auto outcome = watched(r, RuleCall::Step, window, [&] { return r.instance->invoke(window); });
+    if (stop.stop_requested() && !r.finished && outcome.status == VIGIL_E_CANCELLED) {
+      r.finished = true;
+      board->set(r.index, RuleEvaluationStatus::Stopping);
+      finished(r);
+      break;
+    }
+    r.last_step = window;
+    count_judgement(r, outcome);
+    apply(r, window, outcome);
+    board->progress(r.index, window);
+    if (options.watcher.step_done) options.watcher.step_done(r.index, window);
+    if (options.on_progress) options.on_progress(r.config.base_trial, window);
   }
 }
 

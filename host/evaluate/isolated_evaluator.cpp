@@ -242,6 +242,7 @@ Result<std::unique_ptr<IsolatedEvaluator>> IsolatedEvaluator::create(const plugi
     initial.push_back(RuleStatus{.configuration_name = impl->board_names.back(),
                                  .rule_name = std::move(rule.rule_name),
                                  .profile = std::move(rule.profile),
+                                 .kind = group.work.job.rules.back().kind,
                                  .status = RuleEvaluationStatus::InProgress});
   }
   impl->board = std::make_unique<StatusBoard>(std::move(initial), o.status_file, o.on_status);

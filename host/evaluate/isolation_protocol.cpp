@@ -35,6 +35,7 @@ std::string encode_child_work(const ChildWork& work) {
     if (r.action_json) j["action_json"] = *r.action_json;
     if (r.source) j["source"] = *r.source;
     if (r.profile) j["profile"] = *r.profile;
+    if (r.kind == RuleKind::Profiler) j["kind"] = "profiler";
     rules.push_back(std::move(j));
   }
   nlohmann::json doc;
@@ -68,6 +69,10 @@ Result<ChildWork> decode_child_work(std::string_view text) {
       if (j.contains("action_json")) r.action_json = j["action_json"].get<std::string>();
       if (j.contains("source")) r.source = j["source"].get<std::string>();
       if (j.contains("profile")) r.profile = j["profile"].get<std::string>();
+      if (j.contains("kind")) {
+        if (j["kind"] != "profiler") return fail(bad_work("unknown rule kind " + j["kind"].dump()));
+        r.kind = RuleKind::Profiler;
+      }
       work.job.rules.push_back(std::move(r));
     }
     return work;

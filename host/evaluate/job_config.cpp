@@ -79,11 +79,60 @@ bool truthy(const nlohmann::json& v) {
   return {};
 }
 
+// One list of rule configurations (sagemaker-api §2.3, §2.4: the same members).
+[[nodiscard]] Result<void> parse_rule_list(const nlohmann::json& list, RuleKind kind, const std::string& default_trial,
+                                           JobConfig& job) {
+  const std::string_view list_name = rule_list_name(kind);
+  if (!list.is_array()) return fail(invalid(list_name, "must be a list"));
+  if (list.size() > kMaxRules)
+    return fail(invalid(list_name, fmt::format("{} rules given; SageMaker allows at most {}", list.size(), kMaxRules)));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const auto& entry = list[i];
+    const std::string field = fmt::format("{}[{}]", list_name, i);
+    if (!entry.is_object()) return fail(invalid(field, "must be an object"));
+    auto name = entry.find("RuleConfigurationName");
+    if (name == entry.end() || !name->is_string())
+      return fail(invalid(field + ".RuleConfigurationName", "is required and must be a string"));
+    std::map<std::string, std::string> params;
+    if (auto rp = entry.find("RuleParameters"); rp != entry.end()) {
+      if (!rp->is_object()) return fail(invalid(field + ".RuleParameters", "must be an object of strings"));
+      if (rp->size() > 100) return fail(invalid(field + ".RuleParameters", "at most 100 parameters"));
+      for (const auto& [k, v] : rp->items()) {
+        if (!v.is_string())
+          return fail(invalid(fmt::format("{}.RuleParameters.{}", field, k),
+                              "values must be strings, as in SageMaker (write \"" + v.dump() + "\")"));
+        params[k] = v.get<std::string>();
+      }
+    }
+    for (const auto& [k, v] : entry.items()) {
+      static const std::set<std::string> known = {"RuleConfigurationName", "RuleEvaluatorImage", "RuleParameters",
+                                                  "LocalPath", "S3OutputPath", "InstanceType", "VolumeSizeInGB"};
+      if (!known.contains(k)) return fail(invalid(field + "." + k, "unknown member"));
+    }
+    auto rule = rule_from_parameters(name->get<std::string>(), params, default_trial, field + ".RuleParameters", kind);
+    if (!rule) return fail(rule.error());
+    job.rules.push_back(std::move(*rule));
+  }
+  return {};
+}
+
 }  // namespace
 
+std::string_view rule_list_name(RuleKind kind) {
+  return kind == RuleKind::Profiler ? "ProfilerRuleConfigurations" : "DebugRuleConfigurations";
+}
+
+std::string rule_field(const JobConfig& job, size_t i) {
+  const RuleKind kind = job.rules.at(i).kind;
+  const auto index = std::count_if(job.rules.begin(), job.rules.begin() + static_cast<std::ptrdiff_t>(i),
+                                   [&](const RuleConfig& r) { return r.kind == kind; });
+  return fmt::format("{}[{}]", rule_list_name(kind), index);
+}
+
 Result<RuleConfig> rule_from_parameters(std::string configuration_name, const std::map<std::string, std::string>& params,
-                                        const std::string& default_trial, std::string_view field) {
+                                        const std::string& default_trial, std::string_view field, RuleKind kind) {
   RuleConfig rule;
+  rule.kind = kind;
   rule.configuration_name = std::move(configuration_name);
   rule.base_trial = default_trial;
   std::map<int64_t, std::string> numbered_others;
@@ -133,7 +182,8 @@ Result<RuleConfig> rule_from_parameters(std::string configuration_name, const st
   return rule;
 }
 
-Result<JobConfig> parse_job_json(std::string_view text, const std::string& default_trial) {
+Result<JobConfig> parse_job_json(std::string_view text, const std::string& default_trial,
+                                 const std::string& default_profiler_trial) {
   if (format::json_nesting_exceeds(text))
     return fail(Error::invalid_argument(fmt::format("the job file nests deeper than {} levels", format::kMaxJsonDepth)));
   nlohmann::json doc;
@@ -142,44 +192,20 @@ Result<JobConfig> parse_job_json(std::string_view text, const std::string& defau
   } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
     return fail(Error::invalid_argument(fmt::format("the job file is not valid JSON: {}", e.what())));
   }
-  const nlohmann::json* list = &doc;
-  if (doc.is_object()) {
-    if (auto r = check_supported(doc); !r) return fail(r.error());
-    auto it = doc.find("DebugRuleConfigurations");
-    if (it == doc.end()) return fail(invalid("DebugRuleConfigurations", "is missing"));
-    list = &*it;
-  }
-  if (!list->is_array()) return fail(invalid("DebugRuleConfigurations", "must be a list"));
-  if (list->size() > kMaxRules)
-    return fail(invalid("DebugRuleConfigurations",
-                        fmt::format("{} rules given; SageMaker allows at most {}", list->size(), kMaxRules)));
   JobConfig job;
-  for (size_t i = 0; i < list->size(); ++i) {
-    const auto& entry = (*list)[i];
-    const std::string field = fmt::format("DebugRuleConfigurations[{}]", i);
-    if (!entry.is_object()) return fail(invalid(field, "must be an object"));
-    auto name = entry.find("RuleConfigurationName");
-    if (name == entry.end() || !name->is_string())
-      return fail(invalid(field + ".RuleConfigurationName", "is required and must be a string"));
-    std::map<std::string, std::string> params;
-    if (auto rp = entry.find("RuleParameters"); rp != entry.end()) {
-      if (!rp->is_object()) return fail(invalid(field + ".RuleParameters", "must be an object of strings"));
-      if (rp->size() > 100) return fail(invalid(field + ".RuleParameters", "at most 100 parameters"));
-      for (const auto& [k, v] : rp->items()) {
-        if (!v.is_string())
-          return fail(invalid(fmt::format("{}.RuleParameters.{}", field, k),
-                              "values must be strings, as in SageMaker (write \"" + v.dump() + "\")"));
-        params[k] = v.get<std::string>();
-      }
-    }
-    for (const auto& [k, v] : entry.items()) {
-      static const std::set<std::string> known = {"RuleConfigurationName", "RuleEvaluatorImage", "RuleParameters",
-                                                  "LocalPath", "S3OutputPath", "InstanceType", "VolumeSizeInGB"};
-      if (!known.contains(k)) return fail(invalid(field + "." + k, "unknown member"));
-    }
-    auto rule = rule_from_parameters(name->get<std::string>(), params, default_trial, field + ".RuleParameters");
-    if (!rule) return fail(rule.error());
-    job.rules.push_back(std::move(*rule));
+  if (doc.is_array()) {
+    if (auto r = parse_rule_list(doc, RuleKind::Debug, default_trial, job); !r) return fail(r.error());
+  } else if (doc.is_object()) {
+    if (auto r = check_supported(doc); !r) return fail(r.error());
+    const auto debug = doc.find("DebugRuleConfigurations"), profiler = doc.find("ProfilerRuleConfigurations");
+    if (debug == doc.end() && profiler == doc.end())
+      return fail(invalid("DebugRuleConfigurations", "is missing (and so is ProfilerRuleConfigurations)"));
+    if (debug != doc.end())
+      if (auto r = parse_rule_list(*debug, RuleKind::Debug, default_trial, job); !r) return fail(r.error());
+    if (profiler != doc.end())
+      if (auto r = parse_rule_list(*profiler, RuleKind::Profiler, default_profiler_trial, job); !r) return fail(r.error());
+  } else {
+    return fail(invalid("DebugRuleConfigurations", "must be a list"));
   }
   if (auto r = validate_job(job); !r) return fail(r.error());
   return job;
@@ -187,19 +213,25 @@ Result<JobConfig> parse_job_json(std::string_view text, const std::string& defau
 
 Result<void> validate_job(const JobConfig& job) {
   if (job.rules.empty()) return fail(invalid("DebugRuleConfigurations", "no rule to run"));
-  if (job.rules.size() > kMaxRules)
-    return fail(invalid("DebugRuleConfigurations",
-                        fmt::format("{} rules given; SageMaker allows at most {}", job.rules.size(), kMaxRules)));
+  for (RuleKind kind : {RuleKind::Debug, RuleKind::Profiler}) {
+    const auto n = std::count_if(job.rules.begin(), job.rules.end(), [&](const RuleConfig& r) { return r.kind == kind; });
+    if (size_t(n) > kMaxRules)
+      return fail(invalid(rule_list_name(kind), fmt::format("{} rules given; SageMaker allows at most {}", n, kMaxRules)));
+  }
   std::set<std::string> names;
   for (size_t i = 0; i < job.rules.size(); ++i) {
     const auto& r = job.rules[i];
-    const std::string field = fmt::format("DebugRuleConfigurations[{}]", i);
+    const std::string field = rule_field(job, i);
     if (r.configuration_name.empty() || r.configuration_name.size() > 256)
       return fail(invalid(field + ".RuleConfigurationName", "must be 1 to 256 characters"));
     if (!names.insert(r.configuration_name).second)
       return fail(invalid(field + ".RuleConfigurationName", fmt::format("'{}' is used twice", r.configuration_name)));
     if (r.base_trial.empty())
-      return fail(invalid(field, "no trial: give --trial PATH or a base_trial rule parameter"));
+      return fail(invalid(field, r.kind == RuleKind::Profiler
+                                     ? "no profiler data folder: give --profiler-trial PATH or a base_trial rule parameter"
+                                     : "no trial: give --trial PATH or a base_trial rule parameter"));
+    if (r.kind == RuleKind::Profiler && !r.other_trials.empty())
+      return fail(invalid(field, "a profiler rule reads one profiler folder: other_trials are for debug rules"));
   }
   return {};
 }

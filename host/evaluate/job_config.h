@@ -14,7 +14,13 @@
 
 namespace vigil::evaluate {
 
-inline constexpr size_t kMaxRules = 20;  // SageMaker's limit on DebugRuleConfigurations
+inline constexpr size_t kMaxRules = 20;  // SageMaker's limit on each of the two lists below
+
+// Which list of the job a rule comes from: DebugRuleConfigurations rules walk a tensor trial's steps;
+// ProfilerRuleConfigurations rules read the job's profiler folder by time window (the extension
+// vigil.profiler/1) and report ProfilerRuleEvaluationStatuses.
+enum class RuleKind { Debug, Profiler };
+std::string_view rule_list_name(RuleKind kind);  // "DebugRuleConfigurations", "ProfilerRuleConfigurations"
 
 struct RuleConfig {
   std::string configuration_name;   // RuleConfigurationName
@@ -27,19 +33,23 @@ struct RuleConfig {
   std::optional<std::string> action_json;
   std::optional<std::string> source;  // source_s3_uri (custom rule files)
   std::optional<std::string> profile;  // vigil_profile (plugin_host/profiles.h); nullopt: the job's default
+  RuleKind kind = RuleKind::Debug;  // for Profiler, base_trial is the profiler folder
 };
 
 struct JobConfig {
   std::vector<RuleConfig> rules;
 };
 
-// Parses a job file: either {"DebugRuleConfigurations": [...]} with optional CreateTrainingJob
-// members that decide whether Debugger supports the job (CheckpointConfig, ResourceConfig,
-// HyperParameters, Distribution), or a bare list of rule configurations. `default_trial` fills
-// rules without a base_trial. Errors are InvalidArgument naming the failing field.
-[[nodiscard]] Result<JobConfig> parse_job_json(std::string_view text, const std::string& default_trial);
+// Parses a job file: either an object with DebugRuleConfigurations and/or ProfilerRuleConfigurations
+// plus optional CreateTrainingJob members that decide whether Debugger supports the job
+// (CheckpointConfig, ResourceConfig, HyperParameters, Distribution), or a bare list of debug rule
+// configurations. `default_trial` fills debug rules without a base_trial, `default_profiler_trial`
+// profiler rules. Errors are InvalidArgument naming the failing field.
+[[nodiscard]] Result<JobConfig> parse_job_json(std::string_view text, const std::string& default_trial,
+                                               const std::string& default_profiler_trial = {});
 
-// Checks what the JSON parser and the command line share: names, counts, step ranges, trials.
+// Checks what the JSON parser and the command line share: names (unique over both lists), counts,
+// step ranges, trials.
 [[nodiscard]] Result<void> validate_job(const JobConfig& job);
 
 // Gives every rule that names no profile of its own `profile` (`vigil evaluate --profile`); an
@@ -50,6 +60,10 @@ struct JobConfig {
 // start_step, end_step, action_json, source_s3_uri, and Vigil's vigil_profile) from the rule's own
 // parameters.
 [[nodiscard]] Result<RuleConfig> rule_from_parameters(std::string configuration_name, const std::map<std::string, std::string>& params,
-                                        const std::string& default_trial, std::string_view field);
+                                        const std::string& default_trial, std::string_view field,
+                                        RuleKind kind = RuleKind::Debug);
+
+// "DebugRuleConfigurations[2]": where job.rules[i] is in its list, for error messages.
+std::string rule_field(const JobConfig& job, size_t i);
 
 }  // namespace vigil::evaluate

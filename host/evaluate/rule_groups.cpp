@@ -21,6 +21,11 @@ const std::vector<RuleGroup>& groups() {
     const std::vector<std::string_view> dl_application = {"CheckInputImages", "NLPSequenceRatio"};
     const std::vector<std::string_view> xgboost = {"FeatureImportanceOverweight", "TreeDepth"};
     const std::vector<std::string_view> report = {"CreateXgboostReport"};
+    // The built-in profiler rules (builtin-rules §3, §6): run from ProfilerRuleConfigurations.
+    const std::vector<std::string_view> profiler = {"BatchSize",         "CPUBottleneck",         "Dataloader",
+                                                    "GPUMemoryIncrease", "IOBottleneck",          "LoadBalancing",
+                                                    "LowGPUUtilization", "MaxInitializationTime", "OverallSystemUsage",
+                                                    "StepOutlier",       "ProfilerReport"};
     auto join = [](std::initializer_list<const std::vector<std::string_view>*> parts) {
       std::vector<std::string_view> out;
       for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
@@ -41,6 +46,7 @@ const std::vector<RuleGroup>& groups() {
          join({&universal, &xgboost, &report})},
         {"simple", "the SIMPLE set of ruleGroups.json for deep-learning frameworks",
          {"VanishingGradient", "LossNotDecreasing", "WeightUpdateRatio"}},
+        {"profiler", "the profiler rules, over the job's system and framework metrics", profiler, RuleKind::Profiler},
     };
   }();
   return all;
@@ -60,6 +66,14 @@ const RuleGroup* find_rule_group(std::string_view name) {
   for (const auto& g : groups())
     if (iequals(g.name, name)) return &g;
   return nullptr;
+}
+
+RuleKind builtin_rule_kind(std::string_view rule_name) {
+  for (const auto& g : groups())
+    if (g.kind == RuleKind::Profiler &&
+        std::any_of(g.rules.begin(), g.rules.end(), [&](std::string_view r) { return iequals(r, rule_name); }))
+      return RuleKind::Profiler;
+  return RuleKind::Debug;
 }
 
 }  // namespace vigil::evaluate

@@ -62,7 +62,8 @@ Result<std::unique_ptr<RuleInstance>> RuleInstance::create(const plugin_host::Ru
                                                            std::vector<std::shared_ptr<Trial>> trials,
                                                            std::shared_ptr<plugin_host::StepValueCache> cache,
                                                            std::stop_token stop, RuleLog log,
-                                                           std::filesystem::path output_directory) {
+                                                           std::filesystem::path output_directory,
+                                                           std::shared_ptr<plugin_host::ProfilerSource> profiler) {
   std::unique_ptr<RuleInstance> r(new RuleInstance());
   r->type_ = type;
   r->session_ = std::make_unique<vigil_session>();
@@ -70,6 +71,7 @@ Result<std::unique_ptr<RuleInstance>> RuleInstance::create(const plugin_host::Ru
   r->session_->stop = stop;
   r->session_->cache = std::move(cache);
   r->session_->log = std::move(log);
+  r->session_->profiler = std::move(profiler);
   std::error_code ec;
   if (output_directory.empty()) output_directory = std::filesystem::current_path(ec);
   r->session_->output_directory = std::filesystem::absolute(output_directory, ec).string();

@@ -41,14 +41,16 @@ using RuleLog = std::function<void(vigil_log_level, const std::string&)>;
 
 class RuleInstance {
  public:
-  // Creates the rule through its plugin. `trials[0]` is the base trial. The values are read
+  // Creates the rule through its plugin. `trials[0]` is the base trial; a profiler rule gets no
+  // trials and its `profiler` data instead. The values are read
   // through `cache` when one is given (shared by the rules of one step).
   [[nodiscard]] static Result<std::unique_ptr<RuleInstance>> create(const plugin_host::RuleType& type, const plugin_host::BoundParams& params,
                                                       const std::string& configuration_name,
                                                       std::vector<std::shared_ptr<Trial>> trials,
                                                       std::shared_ptr<plugin_host::StepValueCache> cache,
                                                       std::stop_token stop, RuleLog log,
-                                                      std::filesystem::path output_directory = {});
+                                                      std::filesystem::path output_directory = {},
+                                                      std::shared_ptr<plugin_host::ProfilerSource> profiler = nullptr);
   ~RuleInstance();  // calls the rule's destroy (contained)
   RuleInstance(const RuleInstance&) = delete;
   RuleInstance& operator=(const RuleInstance&) = delete;

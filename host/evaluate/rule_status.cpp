@@ -150,15 +150,15 @@ Result<void> StatusBoard::flush() {
 }
 
 nlohmann::ordered_json StatusBoard::to_json() const {
-  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  nlohmann::ordered_json debug = nlohmann::ordered_json::array(), profiler = nlohmann::ordered_json::array();
   for (const auto& r : rules_) {
     nlohmann::ordered_json j;
     j["RuleConfigurationName"] = r.configuration_name;
     j["RuleEvaluationStatus"] = status_name(r.status);
     if (!r.details.empty()) j["StatusDetails"] = r.details;
     j["LastModifiedTime"] = r.last_modified;
-    // Vigil's additions (not in SageMaker's shape): the rule, its profile, its progress, whether it had
-    // the data to judge, and the evidence.
+    // Vigil's additions (not in SageMaker's shape): the rule, its profile, its progress (a profiler
+    // rule's is its time window), whether it had the data to judge, and the evidence.
     j["RuleToInvoke"] = r.rule_name;
     if (!r.profile.empty()) j["Profile"] = r.profile;
     if (r.current_step) j["CurrentStep"] = *r.current_step;
@@ -166,9 +166,12 @@ nlohmann::ordered_json StatusBoard::to_json() const {
     nlohmann::ordered_json triggers = nlohmann::ordered_json::array();
     for (const auto& t : r.triggers) triggers.push_back(trigger_to_json(t));
     j["Triggers"] = std::move(triggers);
-    list.push_back(std::move(j));
+    (r.kind == RuleKind::Profiler ? profiler : debug).push_back(std::move(j));
   }
-  return {{"DebugRuleEvaluationStatuses", std::move(list)}};
+  // As DescribeTrainingJob: one list per kind of rule, each in configuration order.
+  nlohmann::ordered_json out = {{"DebugRuleEvaluationStatuses", std::move(debug)}};
+  if (!profiler.empty()) out["ProfilerRuleEvaluationStatuses"] = std::move(profiler);
+  return out;
 }
 
 Result<void> StatusBoard::write_locked() {

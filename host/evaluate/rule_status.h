@@ -1,4 +1,5 @@
-// DebugRuleEvaluationStatus records (sagemaker-api §2.7, §4.7) and the status file that holds them.
+// DebugRuleEvaluationStatus and ProfilerRuleEvaluationStatus records (sagemaker-api §2.7, §4.7) and
+// the status file that holds them.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "evaluate/job_config.h"
 
 namespace vigil::evaluate {
 
@@ -49,6 +51,7 @@ struct RuleStatus {
   std::string configuration_name;
   std::string rule_name;  // rule_to_invoke as resolved (the rule class name)
   std::string profile;    // the rule profile its parameters' defaults came from
+  RuleKind kind = RuleKind::Debug;  // which list of the status file it is in
   RuleEvaluationStatus status = RuleEvaluationStatus::InProgress;
   std::string details;    // StatusDetails; empty = absent
   double last_modified = 0;  // epoch seconds

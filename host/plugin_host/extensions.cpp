@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "plugin_host/profiler_extension.h"
+
 namespace vigil::plugin_host {
 
 namespace {
@@ -19,6 +21,7 @@ struct Registry {
   std::mutex mu;
   // The extensions this host always offers, one line each: {"vigil.<name>/<revision>", &its_table}.
   std::vector<Extension> extensions = {
+      {VIGIL_PROFILER_EXTENSION_ID, profiler_extension()},
   };
 };
 

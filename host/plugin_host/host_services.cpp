@@ -11,43 +11,13 @@
 #include <vigil/sdk/error.hpp>
 
 #include "format/dtype.h"
+#include "plugin_host/abi_guard.h"
 #include "plugin_host/extensions.h"
 #include "trial/element_access.h"
 
 namespace vigil::plugin_host {
 
 namespace {
-
-[[nodiscard]] vigil_status status_of(const Error& e) { return static_cast<vigil_status>(e.code); }
-
-// Runs `fn`, turning anything it throws into VIGIL_E_INTERNAL: nothing crosses the ABI.
-// On VIGIL_OK it sets err->code as status.h promises.
-template <typename Fn>
-[[nodiscard]] vigil_status guarded(vigil_error* err, Fn&& fn) noexcept {
-  try {
-    const vigil_status status = fn();
-    if (status == VIGIL_OK) sdk::write_error_ok(err);
-    return status;
-  } catch (const std::bad_alloc&) {
-    fill_abi_error(Error{.code = ErrorCode::OutOfMemory, .message = "out of memory"}, err);
-    return VIGIL_E_OUT_OF_MEMORY;
-  } catch (const std::exception& ex) {
-    fill_abi_error(Error::internal(fmt::format("host error: {}", ex.what())), err);
-    return VIGIL_E_INTERNAL;
-  } catch (...) {
-    fill_abi_error(Error::internal("host error: unknown exception"), err);
-    return VIGIL_E_INTERNAL;
-  }
-}
-
-[[nodiscard]] vigil_status fail_with(const Error& e, vigil_error* err) {
-  fill_abi_error(e, err);
-  return status_of(e);
-}
-
-[[nodiscard]] vigil_status bad_argument(const char* what, vigil_error* err) {
-  return fail_with(Error::invalid_argument(what), err);
-}
 
 Mode to_mode(vigil_mode m) { return mode_from_int(m).value_or(Mode::Global); }
 

@@ -27,6 +27,8 @@ struct vigil_trial {
 
 namespace vigil::plugin_host {
 
+struct ProfilerSource;  // profiler_extension.h
+
 // The DLPack dtype of an element type (kDLOpaqueHandle for strings), as tensor views carry it.
 [[nodiscard]] DLDataType dl_type(ElementType t);
 
@@ -51,6 +53,8 @@ struct vigil_session {
   std::vector<std::string> evidence;                  // JSON objects reported at the current step
   bool not_judged = false;                            // the current call said it did not judge (ABI 1.2)
   std::string not_judged_reason;
+  // A profiler rule's data (the extension vigil.profiler/1); null for every other rule.
+  std::shared_ptr<vigil::plugin_host::ProfilerSource> profiler;
 };
 
 namespace vigil::plugin_host {

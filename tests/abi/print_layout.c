@@ -15,6 +15,10 @@
 #include <stdio.h>
 
 #include <vigil/vigil.h>
+/* Extensions declare their tables in headers of their own; the frozen 1.0 headers have none. */
+#if __has_include(<vigil/profiler.h>)
+#include <vigil/profiler.h>
+#endif
 
 #define STRUCT(T) printf("struct %s size %zu align %zu\n", #T, sizeof(T), (size_t)_Alignof(T))
 #define FIELD(T, f) printf("  %s offset %zu size %zu\n", #f, (size_t)offsetof(T, f), sizeof(((T *)0)->f))
@@ -368,6 +372,42 @@ static void print_constants(void) {
 #endif
 }
 
+/* Extension tables: each is versioned by its own id ("vigil.<name>/<revision>"), not by the core
+ * minor, and follows the same rule (append only, within one revision). They print after the core. */
+static void print_extensions(void) {
+#ifdef VIGIL_PROFILER_EXTENSION_ID
+  STRING(VIGIL_PROFILER_EXTENSION_ID);
+  STRUCT(vigil_system_metric);
+  FIELD(vigil_system_metric, type);
+  FIELD(vigil_system_metric, name);
+  FIELD(vigil_system_metric, dimension);
+  FIELD(vigil_system_metric, node_id);
+  FIELD(vigil_system_metric, value);
+  FIELD(vigil_system_metric, timestamp_s);
+  STRUCT(vigil_system_metric_sink);
+  FIELD(vigil_system_metric_sink, ctx);
+  FIELD(vigil_system_metric_sink, push);
+  STRUCT(vigil_framework_event);
+  FIELD(vigil_framework_event, name);
+  FIELD(vigil_framework_event, phase);
+  FIELD(vigil_framework_event, node_id);
+  FIELD(vigil_framework_event, args_json);
+  FIELD(vigil_framework_event, start_us);
+  FIELD(vigil_framework_event, end_us);
+  FIELD(vigil_framework_event, pid);
+  FIELD(vigil_framework_event, tid);
+  STRUCT(vigil_framework_event_sink);
+  FIELD(vigil_framework_event_sink, ctx);
+  FIELD(vigil_framework_event_sink, push);
+  STRUCT(vigil_profiler_ext);
+  FIELD(vigil_profiler_ext, struct_size);
+  FIELD(vigil_profiler_ext, first_timestamp);
+  FIELD(vigil_profiler_ext, wait_for_window);
+  FIELD(vigil_profiler_ext, system_metrics);
+  FIELD(vigil_profiler_ext, framework_events);
+#endif
+}
+
 int main(void) {
   print_header();
   print_version();
@@ -375,5 +415,6 @@ int main(void) {
   print_dlpack();
   print_structs();
   print_constants();
+  print_extensions();
   return 0;
 }

@@ -7,7 +7,7 @@
 #   host/format       -> common
 #   host/trial        -> common format
 #   host/writer       -> common format trial
-#   host/plugin_host  -> common format trial
+#   host/plugin_host  -> common format trial profiler        (profiler: the extension vigil.profiler/1)
 #   host/evaluate     -> common format trial plugin_host
 #   host/profiler     -> common format                      (capture side: never trials or rules)
 #   host/cli          -> common format trial writer plugin_host evaluate profiler
@@ -25,7 +25,7 @@ set(allowed_common "")
 set(allowed_format common)
 set(allowed_trial common format)
 set(allowed_writer common format trial)
-set(allowed_plugin_host common format trial)
+set(allowed_plugin_host common format trial profiler)
 set(allowed_evaluate common format trial plugin_host)
 set(allowed_profiler common format)
 set(allowed_cli common format trial writer plugin_host evaluate profiler)
