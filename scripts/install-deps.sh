@@ -14,6 +14,7 @@ packages=(
   python3-torch                          # vigil.pytorch (capture), its tests and the main job's training run
   libtorch-dev                           # vigil::torch::Hook (hooks/libtorch) and its example
   python3-xgboost python3-pandas         # vigil.xgboost (capture) and its tests; trees_to_dataframe needs pandas
+  chromium                               # the ProfilerReport page's browser test (tests/support/check_html_in_browser.py: headless render + screenshot)
   # scripts/fuzz.sh: libFuzzer + ASan/UBSan runtimes and llvm-symbolizer for readable reports. clang 19,
   # not 14: libstdc++ 12 offers std::expected only to compilers with __cpp_concepts >= 202002L.
   clang-19 libclang-rt-19-dev llvm-19

@@ -10,11 +10,14 @@
 #include <system_error>
 #include <unistd.h>
 
+#include "svg.h"  // plugins/rule_support
 #include "xgboost_rules.h"
 
 namespace vigil::builtin::xgboost {
 
 namespace {
+
+using svg::format_number;
 
 // The hook's collection regexes (smdebug-format.md §6.2), applied to names directly so that the
 // report works whatever collections file the writer left. [a-zA-z] is smdebug's, quirk included.

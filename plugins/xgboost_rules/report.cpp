@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "svg.h"
+#include "svg.h"  // plugins/rule_support
 
 namespace vigil::builtin::xgboost {
+
+using svg::format_number;
+using svg::html_escape;
 
 namespace {
 
@@ -409,31 +412,6 @@ void section_error_per_bin(Page& page, const ReportData& d, const TaskInfo& task
 }
 
 }  // namespace
-
-std::string html_escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default:
-        // Control characters other than tab and newline are not allowed in HTML text.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') out += ' ';
-        else out.push_back(c);
-    }
-  }
-  return out;
-}
-
-std::string format_number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return fmt::format("{:.6g}", v);
-}
 
 std::string render_report(const ReportData& d) {
   const TaskInfo task = detect_task(d.hyperparameters, d.labels, d.predictions, d.prediction_shape);

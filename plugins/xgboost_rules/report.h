@@ -36,8 +36,4 @@ struct ReportData {
 // The whole page.
 std::string render_report(const ReportData& data);
 
-// Text helpers shared with the charts.
-std::string html_escape(const std::string& text);
-std::string format_number(double v);  // 6 significant digits, "nan"/"inf" as such
-
 }  // namespace vigil::builtin::xgboost

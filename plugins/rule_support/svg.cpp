@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
-#include "report.h"
-
-namespace vigil::builtin::xgboost::svg {
+namespace vigil::builtin::svg {
 
 namespace {
 
@@ -75,9 +74,39 @@ std::string axis_labels(const Frame& f, const Axes& axes) {
   return out;
 }
 
-}  // namespace
+// What tells line_chart and timeline apart.
+struct LineStyle {
+  bool diagonal = false;
+  bool markers = true;     // dots (with tooltips) on series of at most 60 points
+  bool time_axis = false;  // x in seconds, ticks as clock durations
+};
 
-std::string line_chart(const Axes& axes, const std::vector<Series>& series, bool diagonal) {
+// Tick spacing for a span of seconds: whole seconds, minutes or hours a reader can add up.
+double time_step(double span) {
+  constexpr double kSteps[] = {1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400};
+  const double raw = span / 5;
+  if (raw < 1) return nice_step(span, 5);
+  for (double s : kSteps)
+    if (s >= raw) return s;
+  return std::ceil(raw / 86400) * 86400;
+}
+
+std::string time_text(double seconds) {
+  if (!std::isfinite(seconds)) return format_number(seconds);
+  const bool negative = seconds < 0;
+  const double a = std::fabs(seconds);
+  std::string out;
+  if (a < 60 && a != std::floor(a)) {
+    out = fmt::format("{:.4g}s", a);
+  } else {
+    const auto total = static_cast<int64_t>(std::llround(a));
+    const int64_t h = total / 3600, m = total / 60 % 60, sec = total % 60;
+    out = h ? fmt::format("{}:{:02}:{:02}", h, m, sec) : fmt::format("{}:{:02}", m, sec);
+  }
+  return negative ? "-" + out : out;
+}
+
+std::string draw_lines(const Axes& axes, const std::vector<Series>& series, const LineStyle& style) {
   const Frame f{720, 360, 70, 190, 20, 50};
   double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
   for (const auto& s : series)
@@ -86,7 +115,16 @@ std::string line_chart(const Axes& axes, const std::vector<Series>& series, bool
         xlo = std::min(xlo, x), xhi = std::max(xhi, x);
         ylo = std::min(ylo, y), yhi = std::max(yhi, y);
       }
-  auto [xr, xticks] = nice_axis(axes.x_range.value_or(std::pair{xlo, xhi}), false);
+  std::pair<double, double> xr;
+  std::vector<double> xticks;
+  if (style.time_axis) {
+    xr = usable_range(axes.x_range ? axes.x_range->first : xlo, axes.x_range ? axes.x_range->second : xhi);
+    const double step = time_step(xr.second - xr.first);
+    for (double t = std::ceil(xr.first / step) * step; t <= xr.second + step * 1e-9 && xticks.size() < 50; t += step)
+      xticks.push_back(t);
+  } else {
+    std::tie(xr, xticks) = nice_axis(axes.x_range.value_or(std::pair{xlo, xhi}), false);
+  }
   auto [yr, yticks] = nice_axis(axes.y_range.value_or(std::pair{ylo, yhi}), !axes.y_range.has_value());
   const auto px = [&](double x) { return f.left + (x - xr.first) / (xr.second - xr.first) * f.plot_w(); };
   const auto py = [&](double y) { return f.top + f.plot_h() - (y - yr.first) / (yr.second - yr.first) * f.plot_h(); };
@@ -100,11 +138,11 @@ std::string line_chart(const Axes& axes, const std::vector<Series>& series, bool
   for (double t : xticks) {
     out += fmt::format("<line class=\"tick\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/>\n", px(t),
                        f.top + f.plot_h(), f.top + f.plot_h() + 5);
-    out += text(px(t), f.top + f.plot_h() + 18, tick_text(t), "middle");
+    out += text(px(t), f.top + f.plot_h() + 18, style.time_axis ? time_text(t) : tick_text(t), "middle");
   }
   out += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", f.left, f.top,
                      f.plot_w(), f.plot_h());
-  if (diagonal)
+  if (style.diagonal)
     out += fmt::format("<line class=\"reference\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", px(0),
                        py(0), px(1), py(1));
   for (size_t i = 0; i < series.size(); ++i) {
@@ -118,7 +156,7 @@ std::string line_chart(const Axes& axes, const std::vector<Series>& series, bool
       }
     out += fmt::format("<g class=\"series\"><title>{}</title>\n", html_escape(series[i].name));
     out += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", color, points);
-    if (drawn <= 60)
+    if (style.markers && drawn <= 60)
       for (const auto& [x, y] : series[i].points)
         if (std::isfinite(x) && std::isfinite(y))
           out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"><title>{}: ({}, {})</title></circle>\n",
@@ -131,6 +169,72 @@ std::string line_chart(const Axes& axes, const std::vector<Series>& series, bool
   }
   out += axis_labels(f, axes);
   return out + "</svg>\n";
+}
+
+// The labels under a row of bars or boxes: slanted when there are many, so that they do not overlap.
+std::string category_label(double x, double y, const std::string& label, bool slanted) {
+  if (slanted) return text(x, y, label, "end", fmt::format(" transform=\"rotate(-45 {:.1f} {:.1f})\"", x, y));
+  return text(x, y, label, "middle");
+}
+
+}  // namespace
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default:
+        // Control characters other than tab and newline are not allowed in HTML text.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') out += ' ';
+        else out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string format_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{:.6g}", v);
+}
+
+std::string line_chart(const Axes& axes, const std::vector<Series>& series, bool diagonal) {
+  return draw_lines(axes, series, {.diagonal = diagonal});
+}
+
+std::vector<std::pair<double, double>> downsample(const std::vector<std::pair<double, double>>& points,
+                                                  size_t max_points) {
+  max_points = std::max<size_t>(max_points, 4);
+  if (points.size() <= max_points) return points;
+  const size_t buckets = max_points / 2;
+  std::vector<std::pair<double, double>> out;
+  out.reserve(buckets * 2);
+  for (size_t b = 0; b < buckets; ++b) {
+    const size_t begin = points.size() * b / buckets, end = points.size() * (b + 1) / buckets;
+    size_t lo = begin, hi = begin;
+    for (size_t i = begin; i < end; ++i) {
+      // NaN never wins a comparison, so a bucket with finite points keeps finite ones.
+      if (points[i].second < points[lo].second || !std::isfinite(points[lo].second)) lo = i;
+      if (points[i].second > points[hi].second || !std::isfinite(points[hi].second)) hi = i;
+    }
+    // In time order, so that the line does not double back.
+    out.push_back(points[std::min(lo, hi)]);
+    if (lo != hi) out.push_back(points[std::max(lo, hi)]);
+  }
+  return out;
+}
+
+std::string timeline(const Axes& axes, const std::vector<Series>& series, size_t max_points) {
+  std::vector<Series> reduced;
+  reduced.reserve(series.size());
+  for (const auto& s : series) reduced.push_back({s.name, downsample(s.points, max_points)});
+  return draw_lines(axes, reduced, {.markers = false, .time_axis = true});
 }
 
 std::string bar_chart(const Axes& axes, const std::vector<Bar>& bars, bool horizontal) {
@@ -183,14 +287,116 @@ std::string bar_chart(const Axes& axes, const std::vector<Bar>& bars, bool horiz
     out += fmt::format("<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"><title>{}: {}</title></rect>\n",
                        x + band * 0.1, y0, band * 0.8, y1 - y0, html_escape(bars[i].label), format_number(bars[i].value));
     const double lx = x + band * 0.5, ly = f.top + f.plot_h() + 16;
-    if (slanted)
-      out += text(lx, ly, bars[i].label, "end", fmt::format(" transform=\"rotate(-45 {:.1f} {:.1f})\"", lx, ly));
-    else
-      out += text(lx, ly, bars[i].label, "middle");
+    out += category_label(lx, ly, bars[i].label, slanted);
     if (bars.size() <= 20) out += text(lx, y0 - 4, tick_text(bars[i].value), "middle", " class=\"value\"");
   }
   out += fmt::format("<line class=\"axis\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", f.left, py(0),
                      f.left + f.plot_w(), py(0));
+  out += axis_labels(f, axes);
+  return out + "</svg>\n";
+}
+
+std::string histogram(const Axes& axes, const std::vector<double>& values, const std::vector<double>& marked,
+                      int bins) {
+  bins = std::clamp(bins, 1, 200);
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto* list : {&values, &marked})
+    for (double v : *list)
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  const auto range = usable_range(lo, hi);
+  const double width = (range.second - range.first) / bins;
+  std::vector<int64_t> plain(static_cast<size_t>(bins), 0), flagged(static_cast<size_t>(bins), 0);
+  const auto bin_of = [&](double v) {
+    return static_cast<size_t>(std::clamp(static_cast<int>((v - range.first) / width), 0, bins - 1));
+  };
+  for (double v : values)
+    if (std::isfinite(v)) ++plain[bin_of(v)];
+  for (double v : marked)
+    if (std::isfinite(v)) ++flagged[bin_of(v)];
+  int64_t top = 0;
+  for (size_t b = 0; b < plain.size(); ++b) top = std::max(top, plain[b] + flagged[b]);
+
+  const Frame f{720, 360, 70, 20, 20, 50};
+  auto [xr, xticks] = nice_axis(range, false);
+  auto [yr, yticks] = nice_axis({0.0, static_cast<double>(std::max<int64_t>(top, 1))}, true);
+  const auto px = [&](double x) { return f.left + (x - xr.first) / (xr.second - xr.first) * f.plot_w(); };
+  const auto py = [&](double y) { return f.top + f.plot_h() - (y - yr.first) / (yr.second - yr.first) * f.plot_h(); };
+  std::string out = open_svg(f, axes);
+  for (double t : yticks) {
+    out += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", f.left, py(t),
+                       f.left + f.plot_w(), py(t));
+    out += text(f.left - 6, py(t) + 4, tick_text(t), "end");
+  }
+  for (double t : xticks) {
+    out += fmt::format("<line class=\"tick\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/>\n", px(t),
+                       f.top + f.plot_h(), f.top + f.plot_h() + 5);
+    out += text(px(t), f.top + f.plot_h() + 18, tick_text(t), "middle");
+  }
+  for (size_t b = 0; b < plain.size(); ++b) {
+    const double x0 = px(range.first + width * static_cast<double>(b)), x1 = px(range.first + width * static_cast<double>(b + 1));
+    const std::string bin = fmt::format("[{}, {})", format_number(range.first + width * static_cast<double>(b)),
+                                        format_number(range.first + width * static_cast<double>(b + 1)));
+    if (plain[b])
+      out += fmt::format("<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"><title>{}: {}</title></rect>\n",
+                         x0, py(static_cast<double>(plain[b])), std::max(x1 - x0 - 1, 0.5),
+                         py(0) - py(static_cast<double>(plain[b])), html_escape(bin), plain[b]);
+    if (flagged[b])
+      out += fmt::format("<rect class=\"bar marked\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"><title>{}: {} marked</title></rect>\n",
+                         x0, py(static_cast<double>(plain[b] + flagged[b])), std::max(x1 - x0 - 1, 0.5),
+                         py(static_cast<double>(plain[b])) - py(static_cast<double>(plain[b] + flagged[b])),
+                         html_escape(bin), flagged[b]);
+  }
+  out += fmt::format("<line class=\"axis\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", f.left, py(0),
+                     f.left + f.plot_w(), py(0));
+  out += axis_labels(f, axes);
+  return out + "</svg>\n";
+}
+
+std::string box_plot(const Axes& axes, const std::vector<Box>& boxes) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& b : boxes)
+    for (double v : {b.lower, b.p25, b.p50, b.p75, b.upper, b.p95.value_or(NAN)})
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  auto [yr, yticks] = nice_axis(axes.y_range.value_or(std::pair{lo, hi}), !axes.y_range.has_value());
+  const bool slanted = boxes.size() > 8;
+  const Frame f{720, slanted ? 400.0 : 360.0, 70, 20, 20, slanted ? 110.0 : 50.0};
+  const auto py = [&](double v) {
+    return f.top + f.plot_h() - (std::clamp(v, yr.first, yr.second) - yr.first) / (yr.second - yr.first) * f.plot_h();
+  };
+  std::string out = open_svg(f, axes);
+  for (double t : yticks) {
+    out += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", f.left, py(t),
+                       f.left + f.plot_w(), py(t));
+    out += text(f.left - 6, py(t) + 4, tick_text(t), "end");
+  }
+  const double band = f.plot_w() / static_cast<double>(std::max<size_t>(boxes.size(), 1));
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    const Box& b = boxes[i];
+    const double cx = f.left + band * (static_cast<double>(i) + 0.5), half = std::min(band * 0.3, 30.0);
+    out += category_label(cx, f.top + f.plot_h() + 16, b.label, slanted);
+    // A box with a non-finite quartile has nothing honest to draw; its label stays, its tooltip says why.
+    if (!std::isfinite(b.p25) || !std::isfinite(b.p50) || !std::isfinite(b.p75)) continue;
+    const std::string tip = fmt::format("{}: lower {}, p25 {}, p50 {}, p75 {}, upper {}{}", b.label, format_number(b.lower),
+                                        format_number(b.p25), format_number(b.p50), format_number(b.p75),
+                                        format_number(b.upper), b.p95 ? ", p95 " + format_number(*b.p95) : "");
+    out += fmt::format("<g class=\"box\"><title>{}</title>\n", html_escape(tip));
+    if (std::isfinite(b.lower) && std::isfinite(b.upper)) {
+      out += fmt::format("<line class=\"whisker\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/>\n", cx,
+                         py(b.lower), py(b.upper));
+      for (double v : {b.lower, b.upper})
+        out += fmt::format("<line class=\"whisker\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n",
+                           cx - half / 2, py(v), cx + half / 2, py(v));
+    }
+    out += fmt::format("<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>\n", cx - half,
+                       py(b.p75), 2 * half, std::max(py(b.p25) - py(b.p75), 1.0));
+    out += fmt::format("<line class=\"median\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", cx - half,
+                       py(b.p50), cx + half, py(b.p50));
+    if (b.p95 && std::isfinite(*b.p95))
+      out += fmt::format("<circle class=\"p95\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"/>\n", cx, py(*b.p95));
+    out += "</g>\n";
+  }
+  out += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", f.left, f.top,
+                     f.plot_w(), f.plot_h());
   out += axis_labels(f, axes);
   return out + "</svg>\n";
 }
@@ -228,4 +434,4 @@ std::string heat_map(const Axes& axes, const std::vector<std::string>& row_label
   return out + "</svg>\n";
 }
 
-}  // namespace vigil::builtin::xgboost::svg
+}  // namespace vigil::builtin::svg
