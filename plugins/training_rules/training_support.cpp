@@ -20,21 +20,6 @@ Result<std::optional<double>> read_scalar(const sdk::Tensor& tensor, vigil_step 
   return std::optional<double>(values->data.front());
 }
 
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return kNaN;
-  for (double x : v)
-    if (std::isnan(x)) return kNaN;
-  std::sort(v.begin(), v.end());
-  const double h = static_cast<double>(v.size() - 1) * q;
-  const auto lo = static_cast<size_t>(std::floor(h));
-  const auto hi = static_cast<size_t>(std::ceil(h));
-  if (lo == hi) return v[lo];
-  // numpy's _lerp, bit for bit: a + (b-a)*t, but b - (b-a)*(1-t) when t >= 0.5.
-  const double a = v[lo], b = v[hi], t = h - static_cast<double>(lo);
-  const double diff = b - a;
-  return t >= 0.5 ? b - diff * (1 - t) : a + diff * t;
-}
-
 double population_variance(std::span<const double> v) {
   if (v.empty()) return kNaN;
   double sum = 0;

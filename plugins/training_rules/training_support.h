@@ -6,6 +6,7 @@
 #include <vigil/sdk.hpp>
 
 #include "rule_support.h"
+#include "statistics.h"
 
 #include <optional>
 #include <span>
@@ -32,8 +33,8 @@ using sdk::json_string_array;
 Result<std::optional<double>> read_scalar(const sdk::Tensor& tensor, vigil_step step, vigil_mode mode,
                                           std::string_view worker);
 
-// numpy.quantile(v, q) with the default "linear" method; NaN when v holds a NaN or is empty.
-double quantile(std::vector<double> v, double q);
+// numpy.quantile (plugins/rule_support/statistics.h).
+using builtin::quantile;
 
 // numpy.var(v) (population, ddof = 0), computed in double; NaN for an empty v or one holding NaN.
 double population_variance(std::span<const double> v);

@@ -87,28 +87,6 @@ std::vector<double> positive_scores(const std::vector<double>& predictions, cons
   return {};
 }
 
-std::pair<std::vector<double>, std::vector<int64_t>> histogram(const std::vector<double>& values, int bins) {
-  double lo = INFINITY, hi = -INFINITY;
-  for (double v : values)
-    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-  if (!std::isfinite(lo) || bins < 1) return {};
-  if (lo == hi) lo -= 0.5, hi += 0.5;
-  std::vector<double> edges(static_cast<size_t>(bins) + 1);
-  const double width = (hi - lo) / bins;  // np.linspace: start + i * step
-  for (int i = 0; i <= bins; ++i) edges[static_cast<size_t>(i)] = lo + i * width;
-  edges.back() = hi;
-  std::vector<int64_t> counts(static_cast<size_t>(bins), 0);
-  for (double v : values) {
-    if (!std::isfinite(v)) continue;
-    auto b = static_cast<size_t>(std::clamp((v - lo) / (hi - lo) * bins, 0.0, double(bins - 1)));
-    // Half-open bins [a, b), the last one closed, decided against the edges themselves.
-    while (b > 0 && v < edges[b]) --b;
-    while (b + 1 < counts.size() && v >= edges[b + 1]) ++b;
-    ++counts[b];
-  }
-  return {edges, counts};
-}
-
 std::optional<RocCurve> roc_curve(const std::vector<double>& labels, const std::vector<double>& scores) {
   std::vector<std::pair<double, bool>> pairs;  // (score, positive)
   for (size_t i = 0; i < labels.size() && i < scores.size(); ++i) {

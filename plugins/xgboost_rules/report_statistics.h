@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "statistics.h"
+
 namespace vigil::builtin::xgboost {
 
 enum class Task { Unknown, Binary, Multiclass, Regression };
@@ -32,9 +34,8 @@ std::vector<int64_t> predicted_classes(Task task, const std::vector<double>& pre
 std::vector<double> positive_scores(const std::vector<double>& predictions, const std::vector<int64_t>& prediction_shape,
                                     size_t count);
 
-// np.histogram(v, bins): counts over `bins` equal-width bins of [min, max] (last bin closed; a single
-// value v gives [v - 0.5, v + 0.5]); non-finite values are left out. Returns (edges, counts).
-std::pair<std::vector<double>, std::vector<int64_t>> histogram(const std::vector<double>& values, int bins);
+// np.histogram(v, bins) (plugins/rule_support/statistics.h).
+using builtin::histogram;
 
 struct RocCurve {
   std::vector<std::pair<double, double>> points;  // (false positive rate, true positive rate) from (0, 0)
