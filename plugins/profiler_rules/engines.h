@@ -389,6 +389,7 @@ class OverallSystemUsage final : public Engine {
   std::map<std::string, std::map<std::string, std::map<double, double>>> sums_;
   std::set<std::string> gpus_, cores_;
   std::optional<std::string> first_cpu_node_;
+  std::optional<int64_t> summed_until_ns_;  // the last window's end: its samples are summed
 };
 
 // ---- §3.11 --------------------------------------------------------------------------------------

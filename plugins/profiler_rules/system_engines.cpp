@@ -319,9 +319,11 @@ bool LoadBalancing::invoke(const sdk::TimeWindow& w, const sdk::ProfilerEvents& 
 // ---- OverallSystemUsage ----------------------------------------------------------------------------
 
 bool OverallSystemUsage::invoke(const sdk::TimeWindow& w, const sdk::ProfilerEvents& events) {
-  (void)w;
   begin_window();
   for (const sdk::SystemMetric& e : events.system) {
+    // A sample on the boundary with the previous window was summed there already: adding it again
+    // would double its timestamp's sum (the original does; the report's figures would be wrong).
+    if (summed_until_ns_ && static_cast<int64_t>(e.timestamp_s * 1e9) <= *summed_until_ns_) continue;
     const char* metric = nullptr;
     if (e.dimension == kGpuMem) {
       metric = "GPU memory";
@@ -341,6 +343,7 @@ bool OverallSystemUsage::invoke(const sdk::TimeWindow& w, const sdk::ProfilerEve
     }
     if (metric) sums_[metric][e.node_id][e.timestamp_s] += e.value;
   }
+  summed_until_ns_ = w.end_us * 1000;
   if (sums_.empty()) {
     cannot_judge("no system metrics yet");
     return false;
