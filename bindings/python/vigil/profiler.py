@@ -232,9 +232,10 @@ class MetricsReaderBase:
 
     def get_events_by_step(self, start_step, end_step, event_type=None, file_suffix_filter=None):
         """Events whose args.step_num is in [start_step, end_step) (framework events only carry one)."""
-        start, end = self.get_timestamp_of_first_available_file(), self.get_timestamp_of_latest_available_file()
+        # trace files are named by their last event: from the epoch to the latest file covers them all
+        end = self.get_timestamp_of_latest_available_file() + 180_000_000
         out = []
-        for e in self.get_events(start, end + 1, event_type=event_type, file_suffix_filter=file_suffix_filter):
+        for e in self.get_events(0, end, event_type=event_type, file_suffix_filter=file_suffix_filter):
             step = _step_of(e)
             if step is not None and start_step <= step < end_step:
                 out.append(e)
@@ -399,14 +400,12 @@ class PandasFrame:
     def _full_range(self):
         self.framework_metrics_reader.refresh_event_file_list()
         self.system_metrics_reader.refresh_event_file_list()
-        starts = [t for t in (self.system_metrics_reader.get_timestamp_of_first_available_file(),
-                              self.framework_metrics_reader.get_timestamp_of_first_available_file()) if t]
-        start = min(starts) if starts else 0
+        # from the epoch: a trace file is named by its last event, so its first timestamp is no start;
         # trace files are named by their last event and system files by their first sample: widen the
         # end by the selection buffer so the last system file's samples are in range.
         end = max(self.system_metrics_reader.get_timestamp_of_latest_available_file(),
                   self.framework_metrics_reader.get_timestamp_of_latest_available_file()) + 180_000_000
-        return start, end
+        return 0, end
 
     def get_all_system_metrics(self, selected_system_metrics=[]):
         start, end = self._full_range()
