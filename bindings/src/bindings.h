@@ -79,5 +79,6 @@ void register_api_trial_core(py::module_& m);
 void register_writer(py::module_& m);
 void register_hook_writer(py::module_& m);
 void register_plugin_rules(py::module_& m);
+void register_profiler(py::module_& m);
 
 }  // namespace vigil::python

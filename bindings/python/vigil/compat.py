@@ -12,6 +12,7 @@ from . import config_constants as _constants
 from . import exceptions as _exceptions
 from . import locations as _locations
 from . import modes as _modes
+from . import profiler as _profiler
 from . import reduction_config as _reduction_config
 from . import rules as _rules
 from . import save_config as _save_config
@@ -24,13 +25,10 @@ _MARK = "__vigil_compat__"
 # checks everything else, and checks that each entry here is still missing (so an issue that adds
 # one must remove its entry). docs/compatibility.md lists the same entries.
 OMITTED = {
-    "smdebug.pytorch.Hook.[bf]hook": "profiler timings of forward/backward passes: the profiler issue's",
-    "smdebug.pytorch.Hook.log_*": "profiler trace events: the profiler issue's",
-    "smdebug.pytorch.Hook.reset_*_module_profile_stats": "profiler timings: the profiler issue's",
-    "smdebug.pytorch.Hook.should_save_dataloader_metrics": "profiler data-loader metrics: the profiler issue's",
-    "smdebug.profiler.*": "the profiler readers are the profiler issue's",
+    "smdebug.profiler.*.S3*": "profiler readers over S3 are the object-storage issue's",
+    "smdebug.profiler.profiler_config_parser": "smdebug's in-hook config parser; Vigil's hooks read the profiler "
+                                               "config through the C++ ProfilerConfig (vigil._vigil)",
     "smdebug.*.S3Trial": "trials in S3 are the object-storage issue's",
-    "smdebug.trials.utils.ProfilerTrial": "profiler trials are the profiler issue's",
     "smdebug.trials.local_trial.LocalIndexReader": "smdebug's Python index reader; Vigil's C++ host reads the "
                                                    "index (there is no reader object to hand out)",
     "smdebug.core.tensor.ModeSteps": "smdebug's in-memory step model; Vigil's lives in the C++ host",
@@ -54,7 +52,7 @@ def _exception_names(*names):
 
 def _modules():
     """{module name: {attribute: object}}; submodules are added as attributes of their parents."""
-    M, T, C, L = _modes, _trials, _collection, _locations
+    M, T, C, L, P = _modes, _trials, _collection, _locations, _profiler
     configs = dict(ReductionConfig=_reduction_config.ReductionConfig, SaveConfig=_save_config.SaveConfig,
                    SaveConfigMode=_save_config.SaveConfigMode)
     return {
@@ -98,7 +96,8 @@ def _modules():
         "smdebug.trials.local_trial": dict(LocalTrial=T.LocalTrial, Trial=T.Trial, CollectionManager=C.CollectionManager,
                                            get_path_to_collections=L.get_path_to_collections,
                                            list_collection_files_in_directory=L.list_collection_files_in_directory),
-        "smdebug.trials.utils": dict(LocalTrial=T.LocalTrial, create_trial=T.create_trial, is_s3=L.is_s3),
+        "smdebug.trials.utils": dict(LocalTrial=T.LocalTrial, create_trial=T.create_trial, is_s3=L.is_s3,
+                                     ProfilerTrial=P.ProfilerTrial),
         "smdebug.rules": dict(Rule=_rules.Rule, invoke_rule=_rules.invoke_rule, RequiredTensors=_rules.RequiredTensors,
                               RequiredTensorsForTrial=_rules.RequiredTensorsForTrial),
         "smdebug.rules.rule": dict(Rule=_rules.Rule, RequiredTensors=_rules.RequiredTensors, Actions=_rules.Actions,
@@ -113,6 +112,22 @@ def _modules():
                                           **_exception_names("TensorUnavailable")),
         "smdebug.pytorch": _pytorch_names,
         "smdebug.xgboost": _xgboost_names,
+        "smdebug.profiler": dict(TimeUnits=P.TimeUnits),
+        "smdebug.profiler.profiler_constants": dict(TimeUnits=P.TimeUnits),
+        "smdebug.profiler.metrics_reader_base": dict(MetricsReaderBase=P.MetricsReaderBase, TimeUnits=P.TimeUnits),
+        "smdebug.profiler.system_metrics_reader": dict(
+            SystemMetricsReader=P.SystemMetricsReader, LocalSystemMetricsReader=P.LocalSystemMetricsReader,
+            MetricsReaderBase=P.MetricsReaderBase, TimeUnits=P.TimeUnits),
+        "smdebug.profiler.algorithm_metrics_reader": dict(
+            AlgorithmMetricsReader=P.AlgorithmMetricsReader, LocalAlgorithmMetricsReader=P.LocalAlgorithmMetricsReader,
+            MetricsReaderBase=P.MetricsReaderBase, TimeUnits=P.TimeUnits),
+        "smdebug.profiler.trace_event_file_parser": dict(
+            TraceEvent=P.TraceEvent, TraceEventParser=P.TraceEventParser, ProcessInfo=P.ProcessInfo,
+            ThreadInfo=P.ThreadInfo, TimeUnits=P.TimeUnits),
+        "smdebug.profiler.analysis": {},
+        "smdebug.profiler.analysis.utils": {},
+        "smdebug.profiler.analysis.utils.profiler_data_to_pandas": dict(PandasFrame=P.PandasFrame,
+                                                                        TimeUnits=P.TimeUnits),
         "smdebug.analysis": {},
         "smdebug.analysis.utils": dict(no_refresh=T.no_refresh, refresh=T.refresh, parse_bool=_parse_bool,
                                        parse_list_from_str=_parse_list_from_str),

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from . import _hook, _vigil
+from . import _hook, _profiling, _vigil
 from ._hook import CallbackHook, hook_singleton, never_raises
 from .collection import Collection as _BaseCollection
 from .collection import CollectionKeys
@@ -98,8 +98,104 @@ class Hook(CallbackHook):
         self._handles = []  # for as long as the hook lives
         self._step_modules, self._step_params = [], []  # hooked only on steps that save
         self._step_handles = []
+        self._profiled_modules = []  # (module, name): observed while framework profiling is on
+        self._profile_handles = []
+        self._profiler = None
         self._open_writer_now()  # torch.distributed is initialised by now: the worker is known
+        self._start_profiler()
         set_hook(self)
+
+    # ---- the profiler (vigil/_profiling.py, docs/profiler.md) --------------------------------------------
+    def _start_profiler(self):
+        if self._disabled:
+            return
+        try:
+            rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else None
+            self._profiler = _profiling.FrameworkProfiler(self.logger, "pytorch", rank=rank,
+                                                          runs_system_monitor=_profiling.monitor_host())
+            self._profiler.on_framework_change = self._profile_modules
+            self._profile_modules(self._profiler.framework_on)
+        except Exception as e:  # noqa: BLE001 - a profiler that cannot start leaves training alone
+            self.logger.error("vigil profiler not started, training goes on without it: %s: %s",
+                              type(e).__name__, e)
+            self._profiler = None
+
+    def _profile_modules(self, enabled):
+        """Attaches (or removes) the profiling observers: a forward hook on every module, a gradient
+        hook on one parameter of each module that has its own, and the model's forward end."""
+        handles, self._profile_handles = self._profile_handles, []
+        for h in handles:
+            h.remove()
+        if not enabled:
+            return
+        for module, name in self._profiled_modules:
+            self._profile_handles.append(module.register_forward_hook(self._profile_forward(name)))
+            own = [p for p in module.parameters(recurse=False) if p.requires_grad]
+            if own:
+                self._profile_handles.append(own[0].register_hook(self._profile_backward(name)))
+        if getattr(self, "_model", None) is not None:
+            self._profile_handles.append(self._model.register_forward_hook(self.fhook))
+
+    def _profile_forward(self, name):
+        profiler = self._profiler
+
+        def forward(module, inputs, outputs):
+            profiler.forward_end(name)  # never raises
+        return forward
+
+    def _profile_backward(self, name):
+        profiler = self._profiler
+
+        def backward(grad):
+            profiler.backward_seen(name)  # never raises
+            return None
+        return backward
+
+    # smdebug's profiling methods, on the profiler's spans
+    def fhook(self, module, inputs, outputs):
+        """The model's forward pass ended (the Python profile is split here)."""
+        if self._profiler is not None:
+            self._profiler.forward_pass_end()
+
+    def bhook(self, module, grad_input, grad_output):
+        """A module's backward pass ended (smdebug's module backward hook; Vigil's own observer is a
+        gradient hook, which leaves the module's outputs alone)."""
+        if self._profiler is not None:
+            self._profiler.backward_seen(self.module_maps.get(module, type(module).__name__))
+
+    def log_trace_event(self, event):
+        """Writes a span (``training_phase``, ``op_name``, ``start_time`` / ``end_time`` in seconds, and
+        ``args`` or smdebug's ``kwargs``) at the next step boundary."""
+        if self._profiler is not None and self._profiler.framework_on:
+            args = getattr(event, "args", None) or getattr(event, "kwargs", None) or {}
+            self._profiler.log_trace_event(_profiling._Span(
+                event.training_phase, event.op_name, int(event.start_time * 1e6), int(event.end_time * 1e6),
+                dict(args)))
+
+    def log_outstanding_forward_stats_and_reset(self, log_step_event=True):
+        if self._profiler is not None:
+            self._profiler.log_outstanding_forward_stats_and_reset(log_step_event)
+
+    def log_outstanding_backward_stats_and_reset(self):
+        if self._profiler is not None:
+            self._profiler.log_outstanding_backward_stats_and_reset()
+
+    def log_outstanding_timeline_metrics(self):
+        if self._profiler is not None:
+            self._profiler.log_outstanding_timeline_metrics()
+
+    def reset_forward_module_profile_stats(self):
+        if self._profiler is not None:
+            self._profiler.reset_forward_module_profile_stats()
+
+    def reset_backward_module_profile_stats(self):
+        if self._profiler is not None:
+            self._profiler.reset_backward_module_profile_stats()
+
+    def should_save_dataloader_metrics(self, metrics_name):
+        """Whether data-loader metrics named so are recorded now (DataloaderProfilingConfig's window
+        for the next step, and its MetricsRegex)."""
+        return self._profiler is not None and self._profiler.should_save_dataloader_metrics(metrics_name)
 
     # ---- what the base hook needs --------------------------------------------------------------------
     def _get_worker_name(self):
@@ -152,6 +248,9 @@ class Hook(CallbackHook):
         if params:
             self._handles.append(params[-1][1].register_hook(self._backward_seen))
         self._model = module
+        self._profiled_modules.extend((sub, self.module_maps[sub]) for sub in module.modules())
+        if self._profiler is not None:
+            self._profile_modules(self._profiler.framework_on)
         self.has_registered_module = True
 
     def _attach_step_hooks(self):
@@ -183,6 +282,9 @@ class Hook(CallbackHook):
     # ---- the hooks PyTorch calls ---------------------------------------------------------------------
     @never_raises
     def forward_pre_hook(self, module, inputs):
+        if self._profiler is not None:  # the step boundary: never raises
+            self._profiler.step_start(self.mode, self.mode_steps.get(self.mode, self.init_step) + 1, self.step + 1,
+                                      self.module_maps.get(module, type(module).__name__))
         self._close_writers()
         if not self.prepared_collections:
             self._prepare_collections()
@@ -261,6 +363,9 @@ class Hook(CallbackHook):
 
     def close(self):
         super().close()
+        if self._profiler is not None:
+            self._profiler.close()
+            self._profile_modules(False)
         self._detach_step_hooks()
         for h in self._handles:
             h.remove()

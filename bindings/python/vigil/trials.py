@@ -409,15 +409,17 @@ def refresh(trials):
 def create_trial(path, name=None, profiler=False, output_dir="/opt/ml/processing/outputs/", **kwargs):
     """Opens a trial (smdebug's create_trial): a ``LocalTrial`` for a local folder (``file://`` and
     ``~`` allowed), with ``range_steps=(begin, end)`` (global steps, end exclusive, either None),
-    ``index_mode``, ``cache``, ``check`` and ``parallel`` as LocalTrial takes them."""
-    if profiler:
-        raise SMDebugNotImplementedError("Vigil reads debugger trials only (profiler=True is not supported)")
+    ``index_mode``, ``cache``, ``check`` and ``parallel`` as LocalTrial takes them; with
+    ``profiler=True`` a ``vigil.profiler.ProfilerTrial`` over a profiler output folder."""
     path = str(path).strip()
     if path.startswith("s3://"):
         raise SMDebugNotImplementedError("Vigil reads local trials only: " + path)
     local = _local_path(path)
     if name is None:
         name = os.path.basename(os.path.normpath(local))
+    if profiler:
+        from .profiler import ProfilerTrial
+        return ProfilerTrial(name=name, trial_dir=local, output_dir=output_dir)
     return LocalTrial(name=name, dirname=local, **kwargs)
 
 

@@ -1,0 +1,375 @@
+"""The profiler from Python: vigil.pytorch.Hook capturing system metrics and framework events under a
+profiler config (format spec §8), read back with vigil.profiler's smdebug-named readers."""
+import glob
+import json
+import logging
+import os
+import pstats
+import re
+import time
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import dataloader as torch_dataloader
+
+import vigil.pytorch as smd
+from vigil import _profiling, _vigil, compat
+from vigil.profiler import (LocalAlgorithmMetricsReader, LocalSystemMetricsReader, PandasFrame, ProfilerTrial,
+                            TimeUnits, TraceEvent, TraceEventParser, python_stats_folders)
+from vigil.trials import create_trial
+
+
+def write_config(path, root, interval=100, disable=False, dataloader=None, python=None, extra=None):
+    params = {"ProfilerEnabled": True, "ProfilingIntervalInMilliseconds": interval, "LocalPath": str(root)}
+    if dataloader is not None:
+        params["DataloaderProfilingConfig"] = dataloader
+    if python is not None:
+        params["PythonProfilingConfig"] = python
+    params.update(extra or {})
+    tmp = str(path) + ".new"
+    with open(tmp, "w") as f:
+        json.dump({"ProfilingParameters": params, "DisableProfiler": disable}, f)
+    os.replace(tmp, str(path))  # a new file, as SageMaker's update writes one
+
+
+@pytest.fixture
+def profiled(tmp_path, monkeypatch):
+    """(config path, profiler root); $SMPROFILER_CONFIG_PATH points at the config."""
+    cfg, root = tmp_path / "profilerconfig.json", tmp_path / "profiler"
+    monkeypatch.setenv("SMPROFILER_CONFIG_PATH", str(cfg))
+    return cfg, root
+
+
+def train(tmp_path, steps=6, eval_steps=0, before_step=None, batch=8):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    crit = torch.nn.MSELoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    hook = smd.Hook(out_dir=str(tmp_path / "trial"))
+    hook.register_module(model)
+    hook.register_loss(crit)
+    data = DataLoader(TensorDataset(torch.randn(steps * batch, 8), torch.randn(steps * batch, 1)),
+                      batch_size=batch, num_workers=0)
+    hook.set_mode(smd.modes.TRAIN)
+    t0 = time.time()
+    for i, (x, y) in enumerate(data):
+        if before_step is not None:
+            before_step(i, hook)
+        opt.zero_grad()
+        crit(model(x), y).backward()
+        opt.step()
+        time.sleep(0.01)  # a few monitor samples over the run
+    hook.set_mode(smd.modes.EVAL)
+    with torch.no_grad():
+        for _ in range(eval_steps):
+            model(torch.randn(batch, 8))
+    time.sleep(0.25)
+    hook.close()
+    return hook, t0, time.time()
+
+
+def all_framework_events(root):
+    return LocalAlgorithmMetricsReader(str(root)).get_events(0, time.time() * 1e6 + 1e9)
+
+
+def steps_of(events, phase="Step:ModeKeys.TRAIN"):
+    return [int(e.event_args["step_num"]) for e in events if e.event_phase == phase]
+
+
+# ---- bindings ------------------------------------------------------------------------------------------
+
+def test_the_config_binding_gives_every_parsed_field_and_refuses_a_bad_one():
+    c = _vigil.parse_profiler_config(json.dumps({
+        "ProfilingParameters": {"ProfilingIntervalInMilliseconds": 200, "LocalPath": "/x/Prof",
+                                "RotateMaxFileSizeInBytes": 1000, "RotateFileCloseIntervalInSeconds": 5,
+                                "DataloaderProfilingConfig": '{"StartStep": 3, "NumSteps": 2, "MetricsRegex": "get"}',
+                                "PythonProfilingConfig": '{"StartStep": 1, "ProfilerName": "cprofile", '
+                                                         '"cProfileTimer": "cpu_time"}'}}))
+    assert (c.file_found, c.interval_ms, c.local_path) == (True, 200, "/x/Prof")
+    assert (c.rotate_max_file_size_bytes, c.rotate_file_close_interval_s) == (1000, 5)
+    assert c.framework_profiling_enabled and c.system_monitor_enabled
+    assert (c.dataloader.enabled, c.dataloader.start_step, c.dataloader.num_steps, c.dataloader.metrics_regex) == (
+        True, 3, 2, "get")
+    assert (c.python.start_step, c.python.num_steps, c.python.cprofile_timer) == (1, 1, "cpu_time")
+    assert not c.detailed.enabled and not c.python.is_time_range
+    w = _vigil.ProfilingWindow(c.dataloader)
+    assert [s for s in range(8) if w.is_active(s, time.time())] == [3, 4]
+    with pytest.raises(Exception, match="ProfilingIntervalInMilliseconds"):
+        _vigil.parse_profiler_config('{"ProfilingParameters": {"ProfilingIntervalInMilliseconds": 300}}')
+    off = _vigil.parse_profiler_config('{"ProfilingParameters": {"LocalPath": "/p"}, "DisableProfiler": true}')
+    assert not off.framework_profiling_enabled and not off.system_monitor_enabled
+
+
+def test_the_trace_writer_binding_round_trips_through_the_reader(tmp_path):
+    w = _vigil.TraceEventWriter(str(tmp_path), "7-algo-1", start_time_us=1_700_000_000_000_000)
+    w.write("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", 1_700_000_000_000_100, 50, {"step_num": "3", "pid": 11})
+    w.write_many([("Forward", "Net", 1_700_000_000_000_110, 20, {"nested": {"a": [1, 2.5, None, True]}})])
+    w.close()
+    assert len(w.published) == 1 and w.published[0].endswith("_7-algo-1_pythontimeline.json")
+    with open(os.path.join(str(tmp_path), w.published[0])) as f:
+        assert isinstance(json.load(f), list)
+    events = _vigil.read_trace_file(os.path.join(str(tmp_path), w.published[0]))
+    assert [(e["phase"], e["name"], e["start_us"], e["end_us"], e["duration"]) for e in events] == [
+        ("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", 1_700_000_000_000_100, 1_700_000_000_000_150, 50),
+        ("Forward", "Net", 1_700_000_000_000_110, 1_700_000_000_000_130, 20)]
+    assert events[0]["pid"] == 11 and events[0]["args"] == {"step_num": "3", "pid": 11}
+    assert events[1]["args"] == {"nested": {"a": [1, 2.5, None, True]}}
+    assert {e["node_id"] for e in events} == {"algo-1-7"}  # the reader's rewrite of "<x>-algo-<n>" (§8.3)
+
+
+# ---- capture -----------------------------------------------------------------------------------------------
+
+def test_a_training_run_writes_system_metrics_and_framework_events(tmp_path, profiled):
+    cfg, root = profiled
+    write_config(cfg, root, dataloader='{"StartStep": 0, "NumSteps": 1000}')
+    hook, t0, t1 = train(tmp_path, steps=6, eval_steps=2)
+    node = _vigil.this_process_node_id(None)
+    pid = os.getpid()
+
+    traces = glob.glob(str(root / "framework" / "pevents" / "*" / ("*_" + node + "_pythontimeline.json")))
+    assert traces, os.listdir(str(root))
+    for t in traces:
+        with open(t) as f:
+            records = json.load(f)  # Chrome / Perfetto open a JSON array of records
+        assert isinstance(records, list) and records[0]["ph"] == "M"
+        assert all({"name", "ph", "pid"} <= set(r) for r in records)
+    assert not glob.glob(str(root / "framework" / "*.tmp"))  # published at close
+
+    events = all_framework_events(root)
+    assert all(isinstance(e, TraceEvent) for e in events)
+    for e in events:
+        assert isinstance(e.start_time, int) and isinstance(e.end_time, int) and e.end_time >= e.start_time
+        assert e.duration == e.end_time - e.start_time
+        assert t0 * 1e6 - 1e6 <= e.start_time <= t1 * 1e6
+        assert e.node_id == node and e.pid == pid and e.phase == "X" and e.file_type
+    assert steps_of(events) == list(range(6))
+    assert steps_of(events, "Step:ModeKeys.EVAL") == [0, 1]
+    step_events = [e for e in events if e.event_phase == "Step:ModeKeys.TRAIN"]
+    assert all(e.event_name == "Step:ModeKeys.TRAIN" for e in step_events)
+    starts = [e.start_time for e in step_events]
+    assert starts == sorted(starts) and len(set(starts)) == len(starts)
+    for s in range(6):
+        in_step = [e for e in events if e.event_args.get("step_num") == str(s) and e.event_phase in (
+            "Forward", "Forward-SubModuleInternal", "Backward-SubModuleInternal", "Backward(post-forward)")]
+        phases = {e.event_phase for e in in_step}
+        assert phases == {"Forward", "Forward-SubModuleInternal", "Backward-SubModuleInternal",
+                          "Backward(post-forward)"}, (s, phases)
+        assert {e.event_name for e in in_step if e.event_phase == "Forward-SubModuleInternal"} == {"0", "1", "2"}
+        assert {e.event_name for e in in_step if e.event_phase == "Backward-SubModuleInternal"} == {"0", "2"}
+        step = step_events[s]
+        forward = [e for e in in_step if e.event_phase == "Forward"][0]
+        backward = [e for e in in_step if e.event_phase == "Backward(post-forward)"][0]
+        assert step.start_time <= forward.start_time <= forward.end_time <= backward.start_time
+        assert backward.end_time <= step.end_time
+        assert forward.event_name == "Sequential"
+
+    fetches = [e for e in events if e.event_phase == "DataLoaderIter"]
+    assert len(fetches) == 7  # six batches and the fetch that ends the epoch
+    assert all(e.event_name == "_SingleProcessDataLoaderIter::GetNext" and e.event_args["pid"] == pid
+               for e in fetches)
+    assert [int(e.event_args["step_num"]) for e in fetches] == list(range(7))
+    inits = [e for e in events if e.event_phase == "DataLoaderIterInitialize"]
+    assert len(inits) == 1 and inits[0].event_name == "_SingleProcessDataLoaderIter.__init__"
+    assert inits[0].event_args["pin_memory"] is False and inits[0].event_args["num_workers"] == 0
+
+    system = LocalSystemMetricsReader(str(root)).get_events(t0 - 1, t1 + 1, unit=TimeUnits.SECONDS)
+    assert system, os.listdir(str(root / "system"))
+    for e in system:
+        assert isinstance(e.type, str) and isinstance(e.name, str) and isinstance(e.dimension, str)
+        assert isinstance(e.value, float) and isinstance(e.timestamp, float) and isinstance(e.node_id, str)
+        # per host, not per process: the host part of the framework node id "<pid>-<host>"
+        assert t0 - 1 <= e.timestamp <= t1 + 1 and e.node_id == node.split("-", 1)[1]
+    assert {"CPUUtilization", "MemoryUsedPercent"} <= {e.dimension for e in system}
+    cpu = [e for e in system if e.dimension == "CPUUtilization"]
+    assert all(0.0 <= e.value <= 100.0 and re.fullmatch(r"cpu\d+", e.name) for e in cpu)
+    # the data-loader patch is gone with the hook
+    assert not getattr(torch_dataloader.DataLoader.__iter__, "__vigil_wrapped__", False)
+    assert not getattr(torch_dataloader._BaseDataLoaderIter.__next__, "__vigil_wrapped__", False)
+    # the debugger trial was written as without a profiler
+    assert create_trial(str(tmp_path / "trial")).steps() != []
+
+
+def test_pandas_frame_and_the_profiler_trial_read_the_run(tmp_path, profiled):
+    cfg, root = profiled
+    write_config(cfg, root, dataloader='{"StartStep": 0, "NumSteps": 1000}')
+    train(tmp_path, steps=5)
+    pf = PandasFrame(str(root))
+    fw = pf.get_all_framework_metrics()
+    assert list(fw.columns) == ["start_time", "end_time", "start_time_us", "end_time_us", "tid", "pid",
+                                "framework_metric", "step", "bytes", "process", "nodeID"]
+    steps = fw[fw["process"] == "Step:ModeKeys.TRAIN"]
+    assert sorted(steps["step"]) == [0, 1, 2, 3, 4]
+    assert (fw["end_time_us"] >= fw["start_time_us"]).all() and (fw["start_time_us"] >= 0).all()
+    sysdf = pf.get_all_system_metrics()
+    assert list(sysdf.columns) == ["timestamp", "timestamp_us", "value", "system_metric", "dimension", "nodeID",
+                                   "type"] and len(sysdf) > 0
+    dl = pf.get_all_dataloader_metrics()
+    assert set(dl["process"]) == {"DataLoaderIter", "DataLoaderIterInitialize"}
+    init = dl[dl["process"] == "DataLoaderIterInitialize"]
+    assert list(init["num_workers"]) == [0] and list(init["pin_memory"]) == [False]
+    only_next = pf.get_all_dataloader_metrics(selected_framework_metrics=[".*DataLoaderIter::GetNext"])
+    assert len(only_next) == 6 and (only_next["duration_us"] >= 0).all()
+    _, by_step = pf.get_profiler_data_by_step(1, 2)
+    assert set(by_step[by_step["process"] == "Step:ModeKeys.TRAIN"]["step"]) == {1, 2}
+    step1 = steps[steps["step"] == 1].iloc[0]
+    _, by_time = pf.get_profiler_data_by_time(step1["start_time_us"] + pf.start_time,
+                                              step1["end_time_us"] + pf.start_time)
+    assert 1 in set(by_time["step"]) and 3 not in set(by_time["step"])
+
+    trial = create_trial(str(root), profiler=True)
+    assert isinstance(trial, ProfilerTrial) and not trial.job_finished()
+    first = trial.get_first_timestamp()
+    assert first is not None and first == pf.start_time
+    assert trial.get_latest_timestamp() >= first
+    assert steps_of(trial.get_framework_metrics(first - 1, time.time() * 1e6)) == [0, 1, 2, 3, 4]
+    assert trial.get_system_metrics(first - 10**6, time.time() * 1e6)
+    reader = LocalAlgorithmMetricsReader(str(root))
+    assert steps_of(reader.get_events_by_step(1, 3)) == [1, 2]
+    parsers = reader.get_all_event_parsers()
+    assert parsers and all(isinstance(p, TraceEventParser) for p in parsers)
+    assert sum(len(p.get_all_events()) for p in parsers) == len(all_framework_events(root))
+
+
+def test_a_config_update_during_training_takes_effect(tmp_path, profiled, caplog):
+    cfg, root = profiled
+    write_config(cfg, root, interval=100)
+    seen = {}
+
+    def before(i, hook):
+        if i == 2:
+            seen["monitor"] = hook._profiler.monitor
+            write_config(cfg, root, interval=200)  # the monitor restarts with the new interval
+        if i == 3:
+            seen["monitor_after"] = hook._profiler.monitor
+            write_config(cfg, root, interval=300)  # refused: not an allowed interval
+        if i == 5:
+            seen["interval"] = hook._profiler.config.interval_ms
+            write_config(cfg, root, interval=200, disable=True)
+
+    with caplog.at_level(logging.WARNING, logger="vigil.hook"):
+        hook, _, _ = train(tmp_path, steps=8, before_step=before)
+    assert seen["monitor"] is not None and seen["monitor_after"] is not None
+    assert seen["monitor_after"] is not seen["monitor"]
+    assert seen["interval"] == 200  # the refused file left the last good config in force
+    refused = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refused) == 1 and "ProfilingIntervalInMilliseconds" in refused[0].getMessage()
+    # steps 0..4 were recorded; the update before step 5 switched framework events and the monitor off
+    assert steps_of(all_framework_events(root)) == [0, 1, 2, 3, 4]
+    assert hook._profiler.monitor is None
+
+
+def test_python_profiling_writes_loadable_pstats_for_its_window(tmp_path, profiled):
+    cfg, root = profiled
+    write_config(cfg, root, python='{"StartStep": 2, "NumSteps": 2, "ProfilerName": "cprofile"}')
+    train(tmp_path, steps=6)
+    node = _vigil.this_process_node_id(None)
+    folders = python_stats_folders(str(root))
+    assert folders and {n for n, _, _ in folders} == {node}
+    pattern = re.compile(r"train-(\d+)-(stepstart|forwardpassend)-([\d.]+)_train-(\d+)-(forwardpassend|stepstart)"
+                         r"-([\d.]+)")
+    starts = set()
+    for _, name, stats_file in folders:
+        m = pattern.fullmatch(name)
+        assert m, name
+        assert float(m.group(3)) <= float(m.group(6))
+        starts.add(int(m.group(1)))
+        stats = pstats.Stats(stats_file)
+        assert stats.total_calls > 0
+    assert starts == {2, 3}
+    assert len(folders) == 4  # each step split at its forward pass end
+
+
+def test_pyinstrument_is_logged_once_and_profiles_nothing(tmp_path, profiled, caplog):
+    cfg, root = profiled
+    write_config(cfg, root, python='{"StartStep": 0, "NumSteps": 3, "ProfilerName": "pyinstrument"}')
+    with caplog.at_level(logging.WARNING, logger="vigil.hook"):
+        train(tmp_path, steps=4)
+    assert len([r for r in caplog.records if "pyinstrument" in r.getMessage()]) == 1
+    assert python_stats_folders(str(root), profiler="pyinstrument") == []
+    assert python_stats_folders(str(root)) == []
+    assert steps_of(all_framework_events(root)) == [0, 1, 2, 3]
+
+
+def test_the_dataloader_window_and_metrics_regex_are_honoured(tmp_path, profiled):
+    cfg, root = profiled
+    write_config(cfg, root, dataloader='{"StartStep": 2, "NumSteps": 2}')
+    train(tmp_path, steps=6)
+    fetches = [e for e in all_framework_events(root) if e.event_phase == "DataLoaderIter"]
+    assert sorted(int(e.event_args["step_num"]) for e in fetches) == [2, 3]
+
+    root2 = tmp_path / "profiler2"
+    write_config(cfg, root2, dataloader='{"StartStep": 0, "NumSteps": 100, "MetricsRegex": "nothing-matches"}')
+    train(tmp_path / "second", steps=4)
+    events = all_framework_events(root2)
+    assert steps_of(events) == [0, 1, 2, 3]
+    assert not [e for e in events if e.event_phase.startswith("DataLoader")]
+
+
+def test_no_config_file_means_no_profiling_and_no_patch(tmp_path, monkeypatch):
+    monkeypatch.setenv("SMPROFILER_CONFIG_PATH", str(tmp_path / "absent.json"))
+    seen = []
+    train(tmp_path, steps=3, before_step=lambda i, hook: seen.append(
+        (hook._profiler.framework_on, hook._profiler.monitor, _profiling._observers.installed)))
+    assert seen == [(False, None, False)] * 3
+    assert not os.path.exists(str(tmp_path / "profiler"))
+
+
+# ---- faults never reach training ---------------------------------------------------------------------------
+
+def test_an_unwritable_local_path_stops_profiling_and_training_goes_on(tmp_path, profiled, caplog):
+    cfg, _ = profiled
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    write_config(cfg, blocker / "profiler", dataloader='{"StartStep": 0, "NumSteps": 100}')
+    with caplog.at_level(logging.WARNING, logger="vigil.hook"):
+        hook, _, _ = train(tmp_path, steps=5)
+    assert hook._profiler.stopped
+    stopped = [r for r in caplog.records if "vigil profiler stopped" in r.getMessage()]
+    assert len(stopped) == 1
+    assert not _profiling._observers.installed
+    assert len(create_trial(str(tmp_path / "trial")).steps()) > 0  # tensor capture went on
+
+
+def test_a_fault_inside_the_profiler_mid_run_is_logged_once(tmp_path, profiled, caplog):
+    cfg, root = profiled
+    write_config(cfg, root, dataloader='{"StartStep": 0, "NumSteps": 100}')
+
+    def before(i, hook):
+        if i == 3:  # the profiler's writer breaks (a stand-in for any internal fault)
+            hook._profiler._writer = object()
+
+    with caplog.at_level(logging.WARNING, logger="vigil.hook"):
+        hook, _, _ = train(tmp_path, steps=6, before_step=before)
+    assert hook._profiler.stopped and not _profiling._observers.installed
+    assert len([r for r in caplog.records if "vigil profiler stopped" in r.getMessage()]) == 1
+    assert hook._profiler.monitor is None
+    assert not hook._profile_handles
+
+
+# ---- smdebug's names ---------------------------------------------------------------------------------------
+
+def test_smdebug_profiler_imports_resolve_to_vigil(tmp_path):
+    compat.install()
+    try:
+        from smdebug.profiler.algorithm_metrics_reader import LocalAlgorithmMetricsReader as A
+        from smdebug.profiler.analysis.utils.profiler_data_to_pandas import PandasFrame as P
+        from smdebug.profiler.profiler_constants import TimeUnits as U
+        from smdebug.profiler.system_metrics_reader import LocalSystemMetricsReader as S
+        from smdebug.profiler.trace_event_file_parser import TraceEventParser as T
+        from smdebug.trials.utils import ProfilerTrial as PT
+        assert (A, P, U, S, T, PT) == (LocalAlgorithmMetricsReader, PandasFrame, TimeUnits, LocalSystemMetricsReader,
+                                       TraceEventParser, ProfilerTrial)
+        parser = T()
+        parser.read_events_from_json_data([
+            {"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": 1000}},
+            {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "Forward"}},
+            {"name": "op", "ph": "X", "pid": 1, "ts": 5, "dur": 7, "args": {"step_num": "2"}}], "node-1")
+        [e] = parser.get_all_events()
+        assert (e.start_time, e.end_time, e.duration, e.event_name, e.event_phase, e.node_id, e.event_args) == (
+            1005, 1012, 7, "op", "Forward", "node-1", {"step_num": "2"})
+        assert parser.get_events_within_time_range(1, 1.01, unit=U.MILLISECONDS) == [e]
+        assert parser.get_events_within_time_range(1013, 2000) == []
+        assert parser.get_process_info(1).name == "Forward"
+    finally:
+        compat.uninstall()
