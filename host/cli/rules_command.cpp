@@ -86,16 +86,21 @@ std::string escape_pipes(std::string_view text) {
   return out;
 }
 
+// The rule groups a built-in rule belongs to.
+std::vector<std::string> groups_of(std::string_view rule_name) {
+  std::vector<std::string> groups;
+  for (const auto& g : evaluate::rule_groups())
+    if (std::find(g.rules.begin(), g.rules.end(), rule_name) != g.rules.end()) groups.emplace_back(g.name);
+  return groups;
+}
+
 std::string markdown(const std::vector<const plugin_host::RuleType*>& rules) {
   std::string out;
   for (const auto* r : rules) {
     const auto* d = r->descriptor;
     out += fmt::format("## {}\n\n", d->name);
     out += fmt::format("`rule_to_invoke`: `{}` · id `{}` · plugin `{}`", d->name, d->id, r->plugin_id);
-    std::vector<std::string> groups;
-    for (const auto& g : evaluate::rule_groups())
-      if (std::find(g.rules.begin(), g.rules.end(), std::string_view(d->name)) != g.rules.end())
-        groups.emplace_back(g.name);
+    const auto groups = groups_of(d->name);
     if (!groups.empty()) out += fmt::format(" · groups: {}", fmt::join(groups, ", "));
     out += "\n\n";
     if (d->description && *d->description) out += std::string(d->description) + "\n\n";
@@ -197,6 +202,9 @@ int run_rules(const std::vector<std::string>& args) {
       j["plugin_path"] = r.plugin_path.string();
       j["build_info"] = r.build_info;
       j["multi_trial"] = (d->flags & VIGIL_RULEF_MULTI_TRIAL) != 0;
+      // Which job list runs it: "debug" (DebugRuleConfigurations) or "profiler".
+      j["kind"] = evaluate::builtin_rule_kind(d->name) == evaluate::RuleKind::Profiler ? "profiler" : "debug";
+      j["groups"] = groups_of(d->name);
       auto params = nlohmann::ordered_json::array();
       for (uint32_t i = 0; i < d->param_count; ++i) params.push_back(param_json(*d, d->params[i]));
       j["parameters"] = params;

@@ -493,15 +493,33 @@ class _DataLoaderObservers:
 
         __iter__.__vigil_wrapped__ = __next__.__vigil_wrapped__ = True
         dl.DataLoader.__iter__, dl._BaseDataLoaderIter.__next__ = __iter__, __next__
-        self._saved = (dl, loader_iter, base_next, __iter__, __next__)
+        # Worker processes: the multiprocessing iterator looks _worker_loop up when it starts them, so
+        # a module-level wrapper (picklable by name, for spawn too) reaches every worker started now.
+        from torch.utils.data._utils import worker as torch_worker
+        worker_loop = torch_worker._worker_loop
+        global _original_worker_loop
+        _original_worker_loop = worker_loop
+        torch_worker._worker_loop = _worker_loop_with_events
+        self._saved = (dl, loader_iter, base_next, __iter__, __next__, torch_worker, worker_loop)
 
     def _uninstall(self):
-        dl, loader_iter, base_next, ours_iter, ours_next = self._saved
+        dl, loader_iter, base_next, ours_iter, ours_next, torch_worker, worker_loop = self._saved
         self._saved = None
         if dl.DataLoader.__iter__ is ours_iter:
             dl.DataLoader.__iter__ = loader_iter
         if dl._BaseDataLoaderIter.__next__ is ours_next:
             dl._BaseDataLoaderIter.__next__ = base_next
+        if torch_worker._worker_loop is _worker_loop_with_events:
+            torch_worker._worker_loop = worker_loop
+
+    def worker_settings(self):
+        """(LocalPath, rotation size, rotation interval) of the first profiler that records data-loader
+        events now, for the worker processes started from here; None when none does."""
+        for p in list(self.profilers):
+            if p.framework_on and p.should_save_dataloader_metrics("DataLoaderWorker"):
+                c = p.config
+                return c.local_path, c.rotate_max_file_size_bytes, int(c.rotate_file_close_interval_s)
+        return None
 
     @property
     def installed(self):
@@ -509,6 +527,63 @@ class _DataLoaderObservers:
 
 
 _observers = _DataLoaderObservers()
+_original_worker_loop = None
+
+
+def _worker_loop_with_events(*args, **kwargs):
+    """torch's _worker_loop in a data-loader worker, recording each batch it fetches as a
+    DataLoaderWorker event (args.pid: the worker's) in a trace file of its own, which the Dataloader
+    rule counts (builtin-rules §3.9). Forked workers inherit the parent's settings; a spawned worker
+    has none and runs the loop unobserved. Any fault here leaves the loop as torch wrote it."""
+    loop = _original_worker_loop
+    if loop is None:  # a spawned worker: the parent's wrapping is not in this process
+        from torch.utils.data._utils import worker as torch_worker
+        loop = torch_worker._worker_loop if torch_worker._worker_loop is not _worker_loop_with_events else None
+    settings, writer, restore = None, None, []
+    try:
+        settings = _observers.worker_settings()
+        if settings is not None:
+            local_path, rotate_size, rotate_interval = settings
+            writer = _vigil.TraceEventWriter(local_path, _vigil.this_process_node_id(None),
+                                             rotate_max_file_size=rotate_size, rotate_close_interval_s=rotate_interval)
+            restore = _observe_fetches(writer)
+    except Exception:  # noqa: BLE001 - the worker must run whatever happens to its profiling
+        writer = None
+    try:
+        return loop(*args, **kwargs)
+    finally:
+        try:
+            for cls, fetch in restore:
+                cls.fetch = fetch
+            if writer is not None:
+                writer.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _observe_fetches(writer):
+    """Wraps the dataset fetchers of this (worker) process: each fetch becomes one event."""
+    from torch.utils.data._utils import fetch as torch_fetch
+    pid = os.getpid()
+    restore = []
+    for cls in (torch_fetch._MapDatasetFetcher, torch_fetch._IterableDatasetFetcher):
+        original = cls.fetch
+
+        def fetch(self, index, _original=original, _name=cls.__name__):
+            start = _now_us()
+            try:
+                return _original(self, index)
+            finally:
+                end = _now_us()
+                try:
+                    writer.write_many([("DataLoaderWorker", _name + ".fetch", start, end - start,
+                                        {"pid": pid, "worker_pid": pid})])
+                except Exception:  # noqa: BLE001 - a lost event, never a lost batch
+                    pass
+
+        cls.fetch = fetch
+        restore.append((cls, original))
+    return restore
 
 
 def monitor_host():

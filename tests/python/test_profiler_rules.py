@@ -1,0 +1,260 @@
+"""The profiler rules on real short CPU training runs captured by vigil.pytorch.Hook, each with one
+induced bottleneck, evaluated by `vigil evaluate` from ProfilerRuleConfigurations: the matching rule
+fires and the others stay quiet, a healthy run fires none, and ProfilerReport's page renders in
+headless Chromium. The GPU rules run on recorded GPU samples written here, and on the CPU runs they
+say they never had the data to judge.
+
+One parameter set serves every run (scaled to runs of seconds instead of hours: 1 s windows, small
+patiences), so a rule that fires on its pathology and not on the healthy run does so by what it
+measures, not by its parameters."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import BUILD, REPO
+
+VIGIL = os.path.join(BUILD, "bin", "vigil")
+CORES = os.cpu_count() or 1
+BROWSER_CHECK = os.path.join(REPO, "tests", "support", "check_html_in_browser.py")
+
+# A training job (run in a process of its own, as a job is): an MLP, a DataLoader, 220 steps of
+# about 15 ms, with the scenario's bottleneck.
+TRAINING = r"""
+import json, multiprocessing, os, sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+import vigil.pytorch as smd
+
+scenario, out, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+torch.manual_seed(0)
+torch.set_num_threads(1)
+
+class Data(Dataset):
+    def __init__(self):
+        self.x, self.y = torch.randn(4096, 64), torch.randn(4096, 4)
+    def __len__(self):
+        return 4096
+    def __getitem__(self, i):
+        if scenario == "slow_loader":
+            time.sleep(0.002)  # a loader that sleeps: 32 ms per batch
+        return self.x[i], self.y[i]
+
+def burn(stop):
+    while not stop.is_set():
+        pass
+
+class Pause(torch.nn.Module):
+    # a layer whose forward pass stalls once: a slow step as the hook times it (forward to backward)
+    stall = False
+    def forward(self, x):
+        if Pause.stall:
+            Pause.stall = False
+            time.sleep(2.5)
+        return x
+
+model = torch.nn.Sequential(torch.nn.Linear(64, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024), Pause(),
+                            torch.nn.ReLU(), torch.nn.Linear(1024, 4))
+crit = torch.nn.MSELoss()
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+hook = smd.Hook(out_dir=os.path.join(out, "trial"), save_config=smd.SaveConfig(save_interval=1000),
+                include_collections=["losses"])
+crit(model(torch.randn(16, 64)), torch.randn(16, 4)).backward()  # warm up before the hook times steps
+hook.register_module(model)
+hook.register_loss(crit)
+hogs, stop = [], multiprocessing.Event()
+if scenario == "cpu_hog":
+    hogs = [multiprocessing.Process(target=burn, args=(stop,), daemon=True) for _ in range(os.cpu_count() or 1)]
+    for p in hogs:
+        p.start()
+time.sleep(6.0 if scenario == "slow_start" else 1.0)  # the monitor samples from the hook's creation
+loader = DataLoader(Data(), batch_size=16, shuffle=True, num_workers=workers, drop_last=True)
+batches = iter(loader)  # one epoch of 256 batches: no second start of the workers mid-run
+time.sleep(0.5)  # the workers start and fill their queues before the first step
+for step in range(220):
+    x, y = next(batches)
+    Pause.stall = scenario == "slow_step" and step == 120
+    opt.zero_grad()
+    crit(model(x), y).backward()
+    opt.step()
+del batches
+time.sleep(0.5)
+stop.set()
+for p in hogs:
+    p.join()
+hook.close()
+"""
+
+SCENARIOS = {
+    # (data-loader workers): the healthy runs load with as many workers as cores, as the Dataloader
+    # rule (builtin-rules §3.9) wants between 70 % and 200 % of the cores loading in parallel.
+    "healthy": CORES,
+    "slow_loader": 0,
+    "slow_step": CORES,
+    "slow_start": CORES,
+    "cpu_hog": CORES,
+}
+
+# The rules the CPU runs judge, with the parameters every run shares.
+SHORT_RUN = {
+    # n > n_outliers: the slow step (2.5 s) overlaps three or four 1 s windows and counts in each, as in
+    # SageMaker (builtin-rules §1.4); a healthy run's first two steps (the hook's first save) are
+    # outliers too
+    "StepOutlier": {"stddev": "5", "n_outliers": "2"},
+    "MaxInitializationTime": {"threshold": "0.05"},  # minutes: 3 s without a step
+    "Dataloader": {"patience": "2"},
+    "OverallSystemUsage": {},
+    "CPUBottleneck": {"patience": "5"},
+    "IOBottleneck": {"patience": "5"},
+    "LowGPUUtilization": {"patience": "5", "window": "5"},
+    "GPUMemoryIncrease": {"patience": "5", "window": "3"},
+    "BatchSize": {"patience": "5", "window": "5"},
+    "LoadBalancing": {"patience": "5"},
+}
+GPU_RULES = ["CPUBottleneck", "IOBottleneck", "LowGPUUtilization", "GPUMemoryIncrease", "BatchSize", "LoadBalancing"]
+FIRES = {"healthy": set(), "slow_loader": {"Dataloader"}, "slow_step": {"StepOutlier"},
+         "slow_start": {"MaxInitializationTime"}, "cpu_hog": set()}
+
+
+def write_config(path, root):
+    params = {"ProfilerEnabled": True, "ProfilingIntervalInMilliseconds": 100, "LocalPath": str(root),
+              "DataloaderProfilingConfig": '{"StartStep": 0, "NumSteps": 1000000}'}
+    path.write_text(json.dumps({"ProfilingParameters": params}))
+
+
+def job(rules, scan_us=1000000, report=False):
+    configs = []
+    for name, params in rules.items():
+        p = dict(params, rule_to_invoke=name, scan_interval_us=str(scan_us))
+        configs.append({"RuleConfigurationName": name, "RuleEvaluatorImage": "local", "RuleParameters": p})
+    if report:  # the same rules inside ProfilerReport, whose windows are its own
+        p = {"rule_to_invoke": "ProfilerReport", "scan_interval_us": str(scan_us)}
+        for name, params in rules.items():
+            for k, v in dict(params, scan_interval_us=str(scan_us)).items():
+                p[f"{name}_{k}"] = v
+        configs.append({"RuleConfigurationName": "ProfilerReport", "RuleEvaluatorImage": "local", "RuleParameters": p})
+    return {"ProfilerRuleConfigurations": configs}
+
+
+def evaluate(tmp, root, job_doc, name="status"):
+    job_file, status = tmp / f"{name}.job.json", tmp / f"{name}.json"
+    job_file.write_text(json.dumps(job_doc))
+    done = subprocess.run([VIGIL, "evaluate", "--quiet", "--no-follow", "--job", str(job_file), "--profiler-trial",
+                           str(root), "--status-file", str(status)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp)
+    assert done.returncode == 0, done.stderr
+    return {s["RuleConfigurationName"]: s for s in json.loads(status.read_text())["ProfilerRuleEvaluationStatuses"]}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """scenario -> (its folder, its profiler root, its statuses), each run trained once."""
+    out = {}
+    for scenario, workers in SCENARIOS.items():
+        tmp = tmp_path_factory.mktemp(scenario)
+        root, cfg = tmp / "profiler", tmp / "profilerconfig.json"
+        write_config(cfg, root)
+        env = dict(os.environ, SMPROFILER_CONFIG_PATH=str(cfg),
+                   PYTHONPATH=os.path.join(BUILD, "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        trained = subprocess.run(["/usr/bin/python3", "-c", TRAINING, scenario, str(tmp), str(workers)], env=env,
+                                 capture_output=True, text=True, timeout=300)
+        assert trained.returncode == 0, trained.stderr
+        out[scenario] = (tmp, root, evaluate(tmp, root, job(SHORT_RUN, report=True)))
+    return out
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_each_bottleneck_fires_its_rule_and_no_other(runs, scenario):
+    _, _, statuses = runs[scenario]
+    fired = {name for name, s in statuses.items() if s["RuleEvaluationStatus"] == "IssuesFound"}
+    assert all(s["RuleEvaluationStatus"] in ("IssuesFound", "NoIssuesFound") for s in statuses.values()), statuses
+    assert fired - {"ProfilerReport"} == FIRES[scenario], {n: statuses[n].get("Triggers") for n in fired}
+    # ProfilerReport runs the same sub-rules with the same parameters: it fires when one of them does
+    # (MaxInitializationTime never fires inside it, as in SageMaker: builtin-rules §3.7).
+    assert ("ProfilerReport" in fired) == bool(FIRES[scenario] - {"MaxInitializationTime"})
+    for name in fired - {"ProfilerReport"}:
+        evidence = statuses[name]["Triggers"][0]["evidence"]
+        assert evidence, name  # the time window, metric, value and threshold behind the verdict
+        assert "window_start_us" in json.dumps(evidence) or "start_us" in json.dumps(evidence), evidence
+
+
+def test_the_rules_judged_what_they_read_and_the_gpu_rules_said_they_could_not(runs):
+    _, _, statuses = runs["healthy"]
+    for name in ["StepOutlier", "Dataloader", "OverallSystemUsage", "MaxInitializationTime"]:
+        assert statuses[name]["Judgement"]["EnoughData"], statuses[name]
+    for name in GPU_RULES:
+        assert statuses[name]["RuleEvaluationStatus"] == "NoIssuesFound"
+        assert not statuses[name]["Judgement"]["EnoughData"], statuses[name]
+        assert "GPU" in statuses[name]["Judgement"]["NotJudgedReason"], statuses[name]
+
+
+def test_a_cpu_hog_shows_in_the_system_usage_report(runs):
+    def cpu(scenario):
+        tmp = runs[scenario][0]
+        usage = json.loads((tmp / "ProfilerReport" / "profiler-output" / "profiler-reports" /
+                            "OverallSystemUsage.json").read_text())
+        return usage["Details"]["CPU"]
+    hog, healthy = cpu("cpu_hog"), cpu("healthy")
+    (node,) = hog.keys()
+    assert hog[node]["p50"] >= 90, hog
+    assert hog[node]["p50"] > healthy[node]["p50"] + 10, (hog, healthy)
+
+
+def test_the_slow_step_is_the_outlier_it_reports(runs):
+    tmp, _, statuses = runs["slow_step"]
+    report = json.loads((tmp / "ProfilerReport" / "profiler-output" / "profiler-reports" /
+                         "StepOutlier.json").read_text())
+    assert report["RuleTriggered"] >= 1 and report["Violations"] >= 1
+    (details,) = report["Details"]["step_details"].values()
+    assert 120 in details["outliers"], details  # the slow step's number
+
+
+def test_profiler_reports_page_renders_in_a_browser(runs):
+    tmp = runs["slow_step"][0]
+    page = tmp / "ProfilerReport" / "profiler-output" / "profiler-report.html"
+    assert page.is_file()
+    done = subprocess.run(["/usr/bin/python3", BROWSER_CHECK, str(page), "--min-charts", "5"], capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def write_gpu_samples(root, utilization, memory, seconds=30, gpus=2, start=1700000000):
+    """Recorded samples of a machine with GPUs, as SageMaker's monitor writes them (format spec §8.6):
+    a file per 10 s, 4 snapshots a second of per-core CPU and per-GPU utilisation and memory."""
+    for first in range(0, seconds, 10):
+        t0 = start + first
+        hour = time.strftime("%Y%m%d%H", time.gmtime(t0))
+        folder = root / "system" / "incremental" / hour
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for i in range(40):
+            ts = t0 + i * 0.25
+            k = first * 4 + i
+            lines.append({"Type": "cpu", "Name": "cpu0", "Dimension": "CPUUtilization", "Value": 30.0,
+                          "NodeId": "algo-1", "Timestamp": ts})
+            for g in range(gpus):
+                lines.append({"Type": "gpu", "Name": f"gpu{g}", "Dimension": "GPUUtilization",
+                              "Value": utilization(k, g), "NodeId": "algo-1", "Timestamp": ts})
+                lines.append({"Type": "gpu", "Name": f"gpu{g}", "Dimension": "GPUMemoryUtilization",
+                              "Value": memory(k, g), "NodeId": "algo-1", "Timestamp": ts})
+        (folder / f"{t0}.algo-1.json").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (root / "system" / "training_job_end.ts").write_text("")
+
+
+def test_gpu_rules_on_recorded_gpu_samples(tmp_path):
+    gpu_rules = {name: SHORT_RUN[name] for name in GPU_RULES}
+    # An idle pair of GPUs whose memory steps up, one of them busier than the other.
+    idle = tmp_path / "idle"
+    write_gpu_samples(idle, utilization=lambda k, g: 5.0 + (k % 3) + 40 * g, memory=lambda k, g: min(10 + 20 * (k // 10), 95))
+    statuses = evaluate(tmp_path, idle, job(gpu_rules, scan_us=5000000), "idle")
+    fired = {n for n, s in statuses.items() if s["RuleEvaluationStatus"] == "IssuesFound"}
+    assert {"LowGPUUtilization", "GPUMemoryIncrease", "BatchSize", "LoadBalancing"} <= fired, statuses
+    assert all(statuses[n]["Judgement"]["EnoughData"] for n in gpu_rules), statuses
+    # Busy, steady GPUs on par: none of them fires.
+    busy = tmp_path / "busy"
+    write_gpu_samples(busy, utilization=lambda k, g: 90.0 + (k % 5), memory=lambda k, g: 60.0)
+    statuses = evaluate(tmp_path, busy, job(gpu_rules, scan_us=5000000), "busy")
+    assert all(s["RuleEvaluationStatus"] == "NoIssuesFound" for s in statuses.values()), statuses
