@@ -22,10 +22,12 @@ const std::vector<RuleGroup>& groups() {
     const std::vector<std::string_view> xgboost = {"FeatureImportanceOverweight", "TreeDepth"};
     const std::vector<std::string_view> report = {"CreateXgboostReport"};
     // The built-in profiler rules (builtin-rules §3, §6): run from ProfilerRuleConfigurations.
-    const std::vector<std::string_view> profiler = {"BatchSize",         "CPUBottleneck",         "Dataloader",
-                                                    "GPUMemoryIncrease", "IOBottleneck",          "LoadBalancing",
-                                                    "LowGPUUtilization", "MaxInitializationTime", "OverallSystemUsage",
-                                                    "StepOutlier",       "ProfilerReport"};
+    // OverallFrameworkMetrics has no rules-config class in SageMaker (the docs list it): it is
+    // ProfilerReport's sub-rule, and a rule of its own here.
+    const std::vector<std::string_view> profiler = {
+        "BatchSize",          "CPUBottleneck", "Dataloader",     "GPUMemoryIncrease",       "IOBottleneck",
+        "LoadBalancing",      "LowGPUUtilization", "MaxInitializationTime", "OverallSystemUsage",
+        "OverallFrameworkMetrics", "StepOutlier", "ProfilerReport"};
     auto join = [](std::initializer_list<const std::vector<std::string_view>*> parts) {
       std::vector<std::string_view> out;
       for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());

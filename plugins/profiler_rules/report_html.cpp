@@ -8,7 +8,9 @@
 #include <iterator>
 #include <set>
 
-#include "svg.h"  // plugins/rule_support
+#include "html_page.h"  // plugins/rule_support
+#include "statistics.h"
+#include "svg.h"
 
 namespace vigil::profiler_rules {
 
@@ -129,45 +131,10 @@ std::string json_scalar_text(const json& v) {
   return v.dump();
 }
 
-// Percentile with linear interpolation between the two nearest ranks (numpy's default); `sorted` is
-// ascending and not empty.
-double percentile(const std::vector<double>& sorted, double q) {
-  const double pos = q / 100 * static_cast<double>(sorted.size() - 1);
-  const auto i = static_cast<size_t>(std::floor(pos));
-  const size_t j = std::min(i + 1, sorted.size() - 1);
-  return sorted[i] + (sorted[j] - sorted[i]) * (pos - static_cast<double>(i));
-}
 
 // ---- page ---------------------------------------------------------------------------------------
 
-class Page {
- public:
-  void open_section(const std::string& id, const std::string& title) {
-    toc_ += fmt::format("<li><a href=\"#{}\">{}</a></li>\n", id, html_escape(title));
-    body_ += fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n", id, html_escape(title));
-  }
-  void close_section() { body_ += "</section>\n"; }
-  void add(const std::string& html) { body_ += html; }
-  void heading(const std::string& text) { body_ += "<h3>" + html_escape(text) + "</h3>\n"; }
-  void paragraph(const std::string& text) { body_ += "<p>" + html_escape(text) + "</p>\n"; }
-  void no_data(const std::string& why) { body_ += "<p class=\"nodata\">No data: " + html_escape(why) + "</p>\n"; }
-  void table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
-    body_ += "<table class=\"data\">\n<thead><tr>";
-    for (const auto& h : header) body_ += "<th>" + html_escape(h) + "</th>";
-    body_ += "</tr></thead>\n<tbody>\n";
-    for (const auto& row : rows) {
-      body_ += "<tr>";
-      for (const auto& cell : row) body_ += "<td>" + html_escape(cell) + "</td>";
-      body_ += "</tr>\n";
-    }
-    body_ += "</tbody>\n</table>\n";
-  }
-  const std::string& toc() const { return toc_; }
-  const std::string& body() const { return body_; }
-
- private:
-  std::string toc_, body_;
-};
+using Page = builtin::HtmlPage;
 
 const RuleSummary* find_rule(const ReportData& d, const std::string& name) {
   for (const auto& r : d.rules)
@@ -295,7 +262,7 @@ void render_details(Page& page, const RuleSummary& rule) {
   FlatDetails flat;
   flatten(rule.details, "", flat);
   if (flat.boxes.empty() && flat.numeric_tables.empty() && flat.values.empty()) {
-    page.no_data("the rule recorded no details");
+    page.note("nodata", "No data", "the rule recorded no details");
     return;
   }
   if (!flat.boxes.empty()) {
@@ -339,7 +306,7 @@ void section_summary(Page& page, const ReportData& d) {
   page.open_section("job-summary", "Training job summary");
   const bool any = d.job_start_s || d.job_end_s || d.first_step_start_s || d.last_step_end_s;
   if (!any) {
-    page.no_data("no system metrics and no step events were recorded, so the job's start, end and phases are unknown");
+    page.note("nodata", "No data", "no system metrics and no step events were recorded, so the job's start, end and phases are unknown");
     page.close_section();
     return;
   }
@@ -389,7 +356,7 @@ void timeline_chart(Page& page, const ReportData& d, const TimelineSpec& spec) {
   }
   page.heading(spec.title);
   if (drawn.empty()) {
-    page.no_data(spec.missing);
+    page.note("nodata", "No data", spec.missing);
     return;
   }
   svg::Axes axes{.title = spec.title, .x_label = "time since the job's first sample", .y_label = spec.y_label};
@@ -403,10 +370,10 @@ void section_system(Page& page, const ReportData& d) {
   page.open_section("system-usage", "System usage");
   if (const RuleSummary* r = find_rule(d, "OverallSystemUsage")) {
     page.paragraph("Statistics per metric and node, from OverallSystemUsage.");
-    if (r->no_data_reason) page.no_data(*r->no_data_reason);
+    if (r->no_data_reason) page.note("nodata", "No data", *r->no_data_reason);
     else render_details(page, *r);
   } else {
-    page.no_data("the OverallSystemUsage rule did not report");
+    page.note("nodata", "No data", "the OverallSystemUsage rule did not report");
   }
   static const TimelineSpec kSpecs[] = {
       {&ReportData::cpu, "CPU utilisation", "percent", "no CPU utilisation samples were recorded", true},
@@ -452,14 +419,14 @@ void time_bars(Page& page, const std::string& title, const std::map<std::string,
 void section_framework(Page& page, const ReportData& d) {
   page.open_section("framework-metrics", "Framework metrics");
   page.heading("Time per training phase");
-  if (d.phase_time_us.empty()) page.no_data("no framework events were recorded");
+  if (d.phase_time_us.empty()) page.note("nodata", "No data", "no framework events were recorded");
   else time_bars(page, "Time per training phase", d.phase_time_us, kOperatorBars);
   page.heading("Time per operator");
-  if (d.operator_time_us.empty()) page.no_data("no framework events were recorded");
+  if (d.operator_time_us.empty()) page.note("nodata", "No data", "no framework events were recorded");
   else time_bars(page, "Time per operator", d.operator_time_us, kOperatorBars);
   if (const RuleSummary* r = find_rule(d, "OverallFrameworkMetrics")) {
     page.heading("OverallFrameworkMetrics");
-    if (r->no_data_reason) page.no_data(*r->no_data_reason);
+    if (r->no_data_reason) page.note("nodata", "No data", *r->no_data_reason);
     else render_details(page, *r);
   }
   page.close_section();
@@ -475,7 +442,7 @@ std::string rule_anchor(size_t index) { return fmt::format("rule-{}", index); }
 void section_rules(Page& page, const ReportData& d) {
   page.open_section("rules-summary", "Rules summary");
   if (d.rules.empty()) {
-    page.no_data("no rule reported");
+    page.note("nodata", "No data", "no rule reported");
     page.close_section();
     return;
   }
@@ -513,8 +480,9 @@ void stats_table(Page& page, std::vector<double> values, const std::string& unit
   for (double v : values) sum += v;
   page.table({"Count", "Mean", "Min", "p50", "p95", "p99", "Max"},
              {{std::to_string(values.size()), duration_text(sum / static_cast<double>(values.size())),
-               duration_text(values.front()), duration_text(percentile(values, 50)), duration_text(percentile(values, 95)),
-               duration_text(percentile(values, 99)), duration_text(values.back())}});
+               duration_text(values.front()), duration_text(builtin::quantile_sorted(values, 0.50)),
+               duration_text(builtin::quantile_sorted(values, 0.95)), duration_text(builtin::quantile_sorted(values, 0.99)),
+               duration_text(values.back())}});
   if (!unit_note.empty()) page.paragraph(unit_note);
 }
 
@@ -552,14 +520,14 @@ void section_steps(Page& page, const ReportData& d) {
       rows.push_back({std::to_string(listed[i].first), duration_text(listed[i].second)});
     page.table({"Step", "Duration"}, rows);
   }
-  if (!any) page.no_data("no step events (Step:ModeKeys) were recorded");
+  if (!any) page.note("nodata", "No data", "no step events (Step:ModeKeys) were recorded");
 
   page.heading("Data loading");
   std::vector<double> loads;
   for (double v : d.dataloader_durations_s)
     if (std::isfinite(v)) loads.push_back(v);
   if (loads.empty()) {
-    page.no_data("no data-loader events were recorded");
+    page.note("nodata", "No data", "no data-loader events were recorded");
   } else {
     page.add(svg::histogram({.title = "Data-loader times", .x_label = "data-loader time (s)", .y_label = "events"}, loads,
                             {}, kHistogramBins));
@@ -592,7 +560,7 @@ void section_rule_details(Page& page, const ReportData& d) {
       }
   for (size_t i = 0; i < d.rules.size(); ++i)
     if (!shown[i]) rule_block(page, d.rules[i], i, d.rules[i].name);
-  if (d.rules.empty()) page.no_data("no rule reported");
+  if (d.rules.empty()) page.note("nodata", "No data", "no rule reported");
   page.close_section();
 }
 

@@ -6,7 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "svg.h"  // plugins/rule_support
+#include "html_page.h"  // plugins/rule_support
+#include "svg.h"
 
 namespace vigil::builtin::xgboost {
 
@@ -38,35 +39,7 @@ std::string bin_label(const std::vector<double>& edges, size_t i) {
 
 std::string percent(double share) { return std::isfinite(share) ? fmt::format("{:.1f} %", 100 * share) : "n/a"; }
 
-// Report builder: sections in a fixed order, each with an id the table of contents links to.
-class Page {
- public:
-  void open_section(const std::string& id, const std::string& title) {
-    toc_ += fmt::format("<li><a href=\"#{}\">{}</a></li>\n", id, html_escape(title));
-    body_ += fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n", id, html_escape(title));
-  }
-  void close_section() { body_ += "</section>\n"; }
-  void add(const std::string& html) { body_ += html; }
-  void paragraph(const std::string& text) { body_ += "<p>" + html_escape(text) + "</p>\n"; }
-  void not_available(const std::string& why) { body_ += "<p class=\"na\">Not available: " + html_escape(why) + "</p>\n"; }
-  void table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
-             const std::string& cls = "data") {
-    body_ += "<table class=\"" + cls + "\">\n<thead><tr>";
-    for (const auto& h : header) body_ += "<th>" + html_escape(h) + "</th>";
-    body_ += "</tr></thead>\n<tbody>\n";
-    for (const auto& row : rows) {
-      body_ += "<tr>";
-      for (const auto& cell : row) body_ += "<td>" + html_escape(cell) + "</td>";
-      body_ += "</tr>\n";
-    }
-    body_ += "</tbody>\n</table>\n";
-  }
-  const std::string& toc() const { return toc_; }
-  const std::string& body() const { return body_; }
-
- private:
-  std::string toc_, body_;
-};
+using Page = builtin::HtmlPage;
 
 constexpr const char* kStyle = R"css(
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1000px; color: #222; }
@@ -102,7 +75,7 @@ void section_overview(Page& page, const ReportData& d, const TaskInfo& task) {
 void section_hyperparameters(Page& page, const ReportData& d) {
   page.open_section("hyperparameters", "Hyperparameters");
   if (d.hyperparameters.empty()) {
-    page.not_available("no tensor hyperparameters/* was saved (collection hyperparameters, saved at step 0)");
+    page.note("na", "Not available", "no tensor hyperparameters/* was saved (collection hyperparameters, saved at step 0)");
   } else {
     std::vector<std::vector<std::string>> rows;
     for (const auto& [k, v] : d.hyperparameters) rows.push_back({k, v});
@@ -114,7 +87,7 @@ void section_hyperparameters(Page& page, const ReportData& d) {
 void section_label_distribution(Page& page, const ReportData& d, const TaskInfo& task) {
   page.open_section("label-distribution", "Label distribution");
   if (d.lp_step < 0 || d.labels.empty()) {
-    page.not_available("no tensor labels was saved (collection labels: the validation labels)");
+    page.note("na", "Not available", "no tensor labels was saved (collection labels: the validation labels)");
     page.close_section();
     return;
   }
@@ -134,7 +107,7 @@ void section_label_distribution(Page& page, const ReportData& d, const TaskInfo&
   } else {
     auto [edges, counts] = histogram(d.labels, kHistogramBins);
     if (edges.empty()) {
-      page.not_available("the labels hold no finite value");
+      page.note("na", "Not available", "the labels hold no finite value");
     } else {
       std::vector<svg::Bar> bars;
       for (size_t i = 0; i < counts.size(); ++i)
@@ -149,7 +122,7 @@ void section_label_distribution(Page& page, const ReportData& d, const TaskInfo&
 void section_loss(Page& page, const ReportData& d) {
   page.open_section("loss", "Loss and metrics versus step");
   if (d.metrics.empty()) {
-    page.not_available("no metric was saved (collection metrics: tensors such as train-rmse, validation-logloss)");
+    page.note("na", "Not available", "no metric was saved (collection metrics: tensors such as train-rmse, validation-logloss)");
     page.close_section();
     return;
   }
@@ -176,7 +149,7 @@ void section_loss(Page& page, const ReportData& d) {
 void section_importance(Page& page, const ReportData& d) {
   page.open_section("feature-importance", "Feature importance");
   if (d.importance.empty()) {
-    page.not_available("no tensor feature_importance/<type>/<feature> was saved (collection feature_importance)");
+    page.note("na", "Not available", "no tensor feature_importance/<type>/<feature> was saved (collection feature_importance)");
     page.close_section();
     return;
   }
@@ -205,14 +178,14 @@ void section_importance(Page& page, const ReportData& d) {
 void section_confusion(Page& page, const ReportData& d, const TaskInfo& task) {
   page.open_section("confusion-matrix", "Confusion matrix");
   if (task.task != Task::Binary && task.task != Task::Multiclass) {
-    page.not_available(d.lp_step < 0 ? "no labels and predictions were saved"
+    page.note("na", "Not available", d.lp_step < 0 ? "no labels and predictions were saved"
                                      : "the confusion matrix needs a classification task");
     page.close_section();
     return;
   }
   const Classification c = classify(d.labels, d.predictions, d.prediction_shape, task.task);
   if (c.classes.empty()) {
-    page.not_available(fmt::format("the predictions (shape {}) do not give one class per label ({} labels)",
+    page.note("na", "Not available", fmt::format("the predictions (shape {}) do not give one class per label ({} labels)",
                                    fmt::join(d.prediction_shape, "x"), d.labels.size()));
     page.close_section();
     return;
@@ -284,7 +257,7 @@ void section_confusion(Page& page, const ReportData& d, const TaskInfo& task) {
 void section_class_accuracy(Page& page, const ReportData& d, const TaskInfo& task) {
   page.open_section("class-accuracy", "Accuracy per class over iterations");
   if ((task.task != Task::Binary && task.task != Task::Multiclass) || d.class_accuracy.empty()) {
-    page.not_available("needs a classification task with labels and predictions saved at several steps");
+    page.note("na", "Not available", "needs a classification task with labels and predictions saved at several steps");
     page.close_section();
     return;
   }
@@ -313,14 +286,14 @@ void section_class_accuracy(Page& page, const ReportData& d, const TaskInfo& tas
 void section_roc(Page& page, const ReportData& d, const TaskInfo& task) {
   page.open_section("roc", "ROC curve");
   if (task.task != Task::Binary) {
-    page.not_available("the ROC curve needs a binary classification with probability predictions");
+    page.note("na", "Not available", "the ROC curve needs a binary classification with probability predictions");
     page.close_section();
     return;
   }
   const auto scores = positive_scores(d.predictions, d.prediction_shape, d.labels.size());
   const auto roc = scores.size() == d.labels.size() ? roc_curve(d.labels, scores) : std::nullopt;
   if (!roc) {
-    page.not_available("the labels need both classes 0 and 1, with one score per label");
+    page.note("na", "Not available", "the labels need both classes 0 and 1, with one score per label");
     page.close_section();
     return;
   }
@@ -339,7 +312,7 @@ void section_residuals(Page& page, const ReportData& d, const TaskInfo& task) {
   page.open_section("residuals", "Residual distribution at the last step");
   const auto r = task.task == Task::Regression ? residuals(d.labels, d.predictions) : std::vector<double>{};
   if (r.empty()) {
-    page.not_available(task.task == Task::Regression ? "the predictions do not give one value per label"
+    page.note("na", "Not available", task.task == Task::Regression ? "the predictions do not give one value per label"
                                                      : "residuals need a regression task");
     page.close_section();
     return;
@@ -375,7 +348,7 @@ void section_error_per_bin(Page& page, const ReportData& d, const TaskInfo& task
   const auto r = task.task == Task::Regression ? residuals(d.labels, d.predictions) : std::vector<double>{};
   auto [edges, counts] = histogram(d.labels, kLabelBins);
   if (r.empty() || edges.empty()) {
-    page.not_available(task.task == Task::Regression ? "needs finite labels with one prediction each"
+    page.note("na", "Not available", task.task == Task::Regression ? "needs finite labels with one prediction each"
                                                      : "the error per label bin needs a regression task");
     page.close_section();
     return;
