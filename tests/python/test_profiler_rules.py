@@ -80,6 +80,12 @@ for step in range(220):
     opt.zero_grad()
     crit(model(x), y).backward()
     opt.step()
+    if scenario == "heavy_writes":  # a checkpoint of 1 MiB a step, synced every 20 steps
+        with open(os.path.join(out, "checkpoint.bin"), "ab") as f:
+            f.write(os.urandom(1 << 20))
+            if step % 20 == 19:
+                f.flush()
+                os.fsync(f.fileno())
 del batches
 time.sleep(0.5)
 stop.set()
@@ -96,6 +102,7 @@ SCENARIOS = {
     "slow_step": CORES,
     "slow_start": CORES,
     "cpu_hog": CORES,
+    "heavy_writes": CORES,
 }
 
 # The rules the CPU runs judge, with the parameters every run shares.
@@ -116,7 +123,7 @@ SHORT_RUN = {
 }
 GPU_RULES = ["CPUBottleneck", "IOBottleneck", "LowGPUUtilization", "GPUMemoryIncrease", "BatchSize", "LoadBalancing"]
 FIRES = {"healthy": set(), "slow_loader": {"Dataloader"}, "slow_step": {"StepOutlier"},
-         "slow_start": {"MaxInitializationTime"}, "cpu_hog": set()}
+         "slow_start": {"MaxInitializationTime"}, "cpu_hog": set(), "heavy_writes": set()}
 
 
 def write_config(path, root):
@@ -203,6 +210,21 @@ def test_a_cpu_hog_shows_in_the_system_usage_report(runs):
     assert hog[node]["p50"] > healthy[node]["p50"] + 10, (hog, healthy)
 
 
+def test_heavy_writes_show_in_the_disk_metrics(runs):
+    """IOBottleneck counts moments when a GPU idles while the CPU waits on I/O, so without GPU samples
+    it cannot judge (it says so); the writes themselves are in the system metrics."""
+    from vigil.profiler import LocalSystemMetricsReader
+
+    def peak_write(scenario):
+        reader = LocalSystemMetricsReader(str(runs[scenario][1]))
+        end = reader.get_timestamp_of_latest_available_file() + 600_000_000
+        return max(e.value for e in reader.get_events(0, end) if e.dimension == "WriteBytesPerSecond")
+    assert peak_write("heavy_writes") > 20e6, peak_write("heavy_writes")  # bytes/s
+    assert peak_write("heavy_writes") > 4 * peak_write("healthy")
+    io = runs["heavy_writes"][2]["IOBottleneck"]
+    assert io["RuleEvaluationStatus"] == "NoIssuesFound" and not io["Judgement"]["EnoughData"], io
+
+
 def test_the_slow_step_is_the_outlier_it_reports(runs):
     tmp, _, statuses = runs["slow_step"]
     report = json.loads((tmp / "ProfilerReport" / "profiler-output" / "profiler-reports" /
@@ -221,9 +243,10 @@ def test_profiler_reports_page_renders_in_a_browser(runs):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def write_gpu_samples(root, utilization, memory, seconds=30, gpus=2, start=1700000000):
+def write_gpu_samples(root, utilization, memory, seconds=30, gpus=2, start=1700000000, cpu=None):
     """Recorded samples of a machine with GPUs, as SageMaker's monitor writes them (format spec §8.6):
-    a file per 10 s, 4 snapshots a second of per-core CPU and per-GPU utilisation and memory."""
+    a file per 10 s, 4 snapshots a second of per-core CPU and per-GPU utilisation and memory; `cpu`
+    (dimension, value) adds that sample for two cores."""
     for first in range(0, seconds, 10):
         t0 = start + first
         hour = time.strftime("%Y%m%d%H", time.gmtime(t0))
@@ -235,6 +258,10 @@ def write_gpu_samples(root, utilization, memory, seconds=30, gpus=2, start=17000
             k = first * 4 + i
             lines.append({"Type": "cpu", "Name": "cpu0", "Dimension": "CPUUtilization", "Value": 30.0,
                           "NodeId": "algo-1", "Timestamp": ts})
+            if cpu is not None:
+                for core in ("cpu0", "cpu1"):
+                    lines.append({"Type": "cpu", "Name": core, "Dimension": cpu[0], "Value": cpu[1],
+                                  "NodeId": "algo-1", "Timestamp": ts})
             for g in range(gpus):
                 lines.append({"Type": "gpu", "Name": f"gpu{g}", "Dimension": "GPUUtilization",
                               "Value": utilization(k, g), "NodeId": "algo-1", "Timestamp": ts})
@@ -253,6 +280,12 @@ def test_gpu_rules_on_recorded_gpu_samples(tmp_path):
     fired = {n for n, s in statuses.items() if s["RuleEvaluationStatus"] == "IssuesFound"}
     assert {"LowGPUUtilization", "GPUMemoryIncrease", "BatchSize", "LoadBalancing"} <= fired, statuses
     assert all(statuses[n]["Judgement"]["EnoughData"] for n in gpu_rules), statuses
+    # The same idle GPUs while every core is saturated, then while the CPU waits on I/O.
+    for extra, fires in ((("CPUUtilization", 97.0), "CPUBottleneck"), (("I/OWaitPercentage", 80.0), "IOBottleneck")):
+        folder = tmp_path / fires
+        write_gpu_samples(folder, utilization=lambda k, g: 5.0, memory=lambda k, g: 20.0, cpu=extra)
+        statuses = evaluate(tmp_path, folder, job({fires: SHORT_RUN[fires]}, scan_us=5000000), fires)
+        assert statuses[fires]["RuleEvaluationStatus"] == "IssuesFound", statuses
     # Busy, steady GPUs on par: none of them fires.
     busy = tmp_path / "busy"
     write_gpu_samples(busy, utilization=lambda k, g: 90.0 + (k % 5), memory=lambda k, g: 60.0)
