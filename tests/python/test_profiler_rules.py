@@ -44,8 +44,20 @@ class Data(Dataset):
         return self.x[i], self.y[i]
 
 def burn(stop):
+    os.nice(19)  # the hog takes what training leaves: the CPU shows saturated, the loaders still run
     while not stop.is_set():
         pass
+
+def write_heavily(stop, path):
+    # beside training, as a checkpoint uploader would: 1 MiB at a time, synced every 20 MiB
+    n = 0
+    with open(path, "ab") as f:
+        while not stop.is_set():
+            f.write(os.urandom(1 << 20))
+            n += 1
+            if n % 20 == 0:
+                f.flush()
+                os.fsync(f.fileno())
 
 class Pause(torch.nn.Module):
     # a layer whose forward pass stalls once: a slow step as the hook times it (forward to backward)
@@ -68,8 +80,11 @@ hook.register_loss(crit)
 hogs, stop = [], multiprocessing.Event()
 if scenario == "cpu_hog":
     hogs = [multiprocessing.Process(target=burn, args=(stop,), daemon=True) for _ in range(os.cpu_count() or 1)]
-    for p in hogs:
-        p.start()
+if scenario == "heavy_writes":
+    hogs = [multiprocessing.Process(target=write_heavily, args=(stop, os.path.join(out, "checkpoint.bin")),
+                                    daemon=True)]
+for p in hogs:
+    p.start()
 time.sleep(6.0 if scenario == "slow_start" else 1.0)  # the monitor samples from the hook's creation
 loader = DataLoader(Data(), batch_size=16, shuffle=True, num_workers=workers, drop_last=True)
 batches = iter(loader)  # one epoch of 256 batches: no second start of the workers mid-run
@@ -80,12 +95,6 @@ for step in range(220):
     opt.zero_grad()
     crit(model(x), y).backward()
     opt.step()
-    if scenario == "heavy_writes":  # a checkpoint of 1 MiB a step, synced every 20 steps
-        with open(os.path.join(out, "checkpoint.bin"), "ab") as f:
-            f.write(os.urandom(1 << 20))
-            if step % 20 == 19:
-                f.flush()
-                os.fsync(f.fileno())
 del batches
 time.sleep(0.5)
 stop.set()
