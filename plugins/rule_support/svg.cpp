@@ -66,6 +66,30 @@ std::string text(double x, double y, const std::string& s, const char* anchor, c
                      html_escape(s));
 }
 
+// Horizontal grid lines at the y ticks, each labelled left of the plot.
+template <class ToY>
+std::string y_grid(const Frame& f, const std::vector<double>& ticks, ToY py) {
+  std::string out;
+  for (double t : ticks) {
+    out += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", f.left, py(t),
+                       f.left + f.plot_w(), py(t));
+    out += text(f.left - 6, py(t) + 4, tick_text(t), "end");
+  }
+  return out;
+}
+
+// Tick marks under the plot at the x ticks, each labelled by `label`.
+template <class ToX, class Label>
+std::string x_ticks(const Frame& f, const std::vector<double>& ticks, ToX px, Label label) {
+  std::string out;
+  for (double t : ticks) {
+    out += fmt::format("<line class=\"tick\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/>\n", px(t),
+                       f.top + f.plot_h(), f.top + f.plot_h() + 5);
+    out += text(px(t), f.top + f.plot_h() + 18, label(t), "middle");
+  }
+  return out;
+}
+
 std::string axis_labels(const Frame& f, const Axes& axes) {
   std::string out;
   out += text(f.left + f.plot_w() / 2, f.height - 8, axes.x_label, "middle", " class=\"axis-label\"");
@@ -130,16 +154,8 @@ std::string draw_lines(const Axes& axes, const std::vector<Series>& series, cons
   const auto py = [&](double y) { return f.top + f.plot_h() - (y - yr.first) / (yr.second - yr.first) * f.plot_h(); };
 
   std::string out = open_svg(f, axes);
-  for (double t : yticks) {
-    out += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", f.left, py(t),
-                       f.left + f.plot_w(), py(t));
-    out += text(f.left - 6, py(t) + 4, tick_text(t), "end");
-  }
-  for (double t : xticks) {
-    out += fmt::format("<line class=\"tick\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/>\n", px(t),
-                       f.top + f.plot_h(), f.top + f.plot_h() + 5);
-    out += text(px(t), f.top + f.plot_h() + 18, style.time_axis ? time_text(t) : tick_text(t), "middle");
-  }
+  out += y_grid(f, yticks, py);
+  out += x_ticks(f, xticks, px, [&](double t) { return style.time_axis ? time_text(t) : tick_text(t); });
   out += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", f.left, f.top,
                      f.plot_w(), f.plot_h());
   if (style.diagonal)
@@ -274,11 +290,7 @@ std::string bar_chart(const Axes& axes, const std::vector<Bar>& bars, bool horiz
   const Frame f{720, slanted ? 400.0 : 360.0, 70, 20, 20, slanted ? 110.0 : 50.0};
   const auto py = [&](double v) { return f.top + f.plot_h() - (v - vr.first) / (vr.second - vr.first) * f.plot_h(); };
   out = open_svg(f, axes);
-  for (double t : vticks) {
-    out += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", f.left, py(t),
-                       f.left + f.plot_w(), py(t));
-    out += text(f.left - 6, py(t) + 4, tick_text(t), "end");
-  }
+  out += y_grid(f, vticks, py);
   const double band = f.plot_w() / n;
   for (size_t i = 0; i < bars.size(); ++i) {
     const double x = f.left + band * static_cast<double>(i);
@@ -322,16 +334,8 @@ std::string histogram(const Axes& axes, const std::vector<double>& values, const
   const auto px = [&](double x) { return f.left + (x - xr.first) / (xr.second - xr.first) * f.plot_w(); };
   const auto py = [&](double y) { return f.top + f.plot_h() - (y - yr.first) / (yr.second - yr.first) * f.plot_h(); };
   std::string out = open_svg(f, axes);
-  for (double t : yticks) {
-    out += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", f.left, py(t),
-                       f.left + f.plot_w(), py(t));
-    out += text(f.left - 6, py(t) + 4, tick_text(t), "end");
-  }
-  for (double t : xticks) {
-    out += fmt::format("<line class=\"tick\" x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\"/>\n", px(t),
-                       f.top + f.plot_h(), f.top + f.plot_h() + 5);
-    out += text(px(t), f.top + f.plot_h() + 18, tick_text(t), "middle");
-  }
+  out += y_grid(f, yticks, py);
+  out += x_ticks(f, xticks, px, tick_text);
   for (size_t b = 0; b < plain.size(); ++b) {
     const double x0 = px(range.first + width * static_cast<double>(b)), x1 = px(range.first + width * static_cast<double>(b + 1));
     const std::string bin = fmt::format("[{}, {})", format_number(range.first + width * static_cast<double>(b)),
@@ -364,11 +368,7 @@ std::string box_plot(const Axes& axes, const std::vector<Box>& boxes) {
     return f.top + f.plot_h() - (std::clamp(v, yr.first, yr.second) - yr.first) / (yr.second - yr.first) * f.plot_h();
   };
   std::string out = open_svg(f, axes);
-  for (double t : yticks) {
-    out += fmt::format("<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>\n", f.left, py(t),
-                       f.left + f.plot_w(), py(t));
-    out += text(f.left - 6, py(t) + 4, tick_text(t), "end");
-  }
+  out += y_grid(f, yticks, py);
   const double band = f.plot_w() / static_cast<double>(std::max<size_t>(boxes.size(), 1));
   for (size_t i = 0; i < boxes.size(); ++i) {
     const Box& b = boxes[i];
