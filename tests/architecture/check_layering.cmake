@@ -5,6 +5,7 @@
 #
 #   host/common       -> (nothing of the host)
 #   host/format       -> common
+#   host/storage      -> common                             (where trial bytes live: s3:// locations, SigV4; knows no trials)
 #   host/trial        -> common format
 #   host/writer       -> common format trial
 #   host/plugin_host  -> common format trial profiler        (profiler: the extension vigil.profiler/1)
@@ -20,9 +21,10 @@
 # The host shares a few of the SDK's header-only pieces instead of keeping copies (one table per
 # fact): host/, hooks/ and bindings/ may include <vigil/sdk/X.hpp> for X in sdk_shared_with_host.
 cmake_policy(VERSION 3.25)
-set(host_parts common format trial writer plugin_host evaluate profiler cli)
+set(host_parts common format storage trial writer plugin_host evaluate profiler cli)
 set(allowed_common "")
 set(allowed_format common)
+set(allowed_storage common)
 set(allowed_trial common format)
 set(allowed_writer common format trial)
 set(allowed_plugin_host common format trial profiler)
