@@ -66,10 +66,12 @@ std::array<uint8_t, 32> Sha256::finish() {
   return out;
 }
 
-std::string Sha256::finish_hex() {
+std::string Sha256::finish_hex() { return digest_hex(finish()); }
+
+std::string digest_hex(const std::array<uint8_t, 32>& digest) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string s;
-  for (uint8_t b : finish()) { s += kHex[b >> 4]; s += kHex[b & 15]; }
+  for (uint8_t b : digest) { s += kHex[b >> 4]; s += kHex[b & 15]; }
   return s;
 }
 

@@ -25,4 +25,7 @@ class Sha256 {
   uint64_t total_ = 0;
 };
 
+// Lowercase hex of a digest (what finish_hex() returns, for digests made elsewhere, such as an HMAC).
+std::string digest_hex(const std::array<uint8_t, 32>& digest);
+
 }  // namespace vigil

@@ -12,13 +12,6 @@ namespace {
 
 constexpr size_t kShaBlock = 64;
 
-std::string to_hex(const std::array<uint8_t, 32>& digest) {
-  std::string out;
-  out.reserve(64);
-  for (uint8_t b : digest) out += fmt::format("{:02x}", b);
-  return out;
-}
-
 std::string_view as_view(const std::array<uint8_t, 32>& digest) {
   return {reinterpret_cast<const char*>(digest.data()), digest.size()};
 }
@@ -75,7 +68,7 @@ std::array<uint8_t, 32> hmac_sha256(std::string_view key, std::string_view messa
 std::string sha256_hex(std::string_view bytes) {
   Sha256 h;
   h.update(bytes.data(), bytes.size());
-  return to_hex(h.finish());
+  return h.finish_hex();
 }
 
 std::string uri_encode(std::string_view text, bool keep_slash) {
@@ -121,7 +114,7 @@ Signature sign_v4(const RequestToSign& request, const SigningKeyParts& key, std:
   const auto k_region = hmac_sha256(as_view(k_date), key.region);
   const auto k_service = hmac_sha256(as_view(k_region), key.service);
   const auto k_signing = hmac_sha256(as_view(k_service), "aws4_request");
-  out.signature = to_hex(hmac_sha256(as_view(k_signing), out.string_to_sign));
+  out.signature = digest_hex(hmac_sha256(as_view(k_signing), out.string_to_sign));
   out.authorization = fmt::format("AWS4-HMAC-SHA256 Credential={}/{}, SignedHeaders={}, Signature={}",
                                   key.access_key_id, scope, out.signed_headers, out.signature);
   return out;

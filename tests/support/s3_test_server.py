@@ -25,7 +25,6 @@ import hmac
 import http.client
 import http.server
 import json
-import os
 import pathlib
 import shutil
 import signal
