@@ -1,0 +1,65 @@
+// Where a trial's files live: a local folder or an S3 prefix, behind one interface, so the trial,
+// the profiler trial and the uploader read and write both the same way. Every name is a path
+// relative to the trial root ("index/000000000/000000000007_worker_0.json"); messages name the
+// whole location (describe()), never credentials.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace vigil::storage {
+
+struct ObjectInfo {
+  std::string relpath;  // relative to the trial root, '/'-separated
+  uint64_t size = 0;
+  std::string etag;     // S3's ETag (quotes kept); local: empty
+};
+
+// One object, opened once: its size and version are fixed at opening (S3: one HEAD, and every read
+// asks for that ETag with If-Match; local: an open descriptor). Reads may come from many threads.
+class StoredObject {
+ public:
+  virtual ~StoredObject() = default;
+  virtual uint64_t size() const = 0;                  // at opening
+  virtual const std::string& description() const = 0;  // "/data/trial/events/…" or "s3://b/p/events/…"
+  // Exactly out.size() bytes at `offset`: Io when fewer come (a short body is never taken),
+  // Corrupt when the object changed since it was opened.
+  [[nodiscard]] virtual Result<void> read_at(uint64_t offset, std::span<std::byte> out) const = 0;
+  // The size now, for a writer that appends (local: fstat; S3: HEAD).
+  [[nodiscard]] virtual Result<uint64_t> current_size() const = 0;
+};
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+  // The location as the user named it: "/data/trial" or "s3://bucket/prefix".
+  virtual std::string location() const = 0;
+  // The full name of one file, for messages.
+  virtual std::string describe(std::string_view relpath) const = 0;
+  virtual bool is_local() const = 0;
+
+  // Files under `folder` ("index/", "collections/", "" for all), at any depth, sorted by relpath,
+  // only those sorting after `start_after` when it is not empty. A missing folder lists nothing.
+  [[nodiscard]] virtual Result<std::vector<ObjectInfo>> list(std::string_view folder,
+                                                             std::string_view start_after = {}) const = 0;
+  // The whole file. A missing file is an Io error ("no such file"); `exists` is the test for that.
+  [[nodiscard]] virtual Result<std::string> read(std::string_view relpath) const = 0;
+  [[nodiscard]] virtual Result<std::shared_ptr<const StoredObject>> open(std::string_view relpath) const = 0;
+  [[nodiscard]] virtual Result<bool> exists(std::string_view relpath) const = 0;
+  // Writes the whole file (S3: one PUT with its CRC32C; local: a published file, renamed into place).
+  [[nodiscard]] virtual Result<void> write(std::string_view relpath, std::string_view bytes) const = 0;
+};
+
+// The store a trial location names: "s3://bucket/prefix" (credentials, region and endpoint from the
+// environment as AWS tools find them: s3_config.h) or a local folder. A local folder must exist
+// unless `create`.
+[[nodiscard]] Result<std::shared_ptr<ObjectStore>> open_object_store(std::string_view location, bool create = false);
+
+}  // namespace vigil::storage
