@@ -1,12 +1,8 @@
 #include "trial/event_file_cache.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 namespace vigil {
-
-EventFileCache::OpenFile::~OpenFile() { ::close(fd); }
 
 uint32_t EventFileCache::intern(const std::string& relpath) {
   std::lock_guard lock(mu_);
@@ -20,7 +16,7 @@ std::string EventFileCache::relpath(uint32_t id) const {
   return names_.at(id);
 }
 
-Result<std::shared_ptr<const EventFileCache::OpenFile>> EventFileCache::open(uint32_t id) const {
+Result<std::shared_ptr<const storage::StoredObject>> EventFileCache::open(uint32_t id) const {
   std::string rel;
   {
     std::lock_guard lock(mu_);
@@ -34,10 +30,10 @@ Result<std::shared_ptr<const EventFileCache::OpenFile>> EventFileCache::open(uin
   if (rel.empty())
     return fail(Error::index_reader(
         fmt::format("{}: the index of this step has an empty meta.event_file_name, so its values cannot be read",
-                    path_.string())));
-  auto opened = root_.open_file(rel);
+                    store_.location())));
+  auto opened = store_.open(rel);
   if (!opened) return fail(opened.error());
-  auto file = std::make_shared<const OpenFile>(opened->fd, opened->size, (path_ / rel).string());
+  auto file = std::move(*opened);
   std::lock_guard lock(mu_);
   open_.emplace_front(id, file);
   if (open_.size() > kMaxOpenFiles) open_.pop_back();  // readers keep their own reference

@@ -1,10 +1,10 @@
-// The trial's event files: their names, interned to the ids that index entries carry, and their
-// descriptors, kept open between reads (a full scan reads thousands of records from the same files;
-// published event files are complete and never change).
+// The trial's event files: their names, interned to the ids that index entries carry, and the files
+// themselves, kept open between reads (a full scan reads thousands of records from the same files;
+// published event files are complete and never change): a local descriptor, or an S3 object's size
+// and ETag from one HEAD.
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -15,39 +15,28 @@
 #include <vector>
 
 #include "common/error.h"
-#include "format/trial_layout.h"
+#include "storage/object_store.h"
 
 namespace vigil {
 
 class EventFileCache {
  public:
-  struct OpenFile {
-    OpenFile(int fd, uint64_t size, std::string path) : fd(fd), size(size), path(std::move(path)) {}
-    ~OpenFile();
-    OpenFile(const OpenFile&) = delete;
-    OpenFile& operator=(const OpenFile&) = delete;
-    int fd;
-    uint64_t size;     // when opened
-    std::string path;  // for messages
-  };
   static constexpr size_t kMaxOpenFiles = 64;
 
-  // `path`: the trial folder as the caller named it, for messages.
-  EventFileCache(const format::TrialRoot& root, std::filesystem::path path) : root_(root), path_(std::move(path)) {}
+  explicit EventFileCache(const storage::ObjectStore& store) : store_(store) {}
 
   // The id of an event file named relative to the trial root (the same id for the same name).
   uint32_t intern(const std::string& relpath);
   std::string relpath(uint32_t id) const;
   // The open file (opened and checked once, then kept while among the most recently used).
-  Result<std::shared_ptr<const OpenFile>> open(uint32_t id) const;
+  Result<std::shared_ptr<const storage::StoredObject>> open(uint32_t id) const;
 
  private:
-  const format::TrialRoot& root_;
-  const std::filesystem::path path_;
+  const storage::ObjectStore& store_;
   mutable std::mutex mu_;  // guards everything below
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> ids_;
-  mutable std::list<std::pair<uint32_t, std::shared_ptr<const OpenFile>>> open_;  // most recent first
+  mutable std::list<std::pair<uint32_t, std::shared_ptr<const storage::StoredObject>>> open_;  // most recent first
 };
 
 }  // namespace vigil

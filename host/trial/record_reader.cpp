@@ -1,12 +1,7 @@
 #include "trial/record_reader.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
 #include <span>
 
 #include "format/event_proto.h"
@@ -45,18 +40,17 @@ size_t RecordBufferPool::kept() {
 Result<TensorValue> RecordReader::read(const RecordLocation& where) const {
   auto opened = files_.open(where.file);
   if (!opened) return fail(opened.error());
-  const EventFileCache::OpenFile& ef = **opened;
-  uint64_t file_size = ef.size;
+  const storage::StoredObject& ef = **opened;
+  uint64_t file_size = ef.size();
   auto outside = [&] {
     return where.length < format::kRecordOverhead || where.start > file_size || where.length > file_size - where.start;
   };
   if (outside()) {
     // A writer that appends to its event files instead of publishing them whole: look again.
-    struct stat st {};
-    if (::fstat(ef.fd, &st) == 0) file_size = uint64_t(st.st_size);
+    if (auto now = ef.current_size()) file_size = *now;
   }
   if (outside())
-    return fail(Error::corrupt(ef.path, where.start,
+    return fail(Error::corrupt(ef.description(), where.start,
                                fmt::format("index entry (start {}, length {}) lies outside the file ({} bytes)",
                                            where.start, where.length, file_size)));
   constexpr size_t kMaxShift = 16;  // the largest element (complex128)
@@ -67,16 +61,9 @@ Result<TensorValue> RecordReader::read(const RecordLocation& where) const {
   }
   auto buffer = buffers_->get(where.length + kMaxShift);
   std::byte* const record_start = buffer->data() + shift;
-  size_t done = 0;
-  while (done < where.length) {
-    ssize_t n = ::pread(ef.fd, record_start + done, where.length - done, off_t(where.start + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      return fail(Error::io(ef.path, n < 0 ? std::strerror(errno) : "unexpected end of file"));
-    done += size_t(n);
-  }
+  if (auto r = ef.read_at(where.start, {record_start, where.length}); !r) return fail(r.error());
   std::span<const uint8_t> bytes{reinterpret_cast<const uint8_t*>(record_start), where.length};
-  auto corrupt = [&](std::string reason) { return fail(Error::corrupt(ef.path, where.start, std::move(reason))); };
+  auto corrupt = [&](std::string reason) { return fail(Error::corrupt(ef.description(), where.start, std::move(reason))); };
   auto record = format::parse_record(bytes);
   if (!record) return corrupt(record.error());
   if (record->record_size() != where.length)
@@ -95,7 +82,7 @@ Result<TensorValue> RecordReader::read(const RecordLocation& where) const {
       content_shift_[where.length] = aligned;
     }
   }
-  return decode_tensor_value(event->values.front().tensor, buffer, ef.path, where.start);
+  return decode_tensor_value(event->values.front().tensor, buffer, ef.description(), where.start);
 }
 
 }  // namespace vigil

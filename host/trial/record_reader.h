@@ -1,4 +1,5 @@
-// Reading one tensor record of an event file, where an index entry says it is: one pread into an
+// Reading one tensor record of an event file, where an index entry says it is: one read (a pread,
+// or one ranged GET of an S3 object) into an
 // aligned buffer, then the value is viewed in place (zero copy).
 #pragma once
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -21,6 +22,7 @@
 #include "trial/event_file_cache.h"
 #include "trial/record_reader.h"
 #include "trial/trial_watcher.h"
+#include "storage/object_store.h"
 
 namespace vigil {
 
@@ -66,6 +68,13 @@ struct TensorRecord {
 
 constexpr std::string_view kReductionPrefix = "smdebug/reductions/";
 
+void sleep_unless_stopped(std::chrono::milliseconds pause, const std::stop_token& stop) {
+  std::mutex mu;
+  std::condition_variable_any woken;
+  std::unique_lock lock(mu);
+  woken.wait_for(lock, stop, pause, [] { return false; });
+}
+
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
@@ -73,11 +82,11 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }  // namespace
 
 struct Trial::State {
-  State(fs::path path, format::TrialRoot root) : path(std::move(path)), root(std::move(root)) {}
+  explicit State(std::shared_ptr<const storage::ObjectStore> store) : path(store->location()), store(std::move(store)) {}
 
-  fs::path path;
-  format::TrialRoot root;  // every file the trial reads is opened through it
-  EventFileCache event_files{root, path};
+  fs::path path;  // the location as the caller named it (a folder, or "s3://bucket/prefix")
+  std::shared_ptr<const storage::ObjectStore> store;  // every file the trial reads is read through it
+  EventFileCache event_files{*store};
   RecordReader records{event_files};
   std::string name;
   TrialOptions options;
@@ -91,6 +100,7 @@ struct Trial::State {
   std::map<int64_t, std::set<std::string>> workers_for_global_step;
   std::map<int64_t, std::set<uint32_t>> event_files_of_step;  // global step -> event files (ids)
   std::set<std::string> read_index_files;
+  std::map<std::string, int64_t> newest_read_step;  // worker (as in index names) -> newest step read
   int64_t last_complete_step = -1;
   bool loaded_all_steps = false;
   bool end_marker_seen = false;
@@ -103,12 +113,31 @@ struct Trial::State {
   std::set<std::string> worker_set;
   std::vector<format::CollectionConfig> collections;
 
-  bool marker_exists() const { return fs::exists(path / format::kEndOfTrainingMarker); }
+  // A marker that cannot be looked up (the store failing) counts as absent: the trial then stays
+  // open, and the listing that follows reports the fault.
+  bool marker_exists() const {
+    auto exists = store->exists(format::kEndOfTrainingMarker);
+    return exists && *exists;
+  }
 
   // ---- index loading (caller holds mu) ----
-  Result<std::vector<std::string>> list_index_files() const;  // "index/<step9>/<name>", sorted
-  // `writers_done`: the end marker was there before the listing began, so one listing is exact.
-  Result<void> load_new_index_files(bool writers_done);
+  // Where a listing of index/ may start: after every name of the steps each worker has already been
+  // read up to (each worker publishes its steps in order), so that a refresh lists only new index
+  // files and one with nothing new costs one request of an object store. Empty until every worker
+  // has been seen.
+  std::string index_listing_start() const;
+  struct IndexListing {
+    std::vector<std::string> files;  // "index/<step9>/<name>", sorted
+    bool end_marker = false;         // the end marker was there before index/ was listed
+  };
+  // The index files not yet known, and whether the end marker was there before index/ was listed.
+  // Once every worker has been seen, one listing of the whole trial after the steps already read
+  // does both (the marker sorts after index/, and a folder's own files are listed before its
+  // subfolders are read), so a refresh with nothing new is one request of an object store.
+  Result<IndexListing> list_index_files() const;
+  // Loads the new index files of `first`; with `first.end_marker`, nothing is being published and
+  // that one listing is exact.
+  Result<void> load_new_index_files(IndexListing first);
   Result<void> register_index(const format::StepIndex& index, int64_t global_step, const std::string& worker,
                               const std::string& file);
   Result<void> refresh_locked();
@@ -203,31 +232,36 @@ Result<void> Trial::State::register_index(const format::StepIndex& index, int64_
   return {};
 }
 
-Result<std::vector<std::string>> Trial::State::list_index_files() const {
-  std::vector<std::string> out;
-  const fs::path index_root = path / "index";
-  std::error_code ec;
-  if (!fs::is_directory(index_root, ec)) return out;
-  std::vector<std::string> dirs;
-  for (const auto& d : fs::directory_iterator(index_root, ec))
-    if (d.is_directory(ec)) dirs.push_back(d.path().filename().string());
-  if (ec) return fail(Error::io(index_root.string(), ec.message()));
-  std::sort(dirs.begin(), dirs.end());
-  for (const auto& dir : dirs) {
-    std::vector<std::string> names;
-    const fs::path dir_path = index_root / dir;
-    for (const auto& f : fs::directory_iterator(dir_path, ec)) {
-      std::string n = f.path().filename().string();
-      if ((ends_with(n, ".json") || ends_with(n, ".csv")) && n.size() > 5) names.push_back(std::move(n));
-    }
-    if (ec) return fail(Error::io(dir_path.string(), ec.message()));
-    std::sort(names.begin(), names.end());
-    for (const auto& n : names) out.push_back("index/" + dir + "/" + n);
+std::string Trial::State::index_listing_start() const {
+  if (int64_t(newest_read_step.size()) < num_workers || newest_read_step.empty()) return {};
+  int64_t newest_of_all = std::numeric_limits<int64_t>::max();
+  for (const auto& [worker, step] : newest_read_step) newest_of_all = std::min(newest_of_all, step);
+  if (newest_of_all < 0 || newest_of_all == std::numeric_limits<int64_t>::max()) return {};
+  // Sorts after every index name of steps <= newest_of_all and before every one of the next step.
+  const int64_t next = newest_of_all + 1;
+  return fmt::format("index/{:09d}/{:012d}", next / 1000, next);
+}
+
+Result<Trial::State::IndexListing> Trial::State::list_index_files() const {
+  IndexListing out;
+  const std::string start = index_listing_start();
+  if (start.empty()) out.end_marker = marker_exists();
+  auto listed = start.empty() ? store->list("index/") : store->list("", start);
+  if (!listed) return fail(listed.error());
+  for (auto& object : *listed) {
+    const std::string& rel = object.relpath;
+    if (rel == format::kEndOfTrainingMarker) out.end_marker = true;
+    // index/<step9>/<name>.json (or .csv): one folder level, as smdebug reads it.
+    if (!rel.starts_with("index/")) continue;
+    const size_t folder_end = rel.find('/', 6);
+    if (folder_end == std::string::npos || rel.find('/', folder_end + 1) != std::string::npos) continue;
+    const std::string_view name = std::string_view(rel).substr(folder_end + 1);
+    if ((ends_with(name, ".json") || ends_with(name, ".csv")) && name.size() > 5) out.files.push_back(std::move(object.relpath));
   }
   return out;
 }
 
-Result<void> Trial::State::load_new_index_files(bool writers_done) {
+Result<void> Trial::State::load_new_index_files(IndexListing first) {
   // A listing is no snapshot: a file published while the folders are read may be missed while one
   // published after it is seen (ext4 returns a large folder in hash order over several getdents
   // calls; index/<step9>/ folders are read one after the other), and a step seen without the
@@ -240,11 +274,10 @@ Result<void> Trial::State::load_new_index_files(bool writers_done) {
   // list into a hashed tree (at about 700 index files): a listing that spans the change can miss
   // old files. The change happens once per folder, so at most one of the two listings spans it,
   // and the union of both is taken.
-  auto first = list_index_files();
-  if (!first) return fail(first.error());
+  const bool writers_done = first.end_marker;
   std::map<std::string, int64_t> newest_in_first;  // worker -> step
   bool found_new = false;
-  for (const auto& rel : *first) {
+  for (const auto& rel : first.files) {
     found_new = found_new || !read_index_files.contains(rel);
     if (writers_done) continue;
     if (auto parsed = format::parse_step_file_name(rel)) {
@@ -252,36 +285,41 @@ Result<void> Trial::State::load_new_index_files(bool writers_done) {
       if (!inserted) it->second = std::max(it->second, parsed->global_step);
     }
   }
-  std::vector<std::string> listed = *first;
+  std::vector<std::string> listed = std::move(first.files);
   if (found_new && !writers_done) {
     auto second = list_index_files();
     if (!second) return fail(second.error());
-    listed.insert(listed.end(), second->begin(), second->end());
+    listed.insert(listed.end(), second->files.begin(), second->files.end());
     std::sort(listed.begin(), listed.end());
     listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
   }
   for (const auto& rel : listed) {
     if (read_index_files.contains(rel)) continue;
     auto parsed = format::parse_step_file_name(rel);
-    if (!parsed) return fail(Error::index_reader("Invalid File Found: " + (path / rel).string(), (path / rel).string()));
+    if (!parsed) return fail(Error::index_reader("Invalid File Found: " + store->describe(rel), store->describe(rel)));
     auto newest = newest_in_first.find(parsed->worker);
     if (!writers_done && (newest == newest_in_first.end() || parsed->global_step > newest->second)) continue;
+    auto taken = [&] {
+      read_index_files.insert(rel);
+      auto [newest, inserted] = newest_read_step.try_emplace(parsed->worker, parsed->global_step);
+      if (!inserted) newest->second = std::max(newest->second, parsed->global_step);
+    };
     if ((options.range_begin && parsed->global_step < *options.range_begin) ||
         (options.range_end && parsed->global_step >= *options.range_end)) {
-      read_index_files.insert(rel);
+      taken();
       continue;
     }
-    const std::string full = (path / rel).string();
-    auto text = root.read_file(rel);
+    const std::string full = store->describe(rel);
+    auto text = store->read(rel);
     if (!text) {
       // A file that vanished between listing and reading was a writer's rename race; retry later.
-      if (!fs::exists(path / rel)) continue;
+      if (auto exists = store->exists(rel); exists && !*exists) continue;
       return fail(text.error());
     }
     auto index = format::parse_index_json(*text, full);
     if (!index) return fail(index.error());
     if (auto r = register_index(*index, parsed->global_step, parsed->worker, full); !r) return r;
-    read_index_files.insert(rel);
+    taken();
   }
   // smdebug §5.3 (b): far-behind incomplete steps are declared complete.
   const int64_t window = options.incomplete_step_wait_window;
@@ -292,12 +330,17 @@ Result<void> Trial::State::load_new_index_files(bool writers_done) {
 
 Result<void> Trial::State::refresh_locked() {
   if (loaded_all_steps || refresh_holds > 0) return {};
-  const bool marker = marker_exists();
+  auto first = list_index_files();
+  if (!first) return fail(first.error());
+  const bool marker = first->end_marker;
   const bool ended = assume_ended || marker;
-  if (auto r = load_new_index_files(marker); !r) return r;
+  if (auto r = load_new_index_files(std::move(*first)); !r) return r;
   if (ended) {
     if (options.end_refresh_delay.count() > 0) std::this_thread::sleep_for(options.end_refresh_delay);
-    if (auto r = load_new_index_files(marker); !r) return r;
+    auto last = list_index_files();
+    if (!last) return fail(last.error());
+    last->end_marker = last->end_marker || marker;
+    if (auto r = load_new_index_files(std::move(*last)); !r) return r;
     loaded_all_steps = true;
     end_marker_seen = true;
     if (!workers_for_global_step.empty())
@@ -402,13 +445,15 @@ Result<WorkerStep> Trial::State::locate(std::string_view name, int64_t step, Mod
 Trial::Trial(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Trial::~Trial() = default;
 
-Result<std::shared_ptr<Trial>> Trial::open(const fs::path& path, TrialOptions options) {
-  std::error_code ec;
-  if (!fs::is_directory(path, ec))
-    return fail(Error::io(path.string(), "no such trial directory"));
-  auto root = format::TrialRoot::open(path);
-  if (!root) return fail(root.error());
-  auto state = std::make_unique<State>(path, std::move(*root));
+Result<std::shared_ptr<Trial>> Trial::open(const std::string& location, TrialOptions options) {
+  auto store = storage::open_object_store(location);
+  if (!store) return fail(store.error());
+  return open(std::move(*store), options);
+}
+
+Result<std::shared_ptr<Trial>> Trial::open(std::shared_ptr<const storage::ObjectStore> store, TrialOptions options) {
+  auto state = std::make_unique<State>(std::move(store));
+  const fs::path& path = state->path;
   state->name = path.filename().empty() ? path.parent_path().filename().string() : path.filename().string();
   state->options = options;
 
@@ -416,27 +461,24 @@ Result<std::shared_ptr<Trial>> Trial::open(const fs::path& path, TrialOptions op
   // time_point::max() = no deadline.
   const auto deadline = options.collections_timeout ? std::chrono::steady_clock::now() + *options.collections_timeout
                                                     : std::chrono::steady_clock::time_point::max();
-  auto list_collection_files = [&]() {
-    std::vector<fs::path> files;
-    std::error_code lec;
-    const fs::path root = path / "collections";
-    if (fs::is_directory(root, lec))
-      for (auto it = fs::recursive_directory_iterator(root, lec); !lec && it != fs::recursive_directory_iterator();
-           it.increment(lec))
-        if (it->is_regular_file(lec) && ends_with(it->path().filename().string(), "collections.json"))
-          files.push_back(it->path());
-    std::sort(files.begin(), files.end());
+  auto list_collection_files = [&]() -> Result<std::vector<std::string>> {
+    auto listed = state->store->list("collections/");
+    if (!listed) return fail(listed.error());
+    std::vector<std::string> files;  // relative to the trial root, sorted
+    for (auto& object : *listed)
+      if (ends_with(object.relpath, "collections.json")) files.push_back(std::move(object.relpath));
     return files;
   };
-  std::vector<fs::path> files;
+  std::vector<std::string> files;
   bool parsed_first = false;
   while (true) {
-    files = list_collection_files();
+    auto listed = list_collection_files();
+    if (!listed) return fail(listed.error());
+    files = std::move(*listed);
     if (!files.empty() && !parsed_first) {
-      auto text = state->root.read_file(
-          (fs::path("collections") / files.front().lexically_relative(path / "collections")).string());
+      auto text = state->store->read(files.front());
       if (!text) return fail(text.error());
-      auto parsed = format::parse_collections_json(*text, files.front().string());
+      auto parsed = format::parse_collections_json(*text, state->store->describe(files.front()));
       if (!parsed) return fail(parsed.error());
       state->collections = std::move(parsed->collections);
       state->num_workers = std::max<int64_t>(1, parsed->num_workers);
@@ -447,19 +489,21 @@ Result<std::shared_ptr<Trial>> Trial::open(const fs::path& path, TrialOptions op
     if (std::chrono::steady_clock::now() >= deadline) {
       Error e{.code = ErrorCode::Timeout,
               .message = fmt::format("{}: found {} of {} collection files in collections/ (is this an smdebug trial?)",
-                                     path.string(), files.size(), parsed_first ? state->num_workers : 1)};
+                                     state->store->location(), files.size(), parsed_first ? state->num_workers : 1)};
       e.file = path.string();
       return fail(std::move(e));
     }
     std::this_thread::sleep_for(options.poll_interval);
   }
   for (const auto& f : files)
-    if (auto w = format::parse_collections_file_name(f.filename().string())) state->worker_set.insert(*w);
+    if (auto w = format::parse_collections_file_name(fs::path(f).filename().string())) state->worker_set.insert(*w);
 
   // The constructor's one refresh_data() (without the end-of-training logic).
   {
     std::lock_guard lock(state->mu);
-    if (auto r = state->load_new_index_files(state->marker_exists()); !r) return fail(r.error());
+    auto listing = state->list_index_files();
+    if (!listing) return fail(listing.error());
+    if (auto r = state->load_new_index_files(std::move(*listing)); !r) return fail(r.error());
   }
   return std::shared_ptr<Trial>(new Trial(std::move(state)));
 }
@@ -616,22 +660,30 @@ Result<void> Trial::wait_for_steps(const std::vector<int64_t>& steps, Mode mode,
                                    std::optional<std::chrono::milliseconds> timeout) {
   const auto deadline =
       timeout ? std::chrono::steady_clock::now() + *timeout : std::chrono::steady_clock::time_point::max();
-  // Watch the trial before looking at it, so no change between a look and the wait is missed.
-  TrialWatcher* watcher;
-  {
+  // Watch a local trial before looking at it, so no change between a look and the wait is missed.
+  // An object store has no change notification: it is listed again after a pause that doubles while
+  // nothing new appears, up to max_listing_interval, so following an idle job costs few requests.
+  TrialWatcher* watcher = nullptr;
+  if (state_->store->is_local()) {
     std::lock_guard lock(state_->mu);
     if (!state_->watcher) state_->watcher = std::make_unique<TrialWatcher>(state_->path);
     watcher = state_->watcher.get();
   }
+  auto listing_pause = state_->options.poll_interval;
+  size_t files_known = 0;
   for (int64_t step : steps) {
     while (true) {
       StepState state;
       std::vector<int64_t> all;
       bool all_loaded;
-      const uint64_t seen = watcher->generation();
+      const uint64_t seen = watcher ? watcher->generation() : 0;
       {
         std::lock_guard lock(state_->mu);
         if (auto r = state_->refresh_locked(); !r) return fail(r.error());
+        if (state_->read_index_files.size() != files_known) {
+          files_known = state_->read_index_files.size();
+          listing_pause = state_->options.poll_interval;
+        }
         state = state_->has_passed_step_locked(step, mode);
         all_loaded = state_->loaded_all_steps;
         if (state == StepState::Unavailable && all_loaded) all = state_->steps_locked(mode, true);
@@ -651,12 +703,19 @@ Result<void> Trial::wait_for_steps(const std::vector<int64_t>& steps, Mode mode,
                           .step = step,
                           .mode = mode});
       // Event driven with inotify; the poll interval only bounds the wait as a fallback.
-      auto wait = watcher->event_driven() ? std::chrono::milliseconds(1000) : state_->options.poll_interval;
+      auto wait = !watcher                 ? listing_pause
+                  : watcher->event_driven() ? std::chrono::milliseconds(1000)
+                                            : state_->options.poll_interval;
       if (timeout) {
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         wait = std::max(std::chrono::milliseconds(1), std::min(wait, left));
       }
-      watcher->wait_for_change(seen, wait, stop);
+      if (watcher) {
+        watcher->wait_for_change(seen, wait, stop);
+      } else {
+        sleep_unless_stopped(wait, stop);
+        listing_pause = std::min(listing_pause * 2, std::max(state_->options.poll_interval, state_->options.max_listing_interval));
+      }
     }
   }
   return {};
@@ -788,8 +847,8 @@ Result<double> Trial::step_wall_time(int64_t step, Mode mode) {
     return fail(Error::not_supported(fmt::format("step {} saved no tensor records, so it has no wall time", step)));
   double latest = 0;
   for (const auto& rel : files) {
-    const std::string file = (state_->path / rel).string();
-    auto read = state_->root.read_file(rel);
+    const std::string file = state_->store->describe(rel);
+    auto read = state_->store->read(rel);
     if (!read) return fail(read.error());
     const std::string& bytes = *read;
     auto records = format::split_records({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});

@@ -1,5 +1,5 @@
-// The trial: everything smdebug's Trial and Tensor offer (format spec §5), over a local trial
-// directory. Every failure is a vigil::Error whose code names the smdebug exception.
+// The trial: everything smdebug's Trial and Tensor offer (format spec §5), over a trial folder or
+// an S3 prefix (storage::ObjectStore). Every failure is a vigil::Error whose code names the smdebug exception.
 //
 // Refresh: like smdebug, queries that smdebug refreshes on first look for new index files until the
 // end-of-training marker has been seen; after that the trial is final and nothing is listed again.
@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/mode.h"
 #include "format/collections_json.h"
+#include "storage/object_store.h"
 #include "trial/reductions.h"
 #include "trial/tensor_value.h"
 
@@ -37,6 +38,9 @@ struct TrialOptions {
   std::chrono::milliseconds end_refresh_delay{0};
   // How often waiting calls look again (opening without collection files, wait_for_steps).
   std::chrono::milliseconds poll_interval{100};
+  // Following a trial in an object store: the pause between listings doubles from poll_interval up
+  // to this while nothing new appears.
+  std::chrono::milliseconds max_listing_interval{5000};
   // How long open() waits for the collection files; nullopt = until they appear or training ends.
   std::optional<std::chrono::milliseconds> collections_timeout;
 };
@@ -62,8 +66,11 @@ class Tensor;
 
 class Trial : public std::enable_shared_from_this<Trial> {
  public:
-  // Opens a local trial directory: waits for the collection files (§5.2), then loads the index.
-  [[nodiscard]] static Result<std::shared_ptr<Trial>> open(const std::filesystem::path& path, TrialOptions options = {});
+  // Opens a trial (a local folder or "s3://bucket/prefix"): waits for the collection files (§5.2),
+  // then loads the index.
+  [[nodiscard]] static Result<std::shared_ptr<Trial>> open(const std::string& location, TrialOptions options = {});
+  [[nodiscard]] static Result<std::shared_ptr<Trial>> open(std::shared_ptr<const storage::ObjectStore> store,
+                                                           TrialOptions options = {});
   ~Trial();
 
   const std::filesystem::path& path() const;

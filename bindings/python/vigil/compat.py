@@ -28,7 +28,6 @@ OMITTED = {
     "smdebug.profiler.*.S3*": "profiler readers over S3 are the object-storage issue's",
     "smdebug.profiler.profiler_config_parser": "smdebug's in-hook config parser; Vigil's hooks read the profiler "
                                                "config through the C++ ProfilerConfig (vigil._vigil)",
-    "smdebug.*.S3Trial": "trials in S3 are the object-storage issue's",
     "smdebug.trials.local_trial.LocalIndexReader": "smdebug's Python index reader; Vigil's C++ host reads the "
                                                    "index (there is no reader object to hand out)",
     "smdebug.core.tensor.ModeSteps": "smdebug's in-memory step model; Vigil's lives in the C++ host",
@@ -83,7 +82,7 @@ def _modules():
                                                        "ShapeUnavailableForStep", "StepNotYetAvailable",
                                                        "StepUnavailable", "TensorUnavailableForStep")),
         "smdebug.core.config_constants": {n: v for n, v in vars(_constants).items() if n.isupper()},
-        "smdebug.trials": dict(create_trial=T.create_trial, Trial=T.Trial, LocalTrial=T.LocalTrial, Tensor=T.Tensor,
+        "smdebug.trials": dict(create_trial=T.create_trial, Trial=T.Trial, LocalTrial=T.LocalTrial, S3Trial=T.S3Trial, Tensor=T.Tensor,
                                StepState=T.StepState),
         "smdebug.trials.trial": dict(
             Trial=T.Trial, Tensor=T.Tensor, StepState=T.StepState, Collection=C.Collection,
@@ -96,7 +95,7 @@ def _modules():
         "smdebug.trials.local_trial": dict(LocalTrial=T.LocalTrial, Trial=T.Trial, CollectionManager=C.CollectionManager,
                                            get_path_to_collections=L.get_path_to_collections,
                                            list_collection_files_in_directory=L.list_collection_files_in_directory),
-        "smdebug.trials.utils": dict(LocalTrial=T.LocalTrial, create_trial=T.create_trial, is_s3=L.is_s3,
+        "smdebug.trials.utils": dict(LocalTrial=T.LocalTrial, S3Trial=T.S3Trial, create_trial=T.create_trial, is_s3=L.is_s3,
                                      ProfilerTrial=P.ProfilerTrial),
         "smdebug.rules": dict(Rule=_rules.Rule, invoke_rule=_rules.invoke_rule, RequiredTensors=_rules.RequiredTensors,
                               RequiredTensorsForTrial=_rules.RequiredTensorsForTrial),

@@ -16,7 +16,7 @@ from enum import Enum
 from . import _vigil
 from .collection import Collection, CollectionKeys, CollectionManager, match_inc
 from .exceptions import SMDebugNotImplementedError, SMDebugValueError, TensorUnavailable
-from .locations import IndexFileLocationUtils, flatten, get_logger, serialize_tf_device
+from .locations import IndexFileLocationUtils, flatten, get_logger, is_s3, serialize_tf_device
 from .modes import ModeKeys, to_mode
 from .reduction_config import ReductionConfig
 from .save_config import SaveConfig, SaveConfigMode
@@ -363,6 +363,25 @@ class LocalTrial(Trial):
         return _vigil.open_trial(self._dirname, begin, end)
 
 
+class S3Trial(Trial):
+    """A trial under ``s3://bucket_name/prefix_name`` (smdebug's S3Trial), read through the host's S3
+    client: credentials, region and endpoint as AWS tools find them (``AWS_*`` variables,
+    ``~/.aws/credentials`` and ``config``; docs/object-storage.md)."""
+
+    def __init__(self, name, bucket_name, prefix_name, range_steps=None, check=False, index_mode=True, cache=False):
+        self.bucket_name = bucket_name
+        self.prefix_name = str(prefix_name).strip("/")
+        self._location = "s3://{}/{}".format(bucket_name, self.prefix_name) if self.prefix_name \
+            else "s3://{}".format(bucket_name)
+        super().__init__(name, range_steps=range_steps, check=check, index_mode=index_mode, cache=cache)
+
+    def _open_core(self):
+        begin, end = self.range_steps if self.range_steps is not None else (None, None)
+        if not self.index_mode:
+            begin, end = None, 0
+        return _vigil.open_trial(self._location, begin, end)
+
+
 class HostTrial(Trial):
     """A trial of a running evaluator, read through the plugin ABI (how Python rules see theirs)."""
 
@@ -407,13 +426,21 @@ def refresh(trials):
 
 
 def create_trial(path, name=None, profiler=False, output_dir="/opt/ml/processing/outputs/", **kwargs):
-    """Opens a trial (smdebug's create_trial): a ``LocalTrial`` for a local folder (``file://`` and
-    ``~`` allowed), with ``range_steps=(begin, end)`` (global steps, end exclusive, either None),
-    ``index_mode``, ``cache``, ``check`` and ``parallel`` as LocalTrial takes them; with
-    ``profiler=True`` a ``vigil.profiler.ProfilerTrial`` over a profiler output folder."""
+    """Opens a trial (smdebug's create_trial): an ``S3Trial`` for ``s3://bucket/prefix``, else a
+    ``LocalTrial`` for a local folder (``file://`` and ``~`` allowed), with ``range_steps=(begin, end)``
+    (global steps, end exclusive, either None), ``index_mode``, ``cache``, ``check`` and ``parallel``
+    as LocalTrial takes them; with ``profiler=True`` a ``vigil.profiler.ProfilerTrial`` over a profiler
+    output folder or prefix."""
     path = str(path).strip()
-    if path.startswith("s3://"):
-        raise SMDebugNotImplementedError("Vigil reads local trials only: " + path)
+    s3, bucket, prefix = is_s3(path)
+    if s3:
+        if name is None:
+            name = os.path.basename(prefix.rstrip("/")) or bucket
+        if profiler:
+            from .profiler import ProfilerTrial
+            return ProfilerTrial(name=name, trial_dir=path, output_dir=output_dir)
+        kwargs.pop("parallel", None)  # S3Trial takes no `parallel`, as in smdebug
+        return S3Trial(name=name, bucket_name=bucket, prefix_name=prefix, **kwargs)
     local = _local_path(path)
     if name is None:
         name = os.path.basename(os.path.normpath(local))
@@ -423,5 +450,5 @@ def create_trial(path, name=None, profiler=False, output_dir="/opt/ml/processing
     return LocalTrial(name=name, dirname=local, **kwargs)
 
 
-__all__ = ["create_trial", "Trial", "LocalTrial", "HostTrial", "Tensor", "Collection", "ReductionConfig",
+__all__ = ["create_trial", "Trial", "LocalTrial", "S3Trial", "HostTrial", "Tensor", "Collection", "ReductionConfig",
            "SaveConfigMode", "SaveConfig", "StepState", "no_refresh", "refresh", "get_numpy_reduction"]
