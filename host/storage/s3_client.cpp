@@ -127,7 +127,7 @@ std::optional<std::string> xml_text(std::string_view xml, std::string_view tag) 
 
 // "HTTP 403 AccessDenied: Access Denied": S3's Code and Message, never the rest of its error
 // document (a SignatureDoesNotMatch document repeats the string to sign and the signature).
-std::string http_failure(const S3Client::Response& response) {
+std::string http_failure(const S3Client::Response& response, const S3Config& config) {
   std::string text = fmt::format("HTTP {}", response.status);
   if (const auto code = xml_text(response.body, "Code")) text += " " + *code;
   if (auto message = xml_text(response.body, "Message")) {
@@ -136,6 +136,7 @@ std::string http_failure(const S3Client::Response& response) {
   }
   if (const std::string region = response.header("x-amz-bucket-region"); !region.empty())
     text += fmt::format(" (the bucket is in region {})", region);
+  if (response.status == 403) text += fmt::format(" (credentials from {})", config.credentials_source);
   return text;
 }
 
@@ -394,7 +395,7 @@ Result<S3Client::Response> S3Client::execute(const Request& request) const {
     } else {
       const auto s3_code = xml_text(response.body, "Code");
       if (!retryable_answer(response.status, s3_code.value_or(""))) return std::move(response);
-      last_failure = http_failure(response);
+      last_failure = http_failure(response, config_);
       last_timed_out = false;
     }
     if (attempts == config_.max_attempts) break;
@@ -424,7 +425,7 @@ Result<std::vector<S3ListedObject>> S3Client::list_objects(std::string_view buck
     else if (!start_after.empty()) request.query.emplace_back("start-after", std::string(start_after));
     auto response = execute(request);
     if (!response) return fail(response.error());
-    if (response->status != 200) return fail(failure(request, http_failure(*response)));
+    if (response->status != 200) return fail(failure(request, http_failure(*response, config_)));
     const std::string_view xml = response->body;
     if (xml.find("<ListBucketResult") == std::string_view::npos)
       return fail(failure(request, "the answer is not a ListObjectsV2 result"));
@@ -462,8 +463,8 @@ Result<std::string> S3Client::get_object(std::string_view bucket, std::string_vi
   };
   auto response = execute(request);
   if (!response) return fail(response.error());
-  if (response->status == 404) return fail(failure(request, "no such file (" + http_failure(*response) + ")"));
-  if (response->status != 200) return fail(failure(request, http_failure(*response)));
+  if (response->status == 404) return fail(failure(request, "no such file (" + http_failure(*response, config_) + ")"));
+  if (response->status != 200) return fail(failure(request, http_failure(*response, config_)));
   return std::move(response->body);
 }
 
@@ -489,10 +490,10 @@ Result<void> S3Client::get_range(std::string_view bucket, std::string_view key, 
   if (response->status == 412)
     return fail(Error::corrupt(request.object, offset,
                                fmt::format("the object changed since it was opened (it is no longer ETag {})", if_match_etag)));
-  if (response->status == 404) return fail(failure(request, "no such file (" + http_failure(*response) + ")"));
+  if (response->status == 404) return fail(failure(request, "no such file (" + http_failure(*response, config_) + ")"));
   if (response->status == 200)
     return fail(failure(request, fmt::format("the server ignored the range {}-{} (HTTP 200)", offset, last)));
-  return fail(failure(request, http_failure(*response)));
+  return fail(failure(request, http_failure(*response, config_)));
 }
 
 Result<std::optional<S3ObjectHead>> S3Client::head_object(std::string_view bucket, std::string_view key) const {
@@ -501,7 +502,7 @@ Result<std::optional<S3ObjectHead>> S3Client::head_object(std::string_view bucke
   auto response = execute(request);
   if (!response) return fail(response.error());
   if (response->status == 404) return std::optional<S3ObjectHead>();
-  if (response->status != 200) return fail(failure(request, http_failure(*response)));
+  if (response->status != 200) return fail(failure(request, http_failure(*response, config_)));
   const auto size = parse_u64(response->header("content-length"));
   if (!size) return fail(failure(request, "HEAD gave no Content-Length"));
   return std::optional<S3ObjectHead>(S3ObjectHead{*size, response->header("etag")});
@@ -513,7 +514,7 @@ Result<void> S3Client::put_object(std::string_view bucket, std::string_view key,
   request.headers = {{"x-amz-checksum-crc32c", crc32c_base64(bytes)}};
   auto response = execute(request);
   if (!response) return fail(response.error());
-  if (response->status != 200) return fail(failure(request, http_failure(*response)));
+  if (response->status != 200) return fail(failure(request, http_failure(*response, config_)));
   return {};
 }
 

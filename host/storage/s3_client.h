@@ -73,6 +73,7 @@ class S3Client {
   [[nodiscard]] S3Stats stats() const;
   [[nodiscard]] const S3Config& config() const { return config_; }
 
+  // The implementation's own (s3_client.cpp), declared here so that its helpers can name them.
   struct Request;
   struct Response;
   enum class Kind { List, Get, Range, Head, Put };

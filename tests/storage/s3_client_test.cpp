@@ -314,7 +314,9 @@ TEST_F(S3Test, WrongSecretIsA403NamingTheObjectWithoutSecrets) {
   ASSERT_FALSE(listed);
   errors.push_back(listed.error());
   for (const Error& e : errors) {
+    EXPECT_TRUE(contains(e.message, "s3://trials/denied/")) << e.message;
     EXPECT_TRUE(contains(e.message, "403")) << e.message;
+    EXPECT_TRUE(contains(e.message, "(credentials from the S3 test server)")) << e.message;
     EXPECT_FALSE(contains(e.message, secret)) << e.message;
     EXPECT_FALSE(contains(e.message, "SESSIONTOKEN")) << e.message;
     EXPECT_FALSE(contains(e.message, "Signature=")) << e.message;
