@@ -15,7 +15,7 @@ packages=(
   libtorch-dev                           # vigil::torch::Hook (hooks/libtorch) and its example
   python3-xgboost python3-pandas         # vigil.xgboost (capture) and its tests; trees_to_dataframe needs pandas
   libcurl4-openssl-dev                   # the S3 client (host/storage/s3_client.cpp): HTTP(S) with OpenSSL
-  nodejs npm                             # the S3 test server (tests/support/s3_test_server.py runs s3rver, an npm package)
+  nodejs                                 # the S3 test server (tests/support/s3_test_server.py runs s3rver, an npm package)
   chromium                               # the ProfilerReport page's browser test (tests/support/check_html_in_browser.py: headless render + screenshot)
   # scripts/fuzz.sh: libFuzzer + ASan/UBSan runtimes and llvm-symbolizer for readable reports. clang 19,
   # not 14: libstdc++ 12 offers std::expected only to compilers with __cpp_concepts >= 202002L.
@@ -23,6 +23,9 @@ packages=(
 )
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
+# npm only installs s3rver (below): wanted only while s3rver is missing.
+s3rver="$root/tests/support/s3rver"
+if [ ! -f "$s3rver/node_modules/s3rver/package.json" ]; then packages+=(npm); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -37,7 +40,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # The S3 test server's npm packages, at the versions its package-lock.json pins.
-s3rver="$root/tests/support/s3rver"
 if [ ! -f "$s3rver/node_modules/s3rver/package.json" ]; then
   echo "install-deps: installing s3rver into $s3rver/node_modules"
   npm ci --prefix "$s3rver" --no-audit --no-fund >/dev/null
