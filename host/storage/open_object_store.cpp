@@ -2,6 +2,8 @@
 
 #include "storage/local_folder_store.h"
 #include "storage/object_store.h"
+#include "storage/s3_config.h"
+#include "storage/s3_object_store.h"
 #include "storage/s3_uri.h"
 
 namespace vigil::storage {
@@ -10,7 +12,9 @@ Result<std::shared_ptr<ObjectStore>> open_object_store(std::string_view location
   if (is_s3_uri(location)) {
     auto uri = parse_s3_uri(location);
     if (!uri) return fail(uri.error());
-    return fail(Error::not_supported("S3 client not built yet: " + uri->to_string()));
+    auto config = s3_config_from_environment();
+    if (!config) return fail(config.error());
+    return open_s3_store(*uri, std::move(*config));  // an S3 prefix needs no creating
   }
   return open_local_folder_store(std::filesystem::path(location), create);
 }

@@ -5,7 +5,7 @@
 #
 #   host/common       -> (nothing of the host)
 #   host/format       -> common
-#   host/storage      -> common                             (where trial bytes live: s3:// locations, SigV4; knows no trials)
+#   host/storage      -> common format                      (where trial bytes live: s3:// locations, SigV4, the S3 client; knows no trials; format for CRC32C)
 #   host/trial        -> common format
 #   host/writer       -> common format trial
 #   host/plugin_host  -> common format trial profiler        (profiler: the extension vigil.profiler/1)

@@ -1,0 +1,115 @@
+#include "storage/s3_object_store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace vigil::storage {
+namespace {
+
+class S3StoredObject final : public StoredObject {
+ public:
+  S3StoredObject(std::shared_ptr<const S3Client> client, std::string bucket, std::string key, S3ObjectHead head)
+      : client_(std::move(client)),
+        bucket_(std::move(bucket)),
+        key_(std::move(key)),
+        head_(std::move(head)),
+        description_(fmt::format("s3://{}/{}", bucket_, key_)) {}
+
+  uint64_t size() const override { return head_.size; }
+  const std::string& description() const override { return description_; }
+
+  Result<void> read_at(uint64_t offset, std::span<std::byte> out) const override {
+    if (offset > head_.size || out.size() > head_.size - offset)
+      return fail(Error::io(description_, fmt::format("{} bytes at offset {} run past the end ({} bytes when opened)",
+                                                      out.size(), offset, head_.size)));
+    return client_->get_range(bucket_, key_, offset, out, head_.etag);
+  }
+
+  Result<uint64_t> current_size() const override {
+    auto head = client_->head_object(bucket_, key_);
+    if (!head) return fail(head.error());
+    if (!*head) return fail(Error::io(description_, "no such file (it was removed since it was opened)"));
+    return (*head)->size;
+  }
+
+ private:
+  std::shared_ptr<const S3Client> client_;
+  std::string bucket_;
+  std::string key_;
+  S3ObjectHead head_;
+  std::string description_;
+};
+
+class S3ObjectStore final : public ObjectStore {
+ public:
+  S3ObjectStore(S3Uri uri, std::shared_ptr<const S3Client> client) : uri_(std::move(uri)), client_(std::move(client)) {}
+
+  std::string location() const override { return uri_.to_string(); }
+  std::string describe(std::string_view relpath) const override {
+    return fmt::format("s3://{}/{}", uri_.bucket, uri_.key(relpath));
+  }
+  bool is_local() const override { return false; }
+
+  Result<std::vector<ObjectInfo>> list(std::string_view folder, std::string_view start_after) const override {
+    // Keys under the trial's prefix start with "<prefix>/": a bare prefix would also match
+    // "<prefix>-other/...", and a folder without its '/' the folders that extend its name.
+    const std::string root = uri_.prefix.empty() ? std::string() : uri_.prefix + "/";
+    std::string prefix = root + std::string(folder);
+    if (!folder.empty() && !folder.ends_with('/')) prefix += '/';
+    auto listed = client_->list_objects(uri_.bucket, prefix, start_after.empty() ? std::string() : uri_.key(start_after));
+    if (!listed) return fail(listed.error());
+    std::vector<ObjectInfo> out;
+    out.reserve(listed->size());
+    for (auto& object : *listed) {
+      if (object.key.ends_with('/') || !object.key.starts_with(root)) continue;  // folder markers
+      out.push_back({object.key.substr(root.size()), object.size, std::move(object.etag)});
+    }
+    std::sort(out.begin(), out.end(), [](const ObjectInfo& a, const ObjectInfo& b) { return a.relpath < b.relpath; });
+    return out;
+  }
+
+  Result<std::string> read(std::string_view relpath) const override {
+    return client_->get_object(uri_.bucket, uri_.key(relpath));
+  }
+
+  Result<std::shared_ptr<const StoredObject>> open(std::string_view relpath) const override {
+    std::string key = uri_.key(relpath);
+    auto head = client_->head_object(uri_.bucket, key);
+    if (!head) return fail(head.error());
+    if (!*head) return fail(Error::io(describe(relpath), "no such file"));
+    return std::make_shared<const S3StoredObject>(client_, uri_.bucket, std::move(key), std::move(**head));
+  }
+
+  Result<bool> exists(std::string_view relpath) const override {
+    auto head = client_->head_object(uri_.bucket, uri_.key(relpath));
+    if (!head) return fail(head.error());
+    return head->has_value();
+  }
+
+  Result<void> write(std::string_view relpath, std::string_view bytes) const override {
+    return client_->put_object(uri_.bucket, uri_.key(relpath), bytes);
+  }
+
+  S3Stats stats() const { return client_->stats(); }
+
+ private:
+  S3Uri uri_;
+  std::shared_ptr<const S3Client> client_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<ObjectStore>> open_s3_store(const S3Uri& uri, S3Config config) {
+  auto client = S3Client::create(std::move(config));
+  if (!client) return fail(client.error());
+  return std::make_shared<S3ObjectStore>(uri, std::move(*client));
+}
+
+std::optional<S3Stats> s3_stats(const ObjectStore& store) {
+  const auto* s3 = dynamic_cast<const S3ObjectStore*>(&store);
+  if (s3 == nullptr) return std::nullopt;
+  return s3->stats();
+}
+
+}  // namespace vigil::storage

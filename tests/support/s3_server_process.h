@@ -1,0 +1,47 @@
+// The S3 test server (tests/support/s3_test_server.py: s3rver behind a proxy that checks SigV4
+// signatures and injects faults) as a child process of a test binary, and the configuration that
+// reaches it. Started once per binary by the suites that talk to S3; stopping it closes its input.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "storage/s3_config.h"
+
+namespace vigil::test {
+
+class S3ServerProcess {
+ public:
+  // Runs `/usr/bin/python3 <script> <buckets...>` and waits (up to a minute) for its JSON line.
+  [[nodiscard]] static Result<std::unique_ptr<S3ServerProcess>> start(const std::string& script,
+                                                                       const std::vector<std::string>& buckets = {"trials"});
+  ~S3ServerProcess();
+  S3ServerProcess(const S3ServerProcess&) = delete;
+  S3ServerProcess& operator=(const S3ServerProcess&) = delete;
+
+  // The addresses and AWS variables the server printed (endpoint, proxy, control, AWS_*).
+  const nlohmann::json& info() const { return info_; }
+  // A configuration through the checking proxy (path-style), with quick backoff for tests.
+  storage::S3Config config() const;
+
+  // The fault rules of the proxy (s3_test_server.py's docstring), replacing any before.
+  void set_faults(const nlohmann::json& rules) const;
+  // Every request the proxy saw since the last clear: [{method, path, status}].
+  nlohmann::json requests() const;
+  void clear_requests() const;
+
+ private:
+  S3ServerProcess() = default;
+  pid_t pid_ = -1;
+  int stdin_fd_ = -1;
+  nlohmann::json info_;
+};
+
+}  // namespace vigil::test
