@@ -100,6 +100,15 @@ class PyTrialUploader {
 }  // namespace
 
 void register_uploader(py::module_& m) {
+  m.def("needs_staging", &storage::needs_staging, py::arg("location"),
+        "Whether a hook stages `location` locally and uploads it (s3://) instead of writing it in place");
+  m.def(
+      "make_staging_folder", [] { return unwrap(storage::make_staging_folder()).string(); },
+      "A fresh staging folder vigil-upload-XXXXXX in $VIGIL_STAGING_DIR, else the temp folder");
+  m.def(
+      "upload_timeout_from_environment",
+      [] { return double(unwrap(storage::upload_timeout_from_environment()).count()) / 1000; },
+      "$VIGIL_UPLOAD_TIMEOUT_SECONDS, else 60: seconds a hook's close() waits for the last uploads");
   py::class_<PyTrialUploader>(m, "TrialUploader",
                               "Copies a trial staged in a local folder to its location (s3:// or a folder) on its "
                               "own thread: data files, then index files, the end marker last")

@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <condition_variable>
 #include <cstdio>
 #include <map>
@@ -334,6 +337,40 @@ struct TrialUploader::State {
     return r;
   }
 };
+
+bool needs_staging(std::string_view location) { return location.starts_with("s3://"); }
+
+Result<fs::path> make_staging_folder() {
+  try {
+    std::error_code ec;
+    fs::path parent;
+    if (const char* env = std::getenv("VIGIL_STAGING_DIR"); env && *env) {
+      parent = env;
+      fs::create_directories(parent, ec);
+      if (ec) return fail(Error::io_write(parent.string(), ec.message()));
+    } else {
+      parent = fs::temp_directory_path(ec);
+      if (ec) return fail(Error::io_write("the temp folder", ec.message()));
+    }
+    std::string name = (parent / "vigil-upload-XXXXXX").string();
+    if (::mkdtemp(name.data()) == nullptr) return fail(Error::io_write(name, std::strerror(errno)));
+    return fs::path(name);
+  } catch (const std::exception& e) {
+    return fail(Error::internal(fmt::format("cannot make a staging folder: {}", e.what())));
+  }
+}
+
+Result<std::chrono::milliseconds> upload_timeout_from_environment() {
+  const char* env = std::getenv("VIGIL_UPLOAD_TIMEOUT_SECONDS");
+  if (env == nullptr) return std::chrono::milliseconds(60'000);
+  char* end = nullptr;
+  errno = 0;
+  const double seconds = std::strtod(env, &end);
+  if (end == env || *end != '\0' || errno != 0 || !(seconds >= 0) || seconds > 1e9)
+    return fail(Error::invalid_argument(
+        fmt::format("VIGIL_UPLOAD_TIMEOUT_SECONDS must be a number of seconds >= 0, not '{}'", env)));
+  return std::chrono::milliseconds(int64_t(seconds * 1000));
+}
 
 TrialUploader::TrialUploader(std::shared_ptr<State> state) : state_(std::move(state)) {}
 

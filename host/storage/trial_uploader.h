@@ -29,6 +29,15 @@
 
 namespace vigil::storage {
 
+// A location the hooks cannot write in place, so they stage it locally and upload it: "s3://...".
+bool needs_staging(std::string_view location);
+// A fresh staging folder "vigil-upload-XXXXXX" in $VIGIL_STAGING_DIR (created if missing), else in
+// the system's temp folder.
+[[nodiscard]] Result<std::filesystem::path> make_staging_folder();
+// $VIGIL_UPLOAD_TIMEOUT_SECONDS (seconds >= 0), else 60 s: how long a hook's close() waits for the
+// last uploads. InvalidArgument for anything else.
+[[nodiscard]] Result<std::chrono::milliseconds> upload_timeout_from_environment();
+
 struct UploaderOptions {
   std::chrono::milliseconds scan_interval{1000};
   // Receives the first message of each kind of fault (listing, reading, writing, internal). May run

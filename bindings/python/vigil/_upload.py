@@ -7,31 +7,16 @@ sees an index before its event file). The hook finishes the upload when it close
 otherwise); ``$VIGIL_UPLOAD_TIMEOUT_SECONDS`` (default 60) bounds the wait for the last uploads.
 """
 import os
-import tempfile
 
 from . import _vigil
 
 STAGING_ENV = "VIGIL_STAGING_DIR"
 TIMEOUT_ENV = "VIGIL_UPLOAD_TIMEOUT_SECONDS"
-DEFAULT_TIMEOUT_SECONDS = 60.0
 
 
 def is_remote(location):
     """Whether the hook cannot write `location` in place and stages it for upload instead."""
-    return str(location).startswith("s3://")
-
-
-def upload_timeout():
-    text = os.environ.get(TIMEOUT_ENV)
-    if text is None:
-        return DEFAULT_TIMEOUT_SECONDS
-    try:
-        seconds = float(text)
-        if not seconds >= 0:
-            raise ValueError
-    except ValueError:
-        raise ValueError("{} must be a number of seconds >= 0, not {!r}".format(TIMEOUT_ENV, text)) from None
-    return seconds
+    return _vigil.needs_staging(str(location))
 
 
 class StagedUpload:
@@ -40,10 +25,7 @@ class StagedUpload:
     def __init__(self, location, logger, scan_interval_s=1.0):
         self.location = str(location)
         self.logger = logger
-        parent = os.environ.get(STAGING_ENV) or None
-        if parent is not None:
-            os.makedirs(parent, exist_ok=True)
-        self.local_dir = tempfile.mkdtemp(prefix="vigil-upload-", dir=parent)
+        self.local_dir = _vigil.make_staging_folder()
         self._uploader = _vigil.TrialUploader(self.local_dir, self.location, scan_interval_s)
         self.report = None
 
@@ -67,7 +49,9 @@ class StagedUpload:
         if self.report is not None:
             return self.report
         try:
-            self.report = self._uploader.finish(upload_timeout() if timeout_s is None else timeout_s)
+            if timeout_s is None:
+                timeout_s = _vigil.upload_timeout_from_environment()
+            self.report = self._uploader.finish(timeout_s)
             self.log_faults()
             left = self.report["files_left"]
             if left:
@@ -79,4 +63,4 @@ class StagedUpload:
         return self.report
 
 
-__all__ = ["StagedUpload", "is_remote", "upload_timeout", "STAGING_ENV", "TIMEOUT_ENV"]
+__all__ = ["StagedUpload", "is_remote", "STAGING_ENV", "TIMEOUT_ENV"]
