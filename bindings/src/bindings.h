@@ -80,5 +80,6 @@ void register_writer(py::module_& m);
 void register_hook_writer(py::module_& m);
 void register_plugin_rules(py::module_& m);
 void register_profiler(py::module_& m);
+void register_uploader(py::module_& m);
 
 }  // namespace vigil::python

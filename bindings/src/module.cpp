@@ -6,7 +6,7 @@
 #endif
 
 PYBIND11_MODULE(_vigil, m) {
-  m.doc() = "Vigil's host, for the vigil Python package: trials, values, the writer, plugin rules, the profiler";
+  m.doc() = "Vigil's host, for the vigil Python package: trials, values, the writer, plugin rules, the profiler, the uploader";
   m.attr("__version__") = VIGIL_VERSION;
   vigil::python::register_errors(m);
   vigil::python::register_values(m);
@@ -16,4 +16,5 @@ PYBIND11_MODULE(_vigil, m) {
   vigil::python::register_hook_writer(m);
   vigil::python::register_plugin_rules(m);
   vigil::python::register_profiler(m);
+  vigil::python::register_uploader(m);
 }

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from . import _vigil
+from . import _upload, _vigil
 from .collection import (NON_HISTOGRAM_COLLECTIONS, NON_REDUCTION_COLLECTIONS, SCALAR_COLLECTIONS, CollectionKeys,
                          CollectionManager, match_inc)
 from .exceptions import InvalidCollectionConfiguration
@@ -81,7 +81,8 @@ class BaseHook:
             out_dir = DEFAULT_SAGEMAKER_OUTDIR
         if include_workers not in ("one", "all"):
             raise ValueError("include_workers must be 'one' or 'all', not {!r}".format(include_workers))
-        self.out_dir = os.path.expanduser(str(out_dir))
+        out_dir = str(out_dir)
+        self.out_dir = out_dir if _upload.is_remote(out_dir) else os.path.expanduser(out_dir)
         self.tensorboard_dir = _tensorboard_dir(export_tensorboard, tensorboard_dir, self.out_dir)
         self.dry_run = bool(dry_run)
         self.save_all_workers = include_workers == "all"
@@ -124,8 +125,45 @@ class BaseHook:
         self._tb_writers = {}
         self._closed = False
         self._max_queue_bytes = _queue_budget()
+        # s3:// locations are written in local staging folders and uploaded (vigil/_upload.py);
+        # out_dir and tensorboard_dir keep naming the user's locations.
+        self._uploads = []
+        self._local_out_dir = self.out_dir
+        self._local_tensorboard_dir = self.tensorboard_dir
         if not self._disabled:
             atexit.register(self._atexit_close)
+            self._stage_remote_locations()
+
+    # ---- remote locations ---------------------------------------------------------------------------
+    def _stage_remote_locations(self):
+        """A staging folder and an uploader for each s3:// location (a tensorboard_dir inside out_dir
+        shares out_dir's). Any failure is the hook's fault: logged once, and capture steps aside."""
+        if self.dry_run:
+            return  # writes nothing
+        try:
+            self._local_out_dir = self._staged_path(self.out_dir)
+            if self.tensorboard_dir is not None:
+                self._local_tensorboard_dir = self._staged_path(self.tensorboard_dir)
+        except Exception as e:  # noqa: BLE001 - training goes on without capture
+            self._fault("cannot stage {} for upload: {}: {}".format(self.out_dir, type(e).__name__, e))
+
+    def _staged_path(self, location):
+        if not _upload.is_remote(location):
+            return location
+        for upload in self._uploads:
+            local = upload.local_path(location)
+            if local is not None:
+                return local
+        upload = _upload.StagedUpload(location, self.logger)
+        self._uploads.append(upload)
+        return upload.local_dir
+
+    def _finish_uploads(self):
+        """After the hook's last file (the end marker included): the uploads, each waited for up to
+        $VIGIL_UPLOAD_TIMEOUT_SECONDS."""
+        uploads, self._uploads = self._uploads, []
+        for upload in uploads:
+            upload.finish()
 
     # ---- faults ------------------------------------------------------------------------------------
     def _fault(self, message):
@@ -142,6 +180,8 @@ class BaseHook:
                 pass
 
     def _check_writer(self):
+        for upload in self._uploads:
+            upload.log_faults()
         if self._writer is not None:
             err = self._writer.error()
             if err is not None:
@@ -238,7 +278,7 @@ class BaseHook:
             return False
         if self._writer is None:
             num_workers = self._get_num_workers() if self.save_all_workers else 1
-            self._writer = _vigil.QueuedWriter(self.out_dir, self.worker, num_workers, self._max_queue_bytes)
+            self._writer = _vigil.QueuedWriter(self._local_out_dir, self.worker, num_workers, self._max_queue_bytes)
         return True
 
     @never_raises
@@ -342,7 +382,8 @@ class BaseHook:
             return None
         tb = self._tb_writers.get(mode)
         if tb is None:
-            tb = self._tb_writers[mode] = _vigil.TensorBoardWriter(self.tensorboard_dir, int(mode), max(self.step, 0))
+            tb = self._tb_writers[mode] = _vigil.TensorBoardWriter(self._local_tensorboard_dir, int(mode),
+                                                                   max(self.step, 0))
         return tb
 
     def _close_tb_writers(self):
@@ -383,9 +424,12 @@ class BaseHook:
 
     # ---- the end ---------------------------------------------------------------------------------------------
     def close(self):
-        """Ends the last step, publishes the collections and (outside SageMaker) the end marker."""
+        """Ends the last step, publishes the collections and (outside SageMaker) the end marker, then
+        finishes the uploads of s3:// locations (also when a fault disabled the hook: what was
+        published still goes up)."""
         if self._closed or self._disabled:
             self._closed = True
+            self._finish_uploads()
             return
         try:
             self._closed = True
@@ -402,6 +446,7 @@ class BaseHook:
                     self._fault("writing the trial failed: " + err)
         except Exception as e:  # noqa: BLE001
             self._fault("close failed: {}: {}".format(type(e).__name__, e))
+        self._finish_uploads()
 
     def _atexit_close(self):
         if not self._closed:

@@ -2,6 +2,7 @@
 #include "vigil/torch/hook.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
 
+#include "storage/trial_uploader.h"
 #include "writer/trial_writer.h"
 
 namespace vigil::torch {
@@ -60,7 +62,10 @@ struct Hook::State {
 
   std::mutex mutex;  // the gradient hooks may run on autograd's threads
   std::unique_ptr<TrialWriter> writer;
-  fs::path out_dir;
+  fs::path out_dir;  // as the user named it (an s3:// location stays one)
+  // An s3:// out_dir: the writer writes a staging folder, which this uploads (close() finishes it).
+  std::unique_ptr<storage::TrialUploader> uploader;
+  std::chrono::milliseconds upload_timeout{0};
   std::set<std::string, std::less<>> include;
   std::vector<Param> params;
   std::set<std::string, std::less<>> warned;  // names skipped for their dtype
@@ -163,7 +168,23 @@ Result<std::unique_ptr<Hook>> Hook::create(HookOptions options) {
       auto it = options.mode_save_configs.find(m);
       wo.save_config[static_cast<size_t>(m) - 1] = it != options.mode_save_configs.end() ? it->second : options.save_config;
     }
-    auto w = TrialWriter::create(options.out_dir, std::move(wo));
+    std::unique_ptr<storage::TrialUploader> uploader;
+    fs::path local_dir = options.out_dir;
+    std::chrono::milliseconds upload_timeout{0};
+    if (storage::needs_staging(options.out_dir.string())) {
+      auto timeout = storage::upload_timeout_from_environment();
+      if (!timeout) return fail(timeout.error());
+      upload_timeout = *timeout;
+      auto staging = storage::make_staging_folder();
+      if (!staging) return fail(staging.error());
+      auto store = storage::open_object_store(options.out_dir.string(), /*create=*/true);
+      if (!store) return fail(store.error());
+      auto started = storage::TrialUploader::start(*staging, std::move(*store));
+      if (!started) return fail(started.error());
+      uploader = std::move(*started);
+      local_dir = *staging;
+    }
+    auto w = TrialWriter::create(local_dir, std::move(wo));
     if (!w) return fail(w.error());
     for (auto& [name, reduction] : options.reductions) {
       format::CollectionConfig c{.name = name, .reduction_config = reduction};
@@ -176,6 +197,8 @@ Result<std::unique_ptr<Hook>> Hook::create(HookOptions options) {
     auto state = std::make_shared<State>();
     state->writer = std::move(*w);
     state->out_dir = options.out_dir;
+    state->uploader = std::move(uploader);
+    state->upload_timeout = upload_timeout;
     state->include.insert(options.include_collections.begin(), options.include_collections.end());
     return std::unique_ptr<Hook>(new Hook(std::move(state)));
   } catch (const std::exception& e) {
@@ -263,6 +286,24 @@ void Hook::close() noexcept {
     s.closed = true;
     s.check(closed, "cannot finish the trial");
   });
+  // Also after a fault disabled the hook: what was published still goes up.
+  try {
+    std::unique_ptr<storage::TrialUploader> uploader;
+    std::chrono::milliseconds timeout{0};
+    {
+      std::lock_guard lock(state_->mutex);
+      uploader = std::move(state_->uploader);
+      timeout = state_->upload_timeout;
+    }
+    if (!uploader) return;
+    auto report = uploader->finish(timeout);
+    if (!report || !report->complete())
+      std::fprintf(stderr, "vigil::torch::Hook: the trial staged in %s was not all uploaded to %s: %s\n",
+                   uploader->staging().c_str(), state_->out_dir.c_str(),
+                   !report ? report.error().message.c_str()
+                           : report->first_error ? report->first_error->message.c_str() : "files left");
+  } catch (...) {
+  }
 }
 
 bool Hook::enabled() const noexcept { return !state_->disabled; }

@@ -52,6 +52,9 @@ namespace vigil::torch {
 using SaveConfig = format::SaveConfigMode;
 
 struct HookOptions {
+  // A folder, or an s3:// location: the trial is then written to a local staging folder
+  // ($VIGIL_STAGING_DIR or the temp folder) and uploaded as it grows; close() waits for the last
+  // uploads up to $VIGIL_UPLOAD_TIMEOUT_SECONDS (60).
   std::filesystem::path out_dir;
   SaveConfig save_config;                    // every mode, unless overridden below
   std::map<Mode, SaveConfig> mode_save_configs;
@@ -65,8 +68,9 @@ struct HookOptions {
 
 class Hook {
  public:
-  // Creates out_dir. Errors (never exceptions): InvalidArgument for bad options, Io when out_dir
-  // cannot be created, Internal when it holds a finished trial.
+  // Creates out_dir (s3://: its staging folder and uploader). Errors (never exceptions):
+  // InvalidArgument for bad options, Io when out_dir cannot be created or its store opened,
+  // Internal when it holds a finished trial.
   static Result<std::unique_ptr<Hook>> create(HookOptions options);
   // Publishes the open step but writes no end marker (the run did not finish): call close().
   ~Hook();
@@ -93,12 +97,12 @@ class Hook {
   void save_tensor(std::string_view name, const at::Tensor& tensor, std::string_view collection = "default") noexcept;
 
   // Ends the open step, writes the collections file and training_job_end.ts, and removes the
-  // gradient hooks. Later calls do nothing.
+  // gradient hooks; for an s3:// out_dir, then waits for the upload. Later calls do nothing.
   void close() noexcept;
 
   // False once an error has disabled the hook.
   bool enabled() const noexcept;
-  const std::filesystem::path& out_dir() const noexcept;
+  const std::filesystem::path& out_dir() const noexcept;  // as given (s3:// too)
 
  private:
   struct State;

@@ -1,0 +1,125 @@
+// _vigil.TrialUploader: storage::TrialUploader for the hooks (vigil/_upload.py), which write a trial
+// bound for a store (s3://) into a local staging folder. Its faults are kept here for Python to
+// log (take_messages): the uploader's thread never calls into Python.
+#include <chrono>
+#include <mutex>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "bindings.h"
+#include "storage/trial_uploader.h"
+
+namespace vigil::python {
+
+namespace {
+
+using storage::TrialUploader;
+
+// The uploader's once-per-fault messages, until Python takes them; shared with its thread, which
+// may outlive the uploader when the store hangs.
+struct Messages {
+  std::mutex mutex;
+  std::vector<std::string> pending;
+};
+
+std::chrono::milliseconds millis(double seconds, const char* what) {
+  if (!(seconds >= 0) || seconds > 1e9)
+    throw HostError(Error::invalid_argument(fmt::format("{} must be a number of seconds >= 0, not {}", what, seconds)));
+  return std::chrono::milliseconds(int64_t(seconds * 1000));
+}
+
+class PyTrialUploader {
+ public:
+  PyTrialUploader(const std::string& local_dir, const std::string& location, double scan_interval_s)
+      : location_(location), messages_(std::make_shared<Messages>()) {
+    storage::UploaderOptions options;
+    options.scan_interval = std::max(millis(scan_interval_s, "scan_interval_s"), std::chrono::milliseconds(1));
+    options.log = [messages = messages_](std::string_view m) {
+      std::lock_guard lock(messages->mutex);
+      messages->pending.emplace_back(m);
+    };
+    Result<std::unique_ptr<TrialUploader>> started = fail(Error::internal("not started"));
+    {
+      py::gil_scoped_release nogil;
+      auto store = storage::open_object_store(location, /*create=*/true);
+      started = store ? TrialUploader::start(local_dir, std::move(*store), std::move(options))
+                      : Result<std::unique_ptr<TrialUploader>>(fail(std::move(store.error())));
+    }
+    uploader_ = unwrap(std::move(started));
+  }
+
+  ~PyTrialUploader() {
+    py::gil_scoped_release nogil;
+    uploader_.reset();
+  }
+
+  void scan_now() { uploader_->scan_now(); }
+
+  // {"files_uploaded", "bytes_uploaded", "files_left": [relpath], "error": str or None}
+  py::dict finish(double timeout_s) {
+    const auto timeout = millis(timeout_s, "timeout_s");
+    Result<storage::UploadReport> r = fail(Error::internal("not finished"));
+    {
+      py::gil_scoped_release nogil;
+      r = uploader_->finish(timeout);
+    }
+    auto report = unwrap(std::move(r));
+    py::dict d;
+    d["files_uploaded"] = report.files_uploaded;
+    d["bytes_uploaded"] = report.bytes_uploaded;
+    d["files_left"] = report.files_left;
+    d["error"] = report.first_error ? py::object(py::str(report.first_error->message)) : py::object(py::none());
+    return d;
+  }
+
+  std::vector<std::string> take_messages() {
+    std::lock_guard lock(messages_->mutex);
+    return std::exchange(messages_->pending, {});
+  }
+
+  py::dict counters() const {
+    auto c = uploader_->counters();
+    py::dict d;
+    d["files"] = c.files;
+    d["bytes"] = c.bytes;
+    d["failures"] = c.failures;
+    d["scans"] = c.scans;
+    return d;
+  }
+
+  std::string local_dir() const { return uploader_->staging().string(); }
+  const std::string& location() const { return location_; }
+
+ private:
+  std::string location_;
+  std::shared_ptr<Messages> messages_;
+  std::unique_ptr<TrialUploader> uploader_;
+};
+
+}  // namespace
+
+void register_uploader(py::module_& m) {
+  m.def("needs_staging", &storage::needs_staging, py::arg("location"),
+        "Whether a hook stages `location` locally and uploads it (s3://) instead of writing it in place");
+  m.def(
+      "make_staging_folder", [] { return unwrap(storage::make_staging_folder()).string(); },
+      "A fresh staging folder vigil-upload-XXXXXX in $VIGIL_STAGING_DIR, else the temp folder");
+  m.def(
+      "upload_timeout_from_environment",
+      [] { return double(unwrap(storage::upload_timeout_from_environment()).count()) / 1000; },
+      "$VIGIL_UPLOAD_TIMEOUT_SECONDS, else 60: seconds a hook's close() waits for the last uploads");
+  py::class_<PyTrialUploader>(m, "TrialUploader",
+                              "Copies a trial staged in a local folder to its location (s3:// or a folder) on its "
+                              "own thread: data files, then index files, the end marker last")
+      .def(py::init<const std::string&, const std::string&, double>(), py::arg("local_dir"), py::arg("location"),
+           py::arg("scan_interval_s") = 1.0)
+      .def("scan_now", &PyTrialUploader::scan_now)
+      .def("finish", &PyTrialUploader::finish, py::arg("timeout_s"))
+      .def("take_messages", &PyTrialUploader::take_messages)
+      .def("counters", &PyTrialUploader::counters)
+      .def_property_readonly("local_dir", &PyTrialUploader::local_dir)
+      .def_property_readonly("location", &PyTrialUploader::location);
+}
+
+}  // namespace vigil::python
