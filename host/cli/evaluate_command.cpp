@@ -62,7 +62,8 @@ job:
   --name NAME           the RuleConfigurationName of the preceding --rule (default: the rule name)
   --group NAME          add every rule of a SageMaker rule group with its default parameters
                         (vigil rules --groups lists the groups)
-  --trial PATH          the base trial of every debug rule without a base_trial parameter
+  --trial PATH          the base trial of every debug rule without a base_trial parameter (a folder
+                        or s3://bucket/prefix, as every trial here: docs/object-storage.md)
   --profiler-trial PATH the profiler output folder (ProfilingParameters.LocalPath, holding system/
                         and framework/) of every profiler rule without a base_trial parameter;
                         default: profiler-output beside a --trial named debug-output

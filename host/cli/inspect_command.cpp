@@ -17,7 +17,9 @@ namespace {
 
 constexpr std::string_view kInspectUsage = R"(usage: vigil inspect TRIAL [--json] [--values] [--tensor NAME] [--step N] [--wait SECONDS]
 
-Summarises an smdebug trial directory: workers, steps per mode, tensors per collection.
+Summarises an smdebug trial: workers, steps per mode, tensors per collection. TRIAL is a folder
+or s3://bucket/prefix (credentials, region and endpoint from the AWS_* variables and ~/.aws files,
+as AWS tools find them: docs/object-storage.md).
 
 options:
   --json          print a machine-readable dump of the whole trial (schema: docs/inspect.md)

@@ -2,6 +2,8 @@
 
 #include <vigil/vigil.h>
 
+#include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "trial/reductions.h"
@@ -68,6 +70,7 @@ void StepReadahead::read(const Job& job) {
   const auto started = std::chrono::steady_clock::now();
   const auto previous_mode = trial_->mode_modestep(job.previous);
   const auto next_mode = trial_->mode_modestep(job.next);
+  std::vector<plugin_host::StepValueCache::Access> reads;  // the pattern, moved to job.next
   for (auto access : job.pattern) {
     auto& [trial, name, step, mode, worker] = access.key;
     if (trial != trial_.get()) continue;
@@ -78,16 +81,33 @@ void StepReadahead::read(const Job& job) {
       if (!previous_mode || !next_mode || *previous_mode != std::pair{mode, step} || next_mode->first != mode) continue;
       step = next_mode->second;
     }
+    reads.push_back(std::move(access));
+  }
+  auto read_one = [&](const plugin_host::StepValueCache::Access& access) {
+    const auto& [trial, name, step, mode, worker] = access.key;
     const std::optional<std::string_view> w = worker.empty() ? std::nullopt : std::optional<std::string_view>(worker);
     if (access.reduction == plugin_host::StepValueCache::kValue) {
-      if (cache_->find(access.key)) continue;
+      if (cache_->find(access.key)) return;
       if (auto v = trial_->value(name, step, mode, w)) cache_->put(access.key, std::move(*v), job.next);
     } else {
-      if (cache_->find_reduction(access.key, access.reduction, access.abs)) continue;
+      if (cache_->find_reduction(access.key, access.reduction, access.abs)) return;
       const auto op = kAllReductionOps[access.reduction - VIGIL_RED_MIN];
       if (auto r = trial_->reduction_value(name, step, reduction_name(op), access.abs, mode, w))
         cache_->put_reduction(access.key, access.reduction, access.abs, r->value, job.next);
     }
+  };
+  // A local read takes microseconds; a read from an object store is a round trip, so those of one
+  // step are made side by side (parallel ranged GETs).
+  const size_t threads = trial_->is_local() ? 1 : std::min(reads.size(), kRemoteReadThreads);
+  if (threads <= 1) {
+    for (const auto& access : reads) read_one(access);
+  } else {
+    std::atomic<size_t> next_read{0};
+    std::vector<std::jthread> readers;
+    for (size_t i = 0; i < threads; ++i)
+      readers.emplace_back([&] {
+        for (size_t k; (k = next_read.fetch_add(1)) < reads.size();) read_one(reads[k]);
+      });
   }
   last_job_took_ = std::chrono::steady_clock::now() - started;
 }

@@ -25,6 +25,8 @@ class StepReadahead {
   // A readahead that took less than `in_place_below` last time is done in place: waking the thread
   // and waiting for it costs a few microseconds and two context switches.
   static constexpr std::chrono::microseconds kInPlaceBelow{50};
+  // Reads of one step from an object store made at once (ranged GETs in flight).
+  static constexpr size_t kRemoteReadThreads = 8;
 
   StepReadahead(std::shared_ptr<Trial> trial, std::shared_ptr<plugin_host::StepValueCache> cache,
                 std::chrono::steady_clock::duration in_place_below = kInPlaceBelow);

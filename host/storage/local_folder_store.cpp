@@ -25,6 +25,10 @@ class LocalObject final : public StoredObject {
 
   uint64_t size() const override { return size_; }
   const std::string& description() const override { return description_; }
+  const std::string& version() const override {
+    static const std::string none;
+    return none;
+  }
 
   Result<void> read_at(uint64_t offset, std::span<std::byte> out) const override {
     size_t done = 0;

@@ -34,6 +34,8 @@ class StoredObject {
   [[nodiscard]] virtual Result<void> read_at(uint64_t offset, std::span<std::byte> out) const = 0;
   // The size now, for a writer that appends (local: fstat; S3: HEAD).
   [[nodiscard]] virtual Result<uint64_t> current_size() const = 0;
+  // The version read_at reads (S3: the ETag); empty when the store has none (local files).
+  virtual const std::string& version() const = 0;
 };
 
 class ObjectStore {
@@ -44,6 +46,8 @@ class ObjectStore {
   // The full name of one file, for messages.
   virtual std::string describe(std::string_view relpath) const = 0;
   virtual bool is_local() const = 0;
+  // The store this one adds to (a cache in front of S3), or nullptr.
+  virtual const ObjectStore* wrapped() const { return nullptr; }
 
   // Files under `folder` ("index/", "collections/", "" for all), at any depth, sorted by relpath,
   // only those sorting after `start_after` when it is not empty. A missing folder lists nothing.

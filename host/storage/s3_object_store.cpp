@@ -18,6 +18,7 @@ class S3StoredObject final : public StoredObject {
 
   uint64_t size() const override { return head_.size; }
   const std::string& description() const override { return description_; }
+  const std::string& version() const override { return head_.etag; }
 
   Result<void> read_at(uint64_t offset, std::span<std::byte> out) const override {
     if (offset > head_.size || out.size() > head_.size - offset)
@@ -107,7 +108,9 @@ Result<std::shared_ptr<ObjectStore>> open_s3_store(const S3Uri& uri, S3Config co
 }
 
 std::optional<S3Stats> s3_stats(const ObjectStore& store) {
-  const auto* s3 = dynamic_cast<const S3ObjectStore*>(&store);
+  const ObjectStore* inner = &store;
+  while (inner->wrapped() != nullptr) inner = inner->wrapped();
+  const auto* s3 = dynamic_cast<const S3ObjectStore*>(inner);
   if (s3 == nullptr) return std::nullopt;
   return s3->stats();
 }

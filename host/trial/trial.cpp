@@ -509,6 +509,8 @@ Result<std::shared_ptr<Trial>> Trial::open(std::shared_ptr<const storage::Object
 }
 
 const fs::path& Trial::path() const { return state_->path; }
+bool Trial::is_local() const { return state_->store->is_local(); }
+const storage::ObjectStore& Trial::store() const { return *state_->store; }
 const std::string& Trial::name() const { return state_->name; }
 
 Result<void> Trial::refresh() {

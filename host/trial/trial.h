@@ -74,6 +74,10 @@ class Trial : public std::enable_shared_from_this<Trial> {
   ~Trial();
 
   const std::filesystem::path& path() const;
+  // Whether the trial is a local folder (reads cost microseconds) rather than an object store.
+  bool is_local() const;
+  // Where the trial's files are read from (request counts of an S3 store: storage::s3_stats).
+  const storage::ObjectStore& store() const;
   const std::string& name() const;
 
   // ---- trial-level queries (smdebug Trial) ----

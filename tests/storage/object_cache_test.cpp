@@ -1,0 +1,150 @@
+// The object cache in front of a remote store: reads keyed by object and version, a size budget.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+
+#include "storage/object_cache.h"
+#include "test_support.h"
+
+namespace vigil::storage {
+namespace {
+
+// A remote store in memory that counts what it is asked.
+class CountingStore final : public ObjectStore {
+ public:
+  struct Object {
+    std::string bytes;
+    std::string etag;
+  };
+  std::map<std::string, Object> objects;
+  mutable int reads = 0, range_reads = 0;
+
+  std::string location() const override { return "s3://fake/trial"; }
+  std::string describe(std::string_view rel) const override { return "s3://fake/trial/" + std::string(rel); }
+  bool is_local() const override { return false; }
+  Result<std::vector<ObjectInfo>> list(std::string_view, std::string_view) const override {
+    std::vector<ObjectInfo> out;
+    for (const auto& [rel, o] : objects) out.push_back({rel, o.bytes.size(), o.etag});
+    return out;
+  }
+  Result<std::string> read(std::string_view rel) const override {
+    ++reads;
+    return objects.at(std::string(rel)).bytes;
+  }
+  Result<std::shared_ptr<const StoredObject>> open(std::string_view rel) const override {
+    return std::shared_ptr<const StoredObject>(std::make_shared<Opened>(this, std::string(rel)));
+  }
+  Result<bool> exists(std::string_view rel) const override { return objects.contains(std::string(rel)); }
+  Result<void> write(std::string_view rel, std::string_view bytes) const override {
+    return fail(Error::not_supported(std::string(rel) + std::string(bytes.substr(0, 0))));
+  }
+
+ private:
+  struct Opened final : StoredObject {
+    Opened(const CountingStore* s, std::string rel)
+        : store(s), rel(rel), name(s->describe(rel)), etag(s->objects.at(rel).etag) {}
+    const CountingStore* store;
+    std::string rel, name, etag;
+    uint64_t size() const override { return store->objects.at(rel).bytes.size(); }
+    const std::string& description() const override { return name; }
+    const std::string& version() const override { return etag; }
+    Result<uint64_t> current_size() const override { return size(); }
+    Result<void> read_at(uint64_t offset, std::span<std::byte> out) const override {
+      ++store->range_reads;
+      const std::string& b = store->objects.at(rel).bytes;
+      std::copy_n(reinterpret_cast<const std::byte*>(b.data()) + offset, out.size(), out.data());
+      return {};
+    }
+  };
+};
+
+struct Cached {
+  std::shared_ptr<CountingStore> remote = std::make_shared<CountingStore>();
+  std::shared_ptr<ObjectStore> store;
+  Cached(const std::filesystem::path& folder, uint64_t budget) {
+    store = with_cache(remote, CacheOptions{.folder = folder, .max_bytes = budget});
+  }
+};
+
+TEST(ObjectCache, AListedFileIsReadFromTheStoreOnceThenFromDiskEvenByANewProcess) {
+  test::ScratchDir dir;
+  Cached first(dir.path(), 1 << 20);
+  first.remote->objects["index/000000000/000000000001_worker_0.json"] = {"{\"a\": 1}", "\"e1\""};
+  ASSERT_TRUE(first.store->list("index/", ""));
+  EXPECT_EQ(*first.store->read("index/000000000/000000000001_worker_0.json"), "{\"a\": 1}");
+  EXPECT_EQ(*first.store->read("index/000000000/000000000001_worker_0.json"), "{\"a\": 1}");
+  EXPECT_EQ(first.remote->reads, 1);
+
+  Cached second(dir.path(), 1 << 20);  // another store on the same cache: a new process
+  second.remote->objects = first.remote->objects;
+  ASSERT_TRUE(second.store->list("index/", ""));
+  EXPECT_EQ(*second.store->read("index/000000000/000000000001_worker_0.json"), "{\"a\": 1}");
+  EXPECT_EQ(second.remote->reads, 0);
+  EXPECT_EQ(cache_stats(*second.store)->hits, 1u);
+}
+
+TEST(ObjectCache, ANewVersionIsReadAgainAndAnUnlistedFileIsNeverCached) {
+  test::ScratchDir dir;
+  Cached c(dir.path(), 1 << 20);
+  c.remote->objects["collections/000000000/worker_0_collections.json"] = {"old", "\"v1\""};
+  ASSERT_TRUE(c.store->list("", ""));
+  EXPECT_EQ(*c.store->read("collections/000000000/worker_0_collections.json"), "old");
+  c.remote->objects["collections/000000000/worker_0_collections.json"] = {"new", "\"v2\""};
+  ASSERT_TRUE(c.store->list("", ""));
+  EXPECT_EQ(*c.store->read("collections/000000000/worker_0_collections.json"), "new");
+  EXPECT_EQ(c.remote->reads, 2);
+
+  c.remote->objects["training_job_end.ts"] = {"", "\"m\""};  // not listed since: read through
+  EXPECT_TRUE(c.store->read("training_job_end.ts"));
+  EXPECT_TRUE(c.store->read("training_job_end.ts"));
+  EXPECT_EQ(c.remote->reads, 4);
+}
+
+TEST(ObjectCache, RangesAreKeyedByVersionOffsetAndLength) {
+  test::ScratchDir dir;
+  Cached c(dir.path(), 1 << 20);
+  c.remote->objects["events/a.tfevents"] = {"0123456789", "\"v1\""};
+  auto object = c.store->open("events/a.tfevents");
+  ASSERT_TRUE(object);
+  std::array<std::byte, 4> out{};
+  ASSERT_TRUE((*object)->read_at(2, out));
+  ASSERT_TRUE((*object)->read_at(2, out));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.data()), 4), "2345");
+  EXPECT_EQ(c.remote->range_reads, 1);
+  std::array<std::byte, 3> shorter{};
+  ASSERT_TRUE((*object)->read_at(2, shorter));
+  EXPECT_EQ(c.remote->range_reads, 2);
+
+  c.remote->objects["events/a.tfevents"] = {"abcdefghij", "\"v2\""};
+  auto reopened = c.store->open("events/a.tfevents");
+  ASSERT_TRUE((*reopened)->read_at(2, out));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.data()), 4), "cdef");
+  EXPECT_EQ(c.remote->range_reads, 3);
+}
+
+TEST(ObjectCache, StaysWithinItsBudgetByDroppingTheLeastRecentlyUsed) {
+  test::ScratchDir dir;
+  constexpr uint64_t kBudget = 40'000;
+  Cached c(dir.path(), kBudget);
+  for (int i = 0; i < 40; ++i)
+    c.remote->objects[fmt::format("index/000000000/{:012d}_worker_0.json", i)] = {std::string(5'000, char('a' + i % 26)),
+                                                                                 fmt::format("\"e{}\"", i)};
+  ASSERT_TRUE(c.store->list("index/", ""));
+  for (const auto& [rel, o] : c.remote->objects) ASSERT_EQ(*c.store->read(rel), o.bytes);
+  const CacheStats stats = *cache_stats(*c.store);
+  EXPECT_LE(stats.bytes_stored, kBudget);
+  EXPECT_GT(stats.evictions, 0u);
+  uint64_t on_disk = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir.path())) on_disk += f.file_size();
+  EXPECT_LE(on_disk, kBudget);
+  // The newest file is still there; the oldest was dropped.
+  const int before = c.remote->reads;
+  EXPECT_TRUE(c.store->read("index/000000000/000000000039_worker_0.json"));
+  EXPECT_EQ(c.remote->reads, before);
+  EXPECT_TRUE(c.store->read("index/000000000/000000000000_worker_0.json"));
+  EXPECT_EQ(c.remote->reads, before + 1);
+}
+
+}  // namespace
+}  // namespace vigil::storage
