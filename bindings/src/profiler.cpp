@@ -345,9 +345,7 @@ void register_profiler(py::module_& m) {
       .def("refresh", [](SystemMetricsReader& r) { unwrap(without_gil([&] { return r.refresh(); })); })
       .def_property_readonly("files", [](const SystemMetricsReader& r) { return files_of(r.files()); })
       .def_property_readonly("first_timestamp_us", &SystemMetricsReader::first_timestamp_us)
-      .def_property_readonly("location", [](const SystemMetricsReader& r) { return r.store().location(); })
-      .def("describe", [](const SystemMetricsReader& r, const std::string& relpath) { return r.store().describe(relpath); },
-           py::arg("relpath"), "The full name of a listed file: its path or s3:// URL.");
+      .def_property_readonly("location", [](const SystemMetricsReader& r) { return r.store().location(); });
 
   py::class_<FrameworkMetricsReader>(m, "FrameworkMetricsReader",
                                      "Framework events by time range over a profiler trial (a folder or an s3:// prefix)")
@@ -371,10 +369,7 @@ void register_profiler(py::module_& m) {
       .def("refresh", [](FrameworkMetricsReader& r) { unwrap(without_gil([&] { return r.refresh(); })); })
       .def_property_readonly("files", [](const FrameworkMetricsReader& r) { return files_of(r.files()); })
       .def_property_readonly("first_timestamp_us", &FrameworkMetricsReader::first_timestamp_us)
-      .def_property_readonly("location", [](const FrameworkMetricsReader& r) { return r.store().location(); })
-      .def("describe",
-           [](const FrameworkMetricsReader& r, const std::string& relpath) { return r.store().describe(relpath); },
-           py::arg("relpath"), "The full name of a listed file: its path or s3:// URL.");
+      .def_property_readonly("location", [](const FrameworkMetricsReader& r) { return r.store().location(); });
 
   py::class_<ProfilerTrial>(m, "ProfilerTrial", "A profiler trial (a folder or an s3:// prefix) as one trial")
       .def(py::init([](const std::string& location, int64_t buffer_us) {
