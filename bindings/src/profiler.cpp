@@ -99,9 +99,16 @@ py::list list_of(const std::vector<T>& items) {
   return out;
 }
 
+// Runs `f` with the GIL released: listing and reading an s3:// prefix wait on the network.
+template <typename F>
+auto without_gil(F&& f) {
+  py::gil_scoped_release nogil;
+  return f();
+}
+
 py::list files_of(const std::vector<TimedFile>& files) {
   py::list out;
-  for (const auto& f : files) out.append(py::make_tuple(f.timestamp_us, f.path.string()));
+  for (const auto& f : files) out.append(py::make_tuple(f.timestamp_us, f.relpath));
   return out;
 }
 
@@ -316,57 +323,65 @@ void register_profiler(py::module_& m) {
       [](const std::string& text, const std::string& file) { return list_of(unwrap(parse_system_metrics(text, file))); },
       py::arg("text"), py::arg("file") = "", "The samples of a system metrics file's text, as dicts.");
 
-  py::class_<SystemMetricsReader>(m, "SystemMetricsReader", "System metrics by time range over a profiler folder")
-      .def(py::init([](const std::string& root, int64_t buffer_us) {
-             return std::make_unique<SystemMetricsReader>(root, buffer_us);
+  py::class_<SystemMetricsReader>(m, "SystemMetricsReader",
+                                  "System metrics by time range over a profiler trial (a folder or an s3:// prefix)")
+      .def(py::init([](const std::string& location, int64_t buffer_us) {
+             return std::make_unique<SystemMetricsReader>(unwrap(SystemMetricsReader::open(location, buffer_us)));
            }),
-           py::arg("root"), py::arg("buffer_us") = kDefaultSelectionBufferUs)
+           py::arg("location"), py::arg("buffer_us") = kDefaultSelectionBufferUs)
       .def(
           "events",
           [](SystemMetricsReader& r, double start, double end, TimeUnit unit, std::optional<std::string> type) {
-            Result<std::vector<SystemMetric>> got = fail(Error::internal("not read"));
-            {
-              py::gil_scoped_release nogil;
-              got = r.events(start, end, unit, type);
-            }
-            return list_of(unwrap(std::move(got)));
+            return list_of(unwrap(without_gil([&] { return r.events(start, end, unit, type); })));
           },
           py::arg("start"), py::arg("end"), py::arg("unit") = TimeUnit::Microseconds, py::arg("type") = py::none(),
           "Dicts with Type, Name, Dimension, Value, NodeId, Timestamp.")
-      .def("refresh", &SystemMetricsReader::refresh)
+      .def(
+          "read_file",
+          [](const SystemMetricsReader& r, const std::string& relpath) {
+            return list_of(unwrap(without_gil([&] { return r.read_file(relpath); })));
+          },
+          py::arg("relpath"), "Every sample of one listed file, as dicts.")
+      .def("refresh", [](SystemMetricsReader& r) { unwrap(without_gil([&] { return r.refresh(); })); })
       .def_property_readonly("files", [](const SystemMetricsReader& r) { return files_of(r.files()); })
-      .def_property_readonly("first_timestamp_us", &SystemMetricsReader::first_timestamp_us);
+      .def_property_readonly("first_timestamp_us", &SystemMetricsReader::first_timestamp_us)
+      .def_property_readonly("location", [](const SystemMetricsReader& r) { return r.store().location(); });
 
-  py::class_<FrameworkMetricsReader>(m, "FrameworkMetricsReader", "Framework events by time range over a profiler folder")
-      .def(py::init([](const std::string& root, int64_t buffer_us) {
-             return std::make_unique<FrameworkMetricsReader>(root, buffer_us);
+  py::class_<FrameworkMetricsReader>(m, "FrameworkMetricsReader",
+                                     "Framework events by time range over a profiler trial (a folder or an s3:// prefix)")
+      .def(py::init([](const std::string& location, int64_t buffer_us) {
+             return std::make_unique<FrameworkMetricsReader>(unwrap(FrameworkMetricsReader::open(location, buffer_us)));
            }),
-           py::arg("root"), py::arg("buffer_us") = kDefaultSelectionBufferUs)
+           py::arg("location"), py::arg("buffer_us") = kDefaultSelectionBufferUs)
       .def(
           "events",
           [](FrameworkMetricsReader& r, double start, double end, TimeUnit unit) {
-            Result<std::vector<TraceEvent>> got = fail(Error::internal("not read"));
-            {
-              py::gil_scoped_release nogil;
-              got = r.events(start, end, unit);
-            }
-            return list_of(unwrap(std::move(got)));
+            return list_of(unwrap(without_gil([&] { return r.events(start, end, unit); })));
           },
           py::arg("start"), py::arg("end"), py::arg("unit") = TimeUnit::Microseconds,
           "Dicts with name, phase, start_us, end_us, duration, phase_pid, pid, tid, node_id, args.")
-      .def("refresh", &FrameworkMetricsReader::refresh)
+      .def(
+          "read_file",
+          [](const FrameworkMetricsReader& r, const std::string& relpath) {
+            return list_of(unwrap(without_gil([&] { return r.read_file(relpath); })));
+          },
+          py::arg("relpath"), "Every event of one listed trace file, as dicts.")
+      .def("refresh", [](FrameworkMetricsReader& r) { unwrap(without_gil([&] { return r.refresh(); })); })
       .def_property_readonly("files", [](const FrameworkMetricsReader& r) { return files_of(r.files()); })
-      .def_property_readonly("first_timestamp_us", &FrameworkMetricsReader::first_timestamp_us);
+      .def_property_readonly("first_timestamp_us", &FrameworkMetricsReader::first_timestamp_us)
+      .def_property_readonly("location", [](const FrameworkMetricsReader& r) { return r.store().location(); });
 
-  py::class_<ProfilerTrial>(m, "ProfilerTrial", "A profiler output folder as one trial")
-      .def(py::init([](const std::string& root, int64_t buffer_us) { return std::make_unique<ProfilerTrial>(root, buffer_us); }),
-           py::arg("root"), py::arg("buffer_us") = kDefaultSelectionBufferUs)
+  py::class_<ProfilerTrial>(m, "ProfilerTrial", "A profiler trial (a folder or an s3:// prefix) as one trial")
+      .def(py::init([](const std::string& location, int64_t buffer_us) {
+             return std::make_unique<ProfilerTrial>(unwrap(ProfilerTrial::open(location, buffer_us)));
+           }),
+           py::arg("location"), py::arg("buffer_us") = kDefaultSelectionBufferUs)
       .def_property_readonly("system_metrics", &ProfilerTrial::system_metrics, py::return_value_policy::reference_internal)
       .def_property_readonly("framework_metrics", &ProfilerTrial::framework_metrics,
                              py::return_value_policy::reference_internal)
-      .def("first_timestamp_us", &ProfilerTrial::first_timestamp_us)
-      .def("job_ended", &ProfilerTrial::job_ended)
-      .def_property_readonly("root", [](const ProfilerTrial& t) { return t.root().string(); });
+      .def("first_timestamp_us", [](ProfilerTrial& t) { return unwrap(without_gil([&] { return t.first_timestamp_us(); })); })
+      .def("job_ended", [](const ProfilerTrial& t) { return without_gil([&] { return t.job_ended(); }); })
+      .def_property_readonly("location", &ProfilerTrial::location);
 }
 
 }  // namespace vigil::python

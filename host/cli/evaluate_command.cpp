@@ -30,6 +30,8 @@
 #include "evaluate/isolated_evaluator.h"
 #include "evaluate/isolation_protocol.h"
 #include "evaluate/rule_groups.h"
+#include "storage/object_store.h"
+#include "storage/s3_uri.h"
 
 namespace vigil::cli {
 namespace {
@@ -229,6 +231,40 @@ std::optional<double> parse_seconds(const std::string& text) {
   return secs;
 }
 
+// SageMaker's layout puts <job>/debug-output and <job>/profiler-output side by side (sagemaker-api
+// §3), in a local folder or under an S3 prefix: the profiler output beside a trial named
+// debug-output, when it is there (S3: when any key is under it; one listing). A lookup that fails
+// is a warning: the debug rules need no profiler output.
+std::optional<std::string> profiler_output_beside(const std::string& trial) {
+  std::string job;      // the folder or prefix holding debug-output
+  std::string beside;  // job's profiler-output, named as the trial is
+  if (storage::is_s3_uri(trial)) {
+    auto uri = storage::parse_s3_uri(trial);
+    if (!uri) return std::nullopt;
+    const size_t slash = uri->prefix.rfind('/');
+    const std::string name = slash == std::string::npos ? uri->prefix : uri->prefix.substr(slash + 1);
+    if (name != "debug-output") return std::nullopt;
+    job = storage::S3Uri{uri->bucket, slash == std::string::npos ? "" : uri->prefix.substr(0, slash)}.to_string();
+    beside = job + "/profiler-output";
+  } else {
+    const std::filesystem::path t = std::filesystem::path(trial).lexically_normal();
+    const auto base = t.has_filename() ? t : t.parent_path();
+    if (base.filename() != "debug-output") return std::nullopt;
+    job = base.parent_path().empty() ? "." : base.parent_path().string();
+    beside = (base.parent_path() / "profiler-output").string();
+  }
+  auto store = storage::open_object_store(job);
+  if (!store) return std::nullopt;  // no local job folder: nothing beside the trial
+  auto exists = (*store)->folder_exists("profiler-output");
+  if (!exists) {
+    std::fprintf(stderr, "vigil evaluate: warning: cannot look for profiler-output beside %s: %s\n", trial.c_str(),
+                 exists.error().message.c_str());
+    return std::nullopt;
+  }
+  if (!*exists) return std::nullopt;
+  return beside;
+}
+
 }  // namespace
 
 int run_evaluate(const std::vector<std::string>& args) {
@@ -324,14 +360,7 @@ int run_evaluate(const std::vector<std::string>& args) {
     for (auto name : group->rules) cli_rules.push_back({std::string(name), std::string(name), {}});
   }
   if (!job_file && cli_rules.empty()) return usage_error("give --job FILE, --group NAME or --rule NAME");
-  // SageMaker's layout puts <job>/debug-output and <job>/profiler-output side by side.
-  if (!profiler_trial && trial) {
-    const std::filesystem::path t = std::filesystem::path(*trial).lexically_normal();
-    const auto base = t.has_filename() ? t : t.parent_path();
-    std::error_code ec;
-    if (base.filename() == "debug-output" && std::filesystem::is_directory(base.parent_path() / "profiler-output", ec))
-      profiler_trial = (base.parent_path() / "profiler-output").string();
-  }
+  if (!profiler_trial && trial) profiler_trial = profiler_output_beside(*trial);
 
   evaluate::JobConfig job;
   if (job_file) {

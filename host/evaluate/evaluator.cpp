@@ -12,6 +12,8 @@
 #include "plugin_host/param_values.h"
 #include "plugin_host/profiler_extension.h"
 #include "plugin_host/profiles.h"
+#include "profiler/profiler_trial.h"
+#include "storage/s3_uri.h"
 #include "trial/trial.h"
 
 namespace vigil::evaluate {
@@ -153,6 +155,12 @@ Result<std::vector<ResolvedRule>> resolve_job(const plugin_host::PluginRegistry&
     std::vector<std::string> paths{config.base_trial};
     paths.insert(paths.end(), config.other_trials.begin(), config.other_trials.end());
     for (const auto& path : paths) {
+      // An S3 prefix is only parsed here: whether it holds a trial is the trial's to find out.
+      if (storage::is_s3_uri(path)) {
+        if (auto uri = storage::parse_s3_uri(path); !uri)
+          return fail(Error::invalid_argument(fmt::format("{}: {}", where, uri.error().message)));
+        continue;
+      }
       std::error_code ec;
       if (!fs::is_directory(path, ec))
         return fail(Error::invalid_argument(
@@ -446,7 +454,12 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
 // ended: NoMoreProfilerData), fails, ends with its verdict, or the evaluation is stopped. The rule
 // waits for each window's data itself, through the extension (plugin_host/profiler_extension.h).
 void Evaluator::Impl::run_profiler_rule(ConfiguredRule& r, std::stop_token stop) {
-  auto source = std::make_shared<plugin_host::ProfilerSource>(r.config.base_trial, options.follow,
+  auto trial = profiler::ProfilerTrial::open(r.config.base_trial);
+  if (!trial) {
+    fail_rule(r, client_error(trial.error()));
+    return;
+  }
+  auto source = std::make_shared<plugin_host::ProfilerSource>(std::move(*trial), options.follow,
                                                               std::max(options.poll_interval, std::chrono::milliseconds(200)));
   auto instance = watched(r, RuleCall::Create, r.config.start_step, [&] {
     return RuleInstance::create(r.type, r.params, r.config.configuration_name, {}, nullptr, stop, rule_log(r),

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "common/file_read.h"
 #include "plugin_host/abi_guard.h"
 #include "profiler/system_metrics_reader.h"
 
@@ -47,11 +46,11 @@ bool pause(vigil_session* s) {
 
 // The latest file timestamp as smdebug's rules wait on it: the system files' latest, or the
 // framework files' latest where that is smaller. Lists both kinds again first.
-std::optional<int64_t> latest_file_timestamp(ProfilerSource& src) {
+Result<std::optional<int64_t>> latest_file_timestamp(ProfilerSource& src) {
   auto& sys = src.trial.system_metrics();
   auto& fw = src.trial.framework_metrics();
-  sys.refresh();
-  fw.refresh();
+  if (auto listed = sys.refresh(); !listed) return fail(listed.error());
+  if (auto listed = fw.refresh(); !listed) return fail(listed.error());
   std::optional<int64_t> latest;
   if (!sys.files().empty()) latest = sys.files().back().timestamp_us;
   if (!fw.files().empty() && (!latest || fw.files().back().timestamp_us < *latest))
@@ -69,10 +68,8 @@ std::optional<int64_t> data_end_us(ProfilerSource& src) {
   if (!sys.files().empty()) {
     const auto& last = sys.files().back();
     end = last.timestamp_us;
-    if (auto text = read_whole_file(last.path)) {
-      if (auto rows = profiler::parse_system_metrics(*text, last.path.string()))
-        for (const auto& r : *rows) end = std::max(*end, r.timestamp_ns() / 1000);
-    }
+    if (auto rows = sys.read_file(last.relpath))
+      for (const auto& r : *rows) end = std::max(*end, r.timestamp_ns() / 1000);
   }
   if (!fw.files().empty()) end = std::max(end.value_or(INT64_MIN), fw.files().back().timestamp_us);
   return end;
@@ -85,12 +82,14 @@ vigil_status VIGIL_CALL first_timestamp(vigil_session* s, int64_t* out_us, vigil
     while (true) {
       {
         std::lock_guard lock(s->profiler->mu);
-        if (auto t0 = s->profiler->trial.first_timestamp_us()) {
-          *out_us = *t0;
+        auto t0 = s->profiler->trial.first_timestamp_us();
+        if (!t0) return fail_with(t0.error(), err);
+        if (*t0) {
+          *out_us = **t0;
           return VIGIL_OK;
         }
         if (ended(*s->profiler))
-          return no_more_data(fmt::format("no profiler data in {}", s->profiler->trial.root().string()), err);
+          return no_more_data(fmt::format("no profiler data in {}", s->profiler->trial.location()), err);
       }
       if (!pause(s)) return cancelled(err);
     }
@@ -106,7 +105,9 @@ vigil_status VIGIL_CALL wait_for_window(vigil_session* s, int64_t start_us, int6
       {
         std::lock_guard lock(s->profiler->mu);
         auto& src = *s->profiler;
-        const auto latest = latest_file_timestamp(src);
+        const auto listed = latest_file_timestamp(src);
+        if (!listed) return fail_with(listed.error(), err);
+        const std::optional<int64_t>& latest = *listed;
         // Data past the window's end exists: it is complete (smdebug: end < latest, then end <= latest).
         if (latest && (first ? end_us < *latest : end_us <= *latest)) return VIGIL_OK;
         if (ended(src)) {

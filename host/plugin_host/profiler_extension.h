@@ -1,9 +1,8 @@
 // The host side of the extension "vigil.profiler/1" (vigil/profiler.h): a profiler rule's session
-// reads the job's profiler folder through a ProfilerSource.
+// reads the job's profiler output (a folder or an S3 prefix) through a ProfilerSource.
 #pragma once
 
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 
@@ -16,9 +15,9 @@ namespace vigil::plugin_host {
 // What one profiler rule reads: its own ProfilerTrial (the readers keep listing state), and how to
 // wait for a live job's data.
 struct ProfilerSource {
-  explicit ProfilerSource(std::filesystem::path root, bool follow = true,
+  explicit ProfilerSource(profiler::ProfilerTrial trial, bool follow = true,
                           std::chrono::milliseconds poll_interval = std::chrono::milliseconds(1000))
-      : trial(std::move(root)), follow(follow), poll_interval(poll_interval) {}
+      : trial(std::move(trial)), follow(follow), poll_interval(poll_interval) {}
 
   std::mutex mu;  // the extension's functions are [any-thread]; the readers are not
   profiler::ProfilerTrial trial;

@@ -2,25 +2,23 @@
 
 #include <algorithm>
 #include <optional>
-#include <system_error>
 
 #include "profiler/profiler_layout.h"
 
 namespace vigil::profiler {
 namespace {
 
+// `name_timestamp` gets the file's full name (store.describe): smdebug matches the whole path or key,
+// so a name pattern may need the folders above system/.
 template <typename TimestampOf>
-std::vector<TimedFile> list_files(const std::filesystem::path& folder, TimestampOf timestamp_of) {
+Result<std::vector<TimedFile>> list_files(const storage::ObjectStore& store, std::string_view folder,
+                                          TimestampOf name_timestamp) {
+  auto listed = store.list(folder);
+  if (!listed) return fail(listed.error());
   std::vector<TimedFile> out;
-  std::error_code ec;
-  // A live job adds and renames files while this walks: whatever vanishes is skipped.
-  auto it = std::filesystem::recursive_directory_iterator(folder, std::filesystem::directory_options::skip_permission_denied, ec);
-  for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    std::error_code type_ec;
-    if (!it->is_regular_file(type_ec)) continue;
-    const std::string path = it->path().string();
-    if (const std::optional<int64_t> ts = timestamp_of(path)) out.push_back({*ts, it->path()});
-  }
+  for (auto& object : *listed)
+    if (const std::optional<int64_t> ts = name_timestamp(store.describe(object.relpath)))
+      out.push_back({*ts, std::move(object.relpath)});
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -42,14 +40,14 @@ size_t bisect_right(std::span<const TimedFile> files, int64_t t) {
 
 }  // namespace
 
-std::vector<TimedFile> list_system_files(const std::filesystem::path& root) {
-  return list_files(root / "system", [](const std::string& path) { return parse_system_file_timestamp_us(path); });
+Result<std::vector<TimedFile>> list_system_files(const storage::ObjectStore& store) {
+  return list_files(store, "system/", [](const std::string& name) { return parse_system_file_timestamp_us(name); });
 }
 
-std::vector<TimedFile> list_trace_files(const std::filesystem::path& root) {
-  return list_files(root / "framework", [](const std::string& path) -> std::optional<int64_t> {
-    const auto name = parse_trace_file_name(path);
-    return name ? std::optional(name->timestamp_us) : std::nullopt;
+Result<std::vector<TimedFile>> list_trace_files(const storage::ObjectStore& store) {
+  return list_files(store, "framework/", [](const std::string& name) -> std::optional<int64_t> {
+    const auto parsed = parse_trace_file_name(name);
+    return parsed ? std::optional(parsed->timestamp_us) : std::nullopt;
   });
 }
 

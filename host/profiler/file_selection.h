@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <span>
+#include <string>
 #include <vector>
+
+#include "common/error.h"
+#include "storage/object_store.h"
 
 namespace vigil::profiler {
 
@@ -14,15 +17,15 @@ inline constexpr int64_t kDefaultSelectionBufferUs = 3 * 60 * 1'000'000LL;
 
 struct TimedFile {
   int64_t timestamp_us;
-  std::filesystem::path path;
+  std::string relpath;  // relative to the profiler trial's root: "system/incremental/…", "framework/pevents/…"
   friend auto operator<=>(const TimedFile&, const TimedFile&) = default;
 };
 
-// The system metrics files under <root>/system (names as parse_system_file_timestamp_us accepts),
-// sorted by timestamp, then path. None when the folder does not exist.
-std::vector<TimedFile> list_system_files(const std::filesystem::path& root);
-// The framework trace files under <root>/framework (names as parse_trace_file_name accepts), sorted.
-std::vector<TimedFile> list_trace_files(const std::filesystem::path& root);
+// The system metrics files under system/ (names as parse_system_file_timestamp_us accepts),
+// sorted by timestamp, then relpath. None when the folder does not exist.
+[[nodiscard]] Result<std::vector<TimedFile>> list_system_files(const storage::ObjectStore& store);
+// The framework trace files under framework/ (names as parse_trace_file_name accepts), sorted.
+[[nodiscard]] Result<std::vector<TimedFile>> list_trace_files(const storage::ObjectStore& store);
 
 // System files, named by their first sample: T[lo..hi] with lo = max(bisect_right(T, start - B) - 1, 0)
 // and hi = bisect_left(T, end + B), so the file holding `start` is read. `files` sorted.

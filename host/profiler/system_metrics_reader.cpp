@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "common/file_read.h"
 #include "format/json_limits.h"
 
 namespace vigil::profiler {
@@ -56,29 +55,44 @@ Result<std::vector<SystemMetric>> parse_system_metrics(std::string_view text, st
   return out;
 }
 
-SystemMetricsReader::SystemMetricsReader(std::filesystem::path root, int64_t buffer_us)
-    : root_(std::move(root)), buffer_us_(buffer_us) {}
+SystemMetricsReader::SystemMetricsReader(std::shared_ptr<const storage::ObjectStore> store, int64_t buffer_us)
+    : store_(std::move(store)), buffer_us_(buffer_us) {}
 
-void SystemMetricsReader::refresh() { files_ = list_system_files(root_); }
+Result<SystemMetricsReader> SystemMetricsReader::open(std::string_view location, int64_t buffer_us) {
+  auto store = storage::open_object_store(location);
+  if (!store) return fail(store.error());
+  return SystemMetricsReader(std::move(*store), buffer_us);
+}
+
+Result<void> SystemMetricsReader::refresh() {
+  auto listed = list_system_files(*store_);
+  if (!listed) return fail(listed.error());
+  files_ = std::move(*listed);
+  return {};
+}
 
 std::optional<int64_t> SystemMetricsReader::first_timestamp_us() const {
   return files_.empty() ? std::nullopt : std::optional(files_.front().timestamp_us);
 }
 
+Result<std::vector<SystemMetric>> SystemMetricsReader::read_file(std::string_view relpath) const {
+  auto text = store_->read(relpath);
+  if (!text) return fail(std::move(text.error()));
+  return parse_system_metrics(*text, store_->describe(relpath));
+}
+
 Result<std::vector<SystemMetric>> SystemMetricsReader::events(int64_t start_us, int64_t end_us,
                                                               const std::optional<std::string>& type) {
-  refresh();
+  if (auto listed = refresh(); !listed) return fail(listed.error());
   const int64_t start_ns = start_us * 1000, end_ns = end_us * 1000;
   std::vector<SystemMetric> out;
   for (const TimedFile& f : select_system_files(files_, start_us, end_us, buffer_us_)) {
-    auto text = read_whole_file(f.path);
-    if (!text) {
+    auto metrics = read_file(f.relpath);
+    if (!metrics) {
       // Listed, then gone: a file being replaced is read on the next query.
-      if (!std::filesystem::exists(f.path)) continue;
-      return fail(std::move(text.error()));
+      if (auto exists = store_->exists(f.relpath); exists && !*exists) continue;
+      return fail(std::move(metrics.error()));
     }
-    auto metrics = parse_system_metrics(*text, f.path.string());
-    if (!metrics) return fail(std::move(metrics.error()));
     for (SystemMetric& m : *metrics) {
       const int64_t ns = m.timestamp_ns();
       if (ns < start_ns || ns > end_ns || (type && m.type != *type)) continue;

@@ -150,10 +150,14 @@ Result<std::vector<TraceEvent>> parse_trace_events(std::string_view text, std::s
   return parser.take();
 }
 
+Result<std::vector<TraceEvent>> parse_trace_file(std::string_view text, std::string_view name) {
+  return parse_trace_events(text, node_id_from_trace_file_name(name), name);
+}
+
 Result<std::vector<TraceEvent>> read_trace_file(const std::filesystem::path& path) {
   auto text = read_whole_file(path);
   if (!text) return fail(std::move(text.error()));
-  return parse_trace_events(*text, node_id_from_trace_file_name(path.string()), path.string());
+  return parse_trace_file(*text, path.string());
 }
 
 }  // namespace vigil::profiler

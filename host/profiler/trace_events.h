@@ -34,7 +34,10 @@ struct TraceEvent {
 // "ts", "dur" or "pid" is not a number.
 [[nodiscard]] Result<std::vector<TraceEvent>> parse_trace_events(std::string_view text, std::string_view node_id,
                                                                  std::string_view file);
-// Reads `path`; the node id comes from its name (node_id_from_trace_file_name).
+// The events of the trace file named `name` (its path, or its s3:// key), whose text is `text`: the
+// node id comes from the name (node_id_from_trace_file_name), which also names the file in errors.
+[[nodiscard]] Result<std::vector<TraceEvent>> parse_trace_file(std::string_view text, std::string_view name);
+// Reads the local file `path` and parses it with parse_trace_file.
 [[nodiscard]] Result<std::vector<TraceEvent>> read_trace_file(const std::filesystem::path& path);
 
 }  // namespace vigil::profiler

@@ -89,6 +89,13 @@ class LocalFolderStore final : public ObjectStore {
     return out;
   }
 
+  Result<bool> folder_exists(std::string_view folder) const override {
+    std::error_code ec;
+    if (folder.empty()) return fs::is_directory(root_.canonical(), ec);
+    if (auto why = format::unsafe_relative_path(folder)) return fail(Error::index_reader(*why, describe(folder)));
+    return fs::is_directory(root_.canonical() / folder, ec);
+  }
+
   Result<std::string> read(std::string_view relpath) const override { return root_.read_file(relpath); }
 
   Result<std::shared_ptr<const StoredObject>> open(std::string_view relpath) const override {

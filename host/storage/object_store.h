@@ -53,6 +53,9 @@ class ObjectStore {
   // only those sorting after `start_after` when it is not empty. A missing folder lists nothing.
   [[nodiscard]] virtual Result<std::vector<ObjectInfo>> list(std::string_view folder,
                                                              std::string_view start_after = {}) const = 0;
+  // Whether `folder` ("profiler-output/") exists: a local folder, or an S3 prefix with any key under
+  // it (S3 has no folders). One request of an object store, however much is under it.
+  [[nodiscard]] virtual Result<bool> folder_exists(std::string_view folder) const = 0;
   // The whole file. A missing file is an Io error ("no such file"); `exists` is the test for that.
   [[nodiscard]] virtual Result<std::string> read(std::string_view relpath) const = 0;
   [[nodiscard]] virtual Result<std::shared_ptr<const StoredObject>> open(std::string_view relpath) const = 0;

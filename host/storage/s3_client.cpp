@@ -412,14 +412,16 @@ Result<S3Client::Response> S3Client::execute(const Request& request) const {
 }
 
 Result<std::vector<S3ListedObject>> S3Client::list_objects(std::string_view bucket, std::string_view prefix,
-                                                           std::string_view start_after) const {
+                                                           std::string_view start_after, size_t max_objects) const {
   std::vector<S3ListedObject> out;
   std::string continuation;
+  size_t page_keys = config_.list_max_keys > 0 ? size_t(config_.list_max_keys) : 0;  // 0: S3's own (1000)
+  if (max_objects > 0 && (page_keys == 0 || max_objects < page_keys)) page_keys = max_objects;
   for (;;) {
     Request request{.kind = Kind::List, .bucket = std::string(bucket)};
     request.object = prefix.empty() ? fmt::format("s3://{}", bucket) : fmt::format("s3://{}/{}", bucket, prefix);
     request.query = {{"list-type", "2"}, {"prefix", std::string(prefix)}};
-    if (config_.list_max_keys > 0) request.query.emplace_back("max-keys", std::to_string(config_.list_max_keys));
+    if (page_keys > 0) request.query.emplace_back("max-keys", std::to_string(page_keys));
     // StartAfter picks the first page; the continuation token carries on from there.
     if (!continuation.empty()) request.query.emplace_back("continuation-token", continuation);
     else if (!start_after.empty()) request.query.emplace_back("start-after", std::string(start_after));
@@ -437,6 +439,10 @@ Result<std::vector<S3ListedObject>> S3Client::list_objects(std::string_view buck
       const auto size = parse_u64(xml_text(entry, "Size").value_or(""));
       if (!key || !size) return fail(failure(request, "a listed object has no Key or Size"));
       out.push_back({std::move(*key), *size, xml_text(entry, "ETag").value_or("")});
+    }
+    if (max_objects > 0 && out.size() >= max_objects) {
+      out.resize(max_objects);
+      break;
     }
     if (xml_text(xml, "IsTruncated").value_or("false") != "true") break;
     auto next = xml_text(xml, "NextContinuationToken");

@@ -56,9 +56,11 @@ class S3Client {
   S3Client& operator=(const S3Client&) = delete;
 
   // Every object whose key starts with `prefix` and sorts after `start_after` (when not empty),
-  // in S3's order (byte order of the keys), all pages.
+  // in S3's order (byte order of the keys), all pages; only the first `max_objects` when that is not
+  // 0 (a number within one page is one request).
   [[nodiscard]] Result<std::vector<S3ListedObject>> list_objects(std::string_view bucket, std::string_view prefix,
-                                                                 std::string_view start_after = {}) const;
+                                                                 std::string_view start_after = {},
+                                                                 size_t max_objects = 0) const;
   // The whole object; a missing one is an Io error "no such file".
   [[nodiscard]] Result<std::string> get_object(std::string_view bucket, std::string_view key) const;
   // Exactly out.size() bytes at `offset` (a 206 whose Content-Range is the range asked for, and all

@@ -70,6 +70,14 @@ class S3ObjectStore final : public ObjectStore {
     return out;
   }
 
+  Result<bool> folder_exists(std::string_view folder) const override {
+    std::string prefix = uri_.key(folder);
+    if (!prefix.empty() && !prefix.ends_with('/')) prefix += '/';
+    auto listed = client_->list_objects(uri_.bucket, prefix, {}, /*max_objects=*/1);
+    if (!listed) return fail(listed.error());
+    return !listed->empty();
+  }
+
   Result<std::string> read(std::string_view relpath) const override {
     return client_->get_object(uri_.bucket, uri_.key(relpath));
   }

@@ -20,6 +20,10 @@
 #include "plugin_test_support.h"
 #include "profiler/system_metrics_writer.h"
 #include "profiler/trace_event_writer.h"
+#include "s3_server_process.h"
+#include "storage/object_store.h"
+#include "storage/s3_object_store.h"
+#include "storage/s3_uri.h"
 #include "test_support.h"
 
 namespace vigil {
@@ -227,6 +231,110 @@ TEST(ProfilerRules, AProfilerRuleRunAsADebugRuleSaysHowToConfigureIt) {
   EXPECT_NE(statuses[0].details.find("ProfilerRuleConfigurations"), std::string::npos) << statuses[0].details;
 }
 
+// Profiler rules over an S3 prefix (the S3 test server, tests/support/s3_test_server.py): the
+// evaluator in this process, and `vigil evaluate` finding <job>/profiler-output beside an s3://
+// <job>/debug-output. Both reach the server through the AWS_* variables, as a user's would.
+class ProfilerRulesOverS3 : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto started = test::S3ServerProcess::start(std::string(VIGIL_SOURCE_DIR) + "/tests/support/s3_test_server.py");
+    if (started) server_ = std::move(*started);
+    else start_error_ = started.error().message;
+  }
+  static void TearDownTestSuite() { server_.reset(); }
+
+  void SetUp() override {
+    ASSERT_TRUE(server_) << start_error_;  // no server is a failure, never a skip
+    server_->set_faults(nlohmann::json::array());
+    const auto& info = server_->info();
+    environment_ = {{"AWS_ACCESS_KEY_ID", info["AWS_ACCESS_KEY_ID"].get<std::string>()},
+                    {"AWS_SECRET_ACCESS_KEY", info["AWS_SECRET_ACCESS_KEY"].get<std::string>()},
+                    {"AWS_REGION", info["AWS_REGION"].get<std::string>()},
+                    {"AWS_ENDPOINT_URL_S3", info["proxy"].get<std::string>()}};
+    for (const auto& [name, value] : environment_) ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  void TearDown() override {
+    for (const auto& [name, value] : environment_) ::unsetenv(name.c_str());
+  }
+
+  // Copies the local folder `from` to s3://trials/<prefix> with the store's write().
+  static void upload(const std::filesystem::path& from, const std::string& prefix) {
+    auto local = storage::open_object_store(from.string());
+    ASSERT_VIGIL_OK(local);
+    auto s3 = storage::open_s3_store(storage::S3Uri{"trials", prefix}, server_->config());
+    ASSERT_VIGIL_OK(s3);
+    auto listed = (*local)->list("");
+    ASSERT_VIGIL_OK(listed);
+    for (const auto& object : *listed) {
+      auto bytes = (*local)->read(object.relpath);
+      ASSERT_VIGIL_OK(bytes);
+      ASSERT_VIGIL_OK((*s3)->write(object.relpath, *bytes));
+    }
+  }
+
+  static inline std::unique_ptr<test::S3ServerProcess> server_;
+  static inline std::string start_error_;
+  std::map<std::string, std::string> environment_;
+};
+
+TEST_F(ProfilerRulesOverS3, TheEvaluatorJudgesAnS3PrefixAsTheLocalFolder) {
+  ScratchDir dir;
+  write_cpu_file(dir.path(), 0, 4.5, 20, {2.5});
+  upload(dir.path(), "jobs/evaluated/profiler-output");
+  evaluate::EvaluatorOptions options;
+  options.follow = false;
+  auto statuses = run(profiler_job("s3://trials/jobs/evaluated/profiler-output"), options);
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_EQ(statuses[0].status, RuleEvaluationStatus::IssuesFound) << test::seen(statuses[0]);
+  EXPECT_EQ(test::trigger_steps(statuses[0]), (std::vector<int64_t>{2}));  // as over the folder
+  EXPECT_EQ(statuses[0].judgement.steps_judged, 5);
+
+  // A prefix without data ends without judging, as an empty folder does.
+  auto empty = run(profiler_job("s3://trials/jobs/nothing/profiler-output"), options);
+  ASSERT_EQ(empty.size(), 1u);
+  EXPECT_EQ(empty[0].status, RuleEvaluationStatus::NoIssuesFound) << test::seen(empty[0]);
+  EXPECT_NE(empty[0].judgement.reason.find("no profiler data"), std::string::npos) << empty[0].judgement.reason;
+
+  // A prefix that cannot be listed is the rule's error, naming it and never the credentials.
+  ::setenv("AWS_MAX_ATTEMPTS", "2", 1);
+  server_->set_faults(nlohmann::json::array({{{"match", "failing"}, {"method", "GET"}, {"times", 100},
+                                              {"action", "status"}, {"status", 500}, {"code", "InternalError"}}}));
+  auto failing = run(profiler_job("s3://trials/jobs/failing/profiler-output"), options);
+  ::unsetenv("AWS_MAX_ATTEMPTS");
+  ASSERT_EQ(failing.size(), 1u);
+  EXPECT_EQ(failing[0].status, RuleEvaluationStatus::Error) << test::seen(failing[0]);
+  EXPECT_NE(failing[0].details.find("s3://trials/jobs/failing/profiler-output"), std::string::npos)
+      << failing[0].details;
+  EXPECT_EQ(failing[0].details.find("S3RVER"), std::string::npos) << failing[0].details;
+}
+
+TEST_F(ProfilerRulesOverS3, TheCliFindsProfilerOutputBesideAnS3DebugOutput) {
+  ScratchDir dir;
+  write_cpu_file(dir / "job", 0, 4.5, 20, {2.5});
+  upload(dir / "job", "jobs/cli/profiler-output");
+  std::ofstream(dir / "job.json") << R"({"ProfilerRuleConfigurations": [{"RuleConfigurationName": "Hot",
+      "RuleEvaluatorImage": "x", "RuleParameters": {"rule_to_invoke": "HotCpu"}}]})";
+  const auto evaluate = [&](const std::string& trial) {
+    std::string command;
+    for (const auto& [name, value] : environment_) command += name + "='" + value + "' ";
+    command += "'" + std::string(VIGIL_BINARY) + "' evaluate --quiet --no-follow --plugins '" +
+               test::variant_dir("sdk_profiler").string() + "' --job '" + (dir / "job.json").string() + "' --trial '" +
+               trial + "' --status-file '" + (dir / "status.json").string() + "' > '" + (dir / "out.txt").string() +
+               "' 2>&1";
+    std::filesystem::remove(dir / "status.json");
+    (void)std::system(command.c_str());
+    return test::read_file(dir / "out.txt");
+  };
+  const std::string output = evaluate("s3://trials/jobs/cli/debug-output");
+  const auto file = nlohmann::json::parse(test::read_file(dir / "status.json"));
+  ASSERT_EQ(file["ProfilerRuleEvaluationStatuses"].size(), 1u) << output;
+  EXPECT_EQ(file["ProfilerRuleEvaluationStatuses"][0]["RuleEvaluationStatus"], "IssuesFound") << output;
+
+  // No profiler-output beside it: the profiler rule has no data folder, and says so.
+  const std::string alone = evaluate("s3://trials/jobs/elsewhere/debug-output");
+  EXPECT_NE(alone.find("no profiler data folder"), std::string::npos) << alone;
+}
+
 TEST(ProfilerJobs, BadProfilerConfigurationsAreRefusedNamingTheField) {
   auto refused = [](const std::string& text, const std::string& expected) {
     auto job = evaluate::parse_job_json(text, "/tmp", "");
@@ -257,6 +365,13 @@ TEST(ProfilerJobs, BadProfilerConfigurationsAreRefusedNamingTheField) {
   auto resolved = evaluate::resolve_job(registry(), *python);
   ASSERT_FALSE(resolved);
   EXPECT_NE(resolved.error().message.find("run as debug rules"), std::string::npos) << resolved.error().message;
+
+  // An s3:// profiler trial is parsed, not looked up, when the job is resolved.
+  auto s3 = evaluate::resolve_job(registry(), profiler_job("s3://trials/job/profiler-output"));
+  EXPECT_VIGIL_OK(s3);
+  auto bad_bucket = evaluate::resolve_job(registry(), profiler_job("s3://No_Such_Bucket/profiler-output"));
+  ASSERT_FALSE(bad_bucket);
+  EXPECT_NE(bad_bucket.error().message.find("is not an S3 location"), std::string::npos) << bad_bucket.error().message;
 }
 
 TEST(ProfilerJobs, TheKindCrossesTheIsolationProtocol) {

@@ -9,6 +9,7 @@
 #include "profiler/profiler_trial.h"
 #include "profiler/system_metrics_writer.h"
 #include "profiler/trace_event_writer.h"
+#include "storage/object_store.h"
 #include "test_support.h"
 
 namespace vigil::profiler {
@@ -28,6 +29,13 @@ void write_text(const fs::path& path, std::string_view text) {
 std::string sample(std::string_view type, std::string_view name, double value, double timestamp) {
   return fmt::format(R"({{"Type": "{}", "Name": "{}", "Dimension": "Utilization", "Value": {}, "NodeId": "algo-1", "Timestamp": {:.6f}}})",
                      type, name, value, timestamp) + "\n";
+}
+
+// The profiler readers read a local folder through its ObjectStore, as an S3 prefix is read.
+std::shared_ptr<const storage::ObjectStore> local_store(const fs::path& folder) {
+  auto store = storage::open_object_store(folder.string());
+  EXPECT_TRUE(store) << store.error().message;
+  return store ? *store : nullptr;
 }
 
 std::vector<int64_t> stamps(std::span<const TimedFile> files) {
@@ -67,7 +75,7 @@ TEST(SystemMetrics, WhatTheMonitorsWriterWritesTheReaderReadsBack) {
     ASSERT_VIGIL_OK(writer.write(1700000001.5, std::span(rows).first(1)));
     ASSERT_VIGIL_OK(writer.close());
   }
-  SystemMetricsReader reader(dir.path());
+  SystemMetricsReader reader(local_store(dir.path()));
   auto read = reader.events(1700000000.0, 1700000002.0, TimeUnit::Seconds);
   ASSERT_VIGIL_OK(read);
   auto stamped = [](SystemMetric m, double at) {
@@ -144,7 +152,7 @@ TEST(SystemMetricsReader, QueriesARangeFollowingTheJob) {
   write_text(dir / "system/incremental/2020060305/1591160699.algo-1.json",
              sample("cpu", "cpu0", 1, t0) + sample("gpu", "gpu0", 2, t0 + 10) + sample("cpu", "cpu0", 3, t0 + 20.5));
   write_text(dir / "system/incremental/1591160759.algo-1.json", sample("cpu", "cpu0", 4, t0 + 60));  // no hour folder
-  SystemMetricsReader reader(dir.path(), 0);
+  SystemMetricsReader reader(local_store(dir.path()), 0);
   const int64_t us0 = 1591160699000000;
   auto all = reader.events(us0, us0 + 60'000'000);
   ASSERT_VIGIL_OK(all);
@@ -205,7 +213,7 @@ TEST(FrameworkMetricsReader, OverlapQueriesOverWrittenFiles) {
   ASSERT_VIGIL_OK(writer.close());
   ASSERT_EQ(writer.published().size(), 2u);  // steps 0 and 5, then 20 and 25
 
-  FrameworkMetricsReader reader(dir.path(), 0);
+  FrameworkMetricsReader reader(local_store(dir.path()), 0);
   auto names = [&](int64_t start_s_us, int64_t end_s_us) {
     std::vector<std::string> out;
     auto events = reader.events(start_s_us, end_s_us);
@@ -236,20 +244,78 @@ TEST(FrameworkMetricsReader, OverlapQueriesOverWrittenFiles) {
 
 TEST(ProfilerTrial, FirstTimestampAndEndOfJob) {
   ScratchDir dir;
-  ProfilerTrial trial(dir.path());
-  EXPECT_EQ(trial.first_timestamp_us(), std::nullopt);
+  auto opened = ProfilerTrial::open(dir.path().string());
+  ASSERT_VIGIL_OK(opened);
+  ProfilerTrial& trial = *opened;
+  EXPECT_EQ(trial.location(), dir.path().string());
+  auto first = [&] {
+    auto t0 = trial.first_timestamp_us();
+    EXPECT_TRUE(t0) << t0.error().message;
+    return t0 ? *t0 : std::optional<int64_t>(-1);
+  };
+  EXPECT_EQ(first(), std::nullopt);
   EXPECT_FALSE(trial.job_ended());
   write_text(dir / "system/incremental/2020060305/1591160759.algo-1.json", sample("cpu", "cpu0", 1, 1591160759.0));
-  EXPECT_EQ(trial.first_timestamp_us(), 1591160759000000);
+  EXPECT_EQ(first(), 1591160759000000);
   write_text(dir / "framework/pevents/2020060305/1591160700000000_0-algo-1_pythontimeline.json", "[\n]");
-  EXPECT_EQ(trial.first_timestamp_us(), 1591160700000000);
+  EXPECT_EQ(first(), 1591160700000000);
   write_text(dir / "training_job_end.ts", "");  // the debugger's place, not the profiler's
   EXPECT_FALSE(trial.job_ended());
   write_text(dir / "framework/training_job_end.ts", "");
   EXPECT_TRUE(trial.job_ended());
   fs::remove(dir / "framework/training_job_end.ts");
   write_text(dir / "system/training_job_end.ts", "");
-  EXPECT_TRUE(training_job_ended(dir.path()));
+  EXPECT_TRUE(training_job_ended(*local_store(dir.path())));
+}
+
+TEST(ProfilerTrial, AMissingFolderIsAnErrorNamingIt) {
+  ScratchDir dir;
+  const std::string missing = (dir / "no-profiler-output").string();
+  auto trial = ProfilerTrial::open(missing);
+  ASSERT_FALSE(trial);
+  EXPECT_NE(trial.error().message.find(missing), std::string::npos) << trial.error().message;
+  auto reader = SystemMetricsReader::open(missing);
+  ASSERT_FALSE(reader);
+  EXPECT_NE(reader.error().message.find(missing), std::string::npos) << reader.error().message;
+}
+
+TEST(FileSelection, ListsOnlyTheNamedFilesOfEachKindByRelpath) {
+  ScratchDir dir;
+  write_text(dir / "system/incremental/2020060305/1591160759.algo-1.json", "");
+  write_text(dir / "system/incremental/2020060305/1591160699.algo-2.json", "");
+  write_text(dir / "system/incremental/2020060305/notes.txt", "");
+  write_text(dir / "system/1591160699.algo-1.json", "");  // no folder below system/
+  write_text(dir / "framework/pevents/2020060305/1591160700000000_0-algo-1_pythontimeline.json", "[]");
+  write_text(dir / "framework/pevents/2020060305/1591160600000000_0-algo-1.json", "[]");  // two fields only
+  write_text(dir / "framework/0-algo-1_pythontimeline.json.tmp", "[]");
+  write_text(dir / "other/pevents/1591160500000000_0-algo-1_pythontimeline.json", "[]");  // not under framework/
+  auto store = local_store(dir.path());
+  auto system = list_system_files(*store);
+  ASSERT_VIGIL_OK(system);
+  EXPECT_EQ(*system, (std::vector<TimedFile>{
+                         {1591160699000000, "system/incremental/2020060305/1591160699.algo-2.json"},
+                         {1591160759000000, "system/incremental/2020060305/1591160759.algo-1.json"}}));
+  auto traces = list_trace_files(*store);
+  ASSERT_VIGIL_OK(traces);
+  EXPECT_EQ(*traces, (std::vector<TimedFile>{
+                         {1591160700000000, "framework/pevents/2020060305/1591160700000000_0-algo-1_pythontimeline.json"}}));
+}
+
+TEST(FrameworkMetricsReader, ReadsOneListedFileNamingItInErrors) {
+  ScratchDir dir;
+  const std::string rel = "framework/pevents/2020060305/1591160700000000_0-algo-1_pythontimeline.json";
+  write_text(dir / rel, R"([{"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": 1591160699000000, "name": "Step:ModeKeys.TRAIN"}},
+{"name": "step0", "pid": 0, "ph": "X", "ts": 10, "dur": 5}])");
+  FrameworkMetricsReader reader(local_store(dir.path()));
+  auto events = reader.read_file(rel);
+  ASSERT_VIGIL_OK(events);
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].name, "step0");
+  EXPECT_EQ((*events)[0].node_id, "algo-1-0");  // from the file's name
+  write_text(dir / rel, "{not json");
+  auto bad = reader.read_file(rel);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find((dir / rel).string()), std::string::npos) << bad.error().message;
 }
 
 }  // namespace

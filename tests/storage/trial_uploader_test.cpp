@@ -35,6 +35,7 @@ class FakeStore final : public ObjectStore {
   std::string describe(std::string_view relpath) const override { return "fake://dest/" + std::string(relpath); }
   bool is_local() const override { return false; }
   Result<std::vector<ObjectInfo>> list(std::string_view, std::string_view) const override { return std::vector<ObjectInfo>{}; }
+  Result<bool> folder_exists(std::string_view) const override { return false; }
   Result<std::string> read(std::string_view relpath) const override {
     std::lock_guard lock(mutex_);
     auto it = contents_.find(std::string(relpath));

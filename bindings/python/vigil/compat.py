@@ -25,7 +25,9 @@ _MARK = "__vigil_compat__"
 # checks everything else, and checks that each entry here is still missing (so an issue that adds
 # one must remove its entry). docs/compatibility.md lists the same entries.
 OMITTED = {
-    "smdebug.profiler.*.S3*": "profiler readers over S3 are the object-storage issue's",
+    "smdebug.profiler.system_metrics_reader.S3NumpySystemMetricsReader": "smdebug's numpy accumulator of system "
+                                                                          "metrics into its own store files; "
+                                                                          "S3SystemMetricsReader reads the same data",
     "smdebug.profiler.profiler_config_parser": "smdebug's in-hook config parser; Vigil's hooks read the profiler "
                                                "config through the C++ ProfilerConfig (vigil._vigil)",
     "smdebug.trials.local_trial.LocalIndexReader": "smdebug's Python index reader; Vigil's C++ host reads the "
@@ -116,10 +118,12 @@ def _modules():
         "smdebug.profiler.metrics_reader_base": dict(MetricsReaderBase=P.MetricsReaderBase, TimeUnits=P.TimeUnits),
         "smdebug.profiler.system_metrics_reader": dict(
             SystemMetricsReader=P.SystemMetricsReader, LocalSystemMetricsReader=P.LocalSystemMetricsReader,
-            MetricsReaderBase=P.MetricsReaderBase, TimeUnits=P.TimeUnits),
+            S3SystemMetricsReader=P.S3SystemMetricsReader, MetricsReaderBase=P.MetricsReaderBase,
+            TimeUnits=P.TimeUnits),
         "smdebug.profiler.algorithm_metrics_reader": dict(
             AlgorithmMetricsReader=P.AlgorithmMetricsReader, LocalAlgorithmMetricsReader=P.LocalAlgorithmMetricsReader,
-            MetricsReaderBase=P.MetricsReaderBase, TimeUnits=P.TimeUnits),
+            S3AlgorithmMetricsReader=P.S3AlgorithmMetricsReader, MetricsReaderBase=P.MetricsReaderBase,
+            TimeUnits=P.TimeUnits),
         "smdebug.profiler.trace_event_file_parser": dict(
             TraceEvent=P.TraceEvent, TraceEventParser=P.TraceEventParser, ProcessInfo=P.ProcessInfo,
             ThreadInfo=P.ThreadInfo, TimeUnits=P.TimeUnits),

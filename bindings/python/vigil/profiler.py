@@ -1,10 +1,11 @@
-"""``vigil.profiler``: reading a profiler output folder with smdebug's names (``smdebug.profiler.*``),
-on the C++ readers (format spec §8): system metrics and framework trace events by time range,
-``TraceEvent`` objects, a trace file parser, ``ProfilerTrial`` and pandas DataFrames (``PandasFrame``).
+"""``vigil.profiler``: reading a profiler output folder or ``s3://`` prefix with smdebug's names
+(``smdebug.profiler.*``), on the C++ readers (format spec §8): system metrics and framework trace
+events by time range, ``TraceEvent`` objects, a trace file parser, ``ProfilerTrial`` and pandas
+DataFrames (``PandasFrame``).
 
     from vigil.profiler import LocalSystemMetricsReader, LocalAlgorithmMetricsReader, PandasFrame
     events = LocalAlgorithmMetricsReader("/opt/ml/output/profiler").get_events(t0_us, t1_us)
-    steps = PandasFrame("/opt/ml/output/profiler").get_all_framework_metrics()
+    steps = PandasFrame("s3://bucket/job/profiler-output").get_all_framework_metrics()
 
 Times are µs since the epoch unless a ``unit`` says otherwise. docs/profiler.md lists the columns.
 """
@@ -17,6 +18,7 @@ from enum import Enum
 
 from . import _vigil
 from .exceptions import NoMoreProfilerData, SMDebugNotImplementedError
+from .locations import is_s3
 
 
 class TimeUnits(Enum):
@@ -124,7 +126,7 @@ class TraceEventParser:
     def __init__(self, type=""):
         self.type = type
         self._events = []
-        self._files = []
+        self._sources = []  # per file read: what reads its events (as dicts) again
         self._processes = {}
 
     def _add(self, dicts):
@@ -138,18 +140,22 @@ class TraceEventParser:
             self._events.append(event)
 
     def read_events_from_file(self, tracefile):
-        self._files.append(str(tracefile))
-        self._add(_vigil.read_trace_file(str(tracefile)))
+        path = str(tracefile)
+        self._read(lambda: _vigil.read_trace_file(path))
+
+    def _read(self, source):
+        self._sources.append(source)
+        self._add(source())
 
     def read_events_from_json_data(self, trace_json_data, node_id):
         self._add(_vigil.parse_trace_events(json.dumps(trace_json_data), str(node_id), "<json data>"))
 
     def read_trace_file(self):
         """Reads the files given so far again."""
-        files, self._files = self._files, []
+        sources, self._sources = self._sources, []
         self.clear_events()
-        for f in files:
-            self.read_events_from_file(f)
+        for source in sources:
+            self._read(source)
 
     def clear_events(self):
         self._events = []
@@ -187,14 +193,15 @@ class TraceEventParser:
 
 
 class _SystemFileParser:
-    """One system metrics file (what get_all_event_parsers gives for system metrics)."""
+    """One system metrics file (what get_all_event_parsers gives for system metrics), read through its
+    reader: ``path`` is relative to the profiler trial."""
 
-    def __init__(self, path):
+    def __init__(self, host_reader, path):
+        self._host = host_reader
         self.path = path
 
     def get_all_events(self):
-        with open(self.path) as f:
-            return [ProfilerSystemEvent._from_host(d) for d in _vigil.parse_system_metrics(f.read(), self.path)]
+        return [ProfilerSystemEvent._from_host(d) for d in self._host.read_file(self.path)]
 
 
 # ---- readers ---------------------------------------------------------------------------------------------
@@ -246,7 +253,8 @@ class MetricsReaderBase:
         return [self._parser(path) for _, path in self._files()]
 
     def parse_event_files(self, event_files):
-        """The events of these files, read now."""
+        """The events of these files (paths relative to the profiler trial, as the reader lists them),
+        read now."""
         out = []
         for p in self._parsers_of(event_files):
             out.extend(p.get_all_events())
@@ -274,7 +282,7 @@ class SystemMetricsReader(MetricsReaderBase):
         return [ProfilerSystemEvent._from_host(d) for d in self._host.events(start, end, unit, event_type)]
 
     def _parser(self, path):
-        return _SystemFileParser(path)
+        return _SystemFileParser(self._host, path)
 
 
 class LocalSystemMetricsReader(SystemMetricsReader):
@@ -284,6 +292,32 @@ class LocalSystemMetricsReader(SystemMetricsReader):
         super().__init__(use_in_memory_cache)
         self.trace_root_folder = str(trace_root_folder)
         self._host = _vigil.SystemMetricsReader(self.trace_root_folder)
+
+    def parse_event_files(self, event_files):
+        return super().parse_event_files(event_files)
+
+    def refresh_event_file_list(self):
+        super().refresh_event_file_list()
+
+
+def _s3_location(s3_trial_path):
+    """(bucket, prefix) of an s3:// profiler trial, as smdebug's S3 readers keep them."""
+    s3, bucket, prefix = is_s3(s3_trial_path)
+    if not s3:
+        raise ValueError("{!r} is not an s3:// location".format(s3_trial_path))
+    return bucket, prefix
+
+
+class S3SystemMetricsReader(SystemMetricsReader):
+    """System metrics under <s3_trial_path>/system (smdebug's S3SystemMetricsReader): the same reader
+    as LocalSystemMetricsReader, over an S3 prefix. Credentials, region and endpoint come from the
+    environment as AWS tools find them."""
+
+    def __init__(self, s3_trial_path, use_in_memory_cache=False):
+        super().__init__(use_in_memory_cache)
+        self.s3_trial_path = str(s3_trial_path)
+        self.bucket_name, self.prefix = _s3_location(self.s3_trial_path)
+        self._host = _vigil.SystemMetricsReader(self.s3_trial_path)
 
     def parse_event_files(self, event_files):
         return super().parse_event_files(event_files)
@@ -304,7 +338,8 @@ class AlgorithmMetricsReader(MetricsReaderBase):
 
     def _parser(self, path):
         p = TraceEventParser()
-        p.read_events_from_file(path)
+        host = self._host
+        p._read(lambda: host.read_file(path))
         return p
 
     def get_current_time_range_for_event_query(self):
@@ -327,9 +362,34 @@ class LocalAlgorithmMetricsReader(AlgorithmMetricsReader):
         super().refresh_event_file_list()
 
 
+class S3AlgorithmMetricsReader(AlgorithmMetricsReader):
+    """Framework trace events under <s3_trial_path>/framework (smdebug's S3AlgorithmMetricsReader): the
+    same reader as LocalAlgorithmMetricsReader, over an S3 prefix."""
+
+    def __init__(self, s3_trial_path, use_in_memory_cache=False):
+        super().__init__(use_in_memory_cache)
+        self.s3_trial_path = str(s3_trial_path)
+        self.bucket_name, self.prefix = _s3_location(self.s3_trial_path)
+        self._host = _vigil.FrameworkMetricsReader(self.s3_trial_path)
+
+    def parse_event_files(self, event_files):
+        return super().parse_event_files(event_files)
+
+    def refresh_event_file_list(self):
+        super().refresh_event_file_list()
+
+
+def _readers_for(path, use_in_memory_cache=False):
+    """The (system, framework) readers of a profiler trial: over S3 for an s3:// path, as smdebug
+    chooses them."""
+    if is_s3(path)[0]:
+        return S3SystemMetricsReader(path, use_in_memory_cache), S3AlgorithmMetricsReader(path, use_in_memory_cache)
+    return LocalSystemMetricsReader(path, use_in_memory_cache), LocalAlgorithmMetricsReader(path, use_in_memory_cache)
+
+
 class ProfilerTrial:
-    """A profiler output folder (smdebug.trials.utils.ProfilerTrial): its readers, when its data
-    begins and whether the job ended. ``output_dir`` is kept for rules that write reports."""
+    """A profiler output folder or s3:// prefix (smdebug.trials.utils.ProfilerTrial): its readers, when
+    its data begins and whether the job ended. ``output_dir`` is kept for rules that write reports."""
 
     def __init__(self, name, trial_dir, output_dir):
         self.name = name
@@ -337,8 +397,7 @@ class ProfilerTrial:
         self.output_dir = output_dir
         self.poll_s = 10
         self._host = _vigil.ProfilerTrial(self.trial_dir)
-        self.system_metrics_reader = LocalSystemMetricsReader(self.trial_dir)
-        self.framework_metrics_reader = LocalAlgorithmMetricsReader(self.trial_dir)
+        self.system_metrics_reader, self.framework_metrics_reader = _readers_for(self.trial_dir)
 
     def get_first_timestamp(self):
         """The smaller of the first system and framework file timestamps (µs); None while neither exists
@@ -390,8 +449,7 @@ class PandasFrame:
     def __init__(self, path, use_in_memory_cache=False, scan_interval=5000000000):
         self.path = str(path)
         self.scan_interval = self.interval = scan_interval
-        self.system_metrics_reader = LocalSystemMetricsReader(self.path, use_in_memory_cache)
-        self.framework_metrics_reader = LocalAlgorithmMetricsReader(self.path, use_in_memory_cache)
+        self.system_metrics_reader, self.framework_metrics_reader = _readers_for(self.path, use_in_memory_cache)
         self.system_metrics, self.framework_metrics = [], []
         firsts = [t for t in (self.system_metrics_reader.get_timestamp_of_first_available_file(),
                               self.framework_metrics_reader.get_timestamp_of_first_available_file()) if t]
@@ -546,5 +604,6 @@ def python_stats_folders(root, framework="pytorch", profiler="cprofile"):
 
 
 __all__ = ["TimeUnits", "TraceEvent", "TraceEventParser", "ProcessInfo", "ThreadInfo", "ProfilerSystemEvent",
-           "MetricsReaderBase", "SystemMetricsReader", "LocalSystemMetricsReader", "AlgorithmMetricsReader",
-           "LocalAlgorithmMetricsReader", "ProfilerTrial", "PandasFrame", "python_stats_folders"]
+           "MetricsReaderBase", "SystemMetricsReader", "LocalSystemMetricsReader", "S3SystemMetricsReader",
+           "AlgorithmMetricsReader", "LocalAlgorithmMetricsReader", "S3AlgorithmMetricsReader", "ProfilerTrial",
+           "PandasFrame", "python_stats_folders"]
