@@ -206,6 +206,7 @@ class CachedStore final : public ObjectStore {
   }
 
   Result<bool> exists(std::string_view relpath) const override { return remote_->exists(relpath); }
+  Result<bool> folder_exists(std::string_view folder) const override { return remote_->folder_exists(folder); }
   Result<void> write(std::string_view relpath, std::string_view bytes) const override {
     return remote_->write(relpath, bytes);
   }

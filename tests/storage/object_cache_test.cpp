@@ -36,6 +36,9 @@ class CountingStore final : public ObjectStore {
     return std::shared_ptr<const StoredObject>(std::make_shared<Opened>(this, std::string(rel)));
   }
   Result<bool> exists(std::string_view rel) const override { return objects.contains(std::string(rel)); }
+  Result<bool> folder_exists(std::string_view folder) const override {
+    return std::any_of(objects.begin(), objects.end(), [&](const auto& o) { return o.first.starts_with(folder); });
+  }
   Result<void> write(std::string_view rel, std::string_view bytes) const override {
     return fail(Error::not_supported(std::string(rel) + std::string(bytes.substr(0, 0))));
   }
