@@ -12,6 +12,7 @@
 #include "plugin_host/param_values.h"
 #include "plugin_host/profiler_extension.h"
 #include "plugin_host/profiles.h"
+#include "storage/s3_uri.h"
 #include "trial/trial.h"
 
 namespace vigil::evaluate {
@@ -153,6 +154,13 @@ Result<std::vector<ResolvedRule>> resolve_job(const plugin_host::PluginRegistry&
     std::vector<std::string> paths{config.base_trial};
     paths.insert(paths.end(), config.other_trials.begin(), config.other_trials.end());
     for (const auto& path : paths) {
+      // A debug rule's trial may be in object storage (Trial::open reads s3:// through the store);
+      // it may not exist yet when a live job is followed, so only the location is checked.
+      if (config.kind != RuleKind::Profiler && storage::is_s3_uri(path)) {
+        if (auto uri = storage::parse_s3_uri(path); !uri)
+          return fail(Error::invalid_argument(fmt::format("{}: trial '{}': {}", where, path, uri.error().message)));
+        continue;
+      }
       std::error_code ec;
       if (!fs::is_directory(path, ec))
         return fail(Error::invalid_argument(
