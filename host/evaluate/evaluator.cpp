@@ -155,10 +155,11 @@ Result<std::vector<ResolvedRule>> resolve_job(const plugin_host::PluginRegistry&
     std::vector<std::string> paths{config.base_trial};
     paths.insert(paths.end(), config.other_trials.begin(), config.other_trials.end());
     for (const auto& path : paths) {
-      // An S3 prefix is only parsed here: whether it holds a trial is the trial's to find out.
+      // A trial may be in object storage (the trial and the profiler trial read s3:// through the
+      // store); it may not exist yet when a live job is followed, so only the location is checked.
       if (storage::is_s3_uri(path)) {
         if (auto uri = storage::parse_s3_uri(path); !uri)
-          return fail(Error::invalid_argument(fmt::format("{}: {}", where, uri.error().message)));
+          return fail(Error::invalid_argument(fmt::format("{}: trial '{}': {}", where, path, uri.error().message)));
         continue;
       }
       std::error_code ec;

@@ -736,7 +736,9 @@ bool Trial::loaded_all_steps() {
 bool Trial::training_ended() {
   {
     std::lock_guard lock(state_->mu);
-    if (state_->assume_ended) return true;
+    // Once a refresh has seen the marker it is not looked up again: over S3 each look is a HEAD, and
+    // rules ask at every step (StalledTrainingRule).
+    if (state_->assume_ended || state_->end_marker_seen) return true;
   }
   return state_->marker_exists();
 }

@@ -281,6 +281,23 @@ std::string one_rule(const std::string& params) {
   return R"({"DebugRuleConfigurations": [{"RuleConfigurationName": "r", "RuleParameters": {)" + params + "}}]}";
 }
 
+// A debug rule's trial in object storage is taken by its location: a live job's may not exist yet.
+TEST(Jobs, TakeATrialInObjectStorage) {
+  auto job = evaluate::parse_job_json(R"({"DebugRuleConfigurations": [{"RuleConfigurationName": "r",
+      "RuleParameters": {"rule_to_invoke": "StepsRule", "other_trial_0": "s3://other-bucket/run"}}]})",
+                                      "s3://trials/job/debug-output");
+  ASSERT_TRUE(job.has_value()) << job.error().message;
+  auto registry = registry_with({"good"});
+  auto ev = evaluate::Evaluator::create(registry, *job, {});
+  // StepsRule reads one trial: the other trial is refused for that, not for being in a bucket.
+  ASSERT_FALSE(ev.has_value());
+  EXPECT_NE(ev.error().message.find("reads only its base trial"), std::string::npos) << ev.error().message;
+  auto base_only = evaluate::parse_job_json(one_rule(R"("rule_to_invoke": "StepsRule")"), "s3://trials/job/debug-output");
+  ASSERT_TRUE(base_only.has_value()) << base_only.error().message;
+  auto ok = evaluate::Evaluator::create(registry, *base_only, {});
+  EXPECT_TRUE(ok.has_value()) << ok.error().message;
+}
+
 TEST(BadJobs, AreRefusedNamingTheField) {
   expect_bad_job("{not json", "not valid JSON");
   expect_bad_job("{}", "DebugRuleConfigurations: is missing");
@@ -295,6 +312,7 @@ TEST(BadJobs, AreRefusedNamingTheField) {
   expect_bad_job(one_rule(R"("fire_at": "1")"), "rule_to_invoke: is required");
   expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule")"), "no trial", "");
   expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule")"), "is not a directory", "/no/such/trial");
+  expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule")"), "trial 's3://Not_A_Bucket/x'", "s3://Not_A_Bucket/x");
   expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule", "other_trial_0": "/tmp")"), "reads only its base trial");
   std::string many = R"({"DebugRuleConfigurations": [)";
   for (int i = 0; i < 21; ++i)

@@ -3,12 +3,15 @@ expected.json (the same replay as tests/trial/conformance_test.cpp, through Pyth
 (sha256 and summaries), shapes, steps, names, collections, reductions, and exceptions (class name and
 str()).
 
-Each fixture runs three times: over the host directly (vigil.create_trial -> _vigil.TrialCore), over
-the plugin ABI's host table (_vigil.ApiTrialCore, what Python rules see inside `vigil evaluate`), and
+Each fixture runs four times: over the host directly (vigil.create_trial -> _vigil.TrialCore), over
+the plugin ABI's host table (_vigil.ApiTrialCore, what Python rules see inside `vigil evaluate`),
 "captured": on the trial that the fixture's own generator script (generators/, written for smdebug's
 PyTorch hook) writes when it runs unchanged on vigil.compat with Vigil's hook (same torch, same
-seeds, one thread). Values are then bit for bit the fixture's; saved reductions, which Vigil's hook
-computes in C++ where smdebug's used torch, are compared with the computed-reduction tolerance.
+seeds, one thread), and "s3": the fixture uploaded to the loopback S3 server
+(tests/support/s3_test_server.py, one for the session, through its SigV4-checking proxy) and read
+back with vigil.create_trial("s3://trials/<fixture>"), which must answer exactly as "direct" does.
+Captured values are bit for bit the fixture's; saved reductions, which Vigil's hook computes in C++
+where smdebug's used torch, are compared with the computed-reduction tolerance.
 
 Where Vigil deliberately differs from smdebug (docs/compatibility.md) the right answer is asserted,
 built independently from the fixture's raw records (raw_records.py):
@@ -21,6 +24,7 @@ built independently from the fixture's raw records (raw_records.py):
 Over the ABI, reductions come back as float64 (no dtype), collections carry names and tensors only,
 and saved reductions are known only where no raw value was saved (documented in docs/python.md).
 """
+import contextlib
 import math
 import os
 import subprocess
@@ -40,7 +44,7 @@ from vigil.modes import ModeKeys
 from vigil.trials import HostTrial, Trial
 
 MODES = ["GLOBAL", "TRAIN", "EVAL", "PREDICT"]
-KINDS = ["direct", "api", "captured"]
+KINDS = ["direct", "api", "captured", "s3"]
 GENERATORS = os.path.join(FIXTURES, "generators")
 # Runs a generator script with smdebug's names resolving to Vigil.
 _RUN_GENERATOR = ("import runpy, sys; sys.path[:0] = [{python!r}, {generators!r}]; import vigil.compat; "
@@ -48,6 +52,60 @@ _RUN_GENERATOR = ("import runpy, sys; sys.path[:0] = [{python!r}, {generators!r}
 
 _trials = {}
 _captured_root = None
+_s3 = None  # the session's S3TestServer, started by the first "s3" trial
+_s3_uploaded = set()
+S3_BUCKET = "trials"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_s3_server():
+    """Stops the S3 server at the end of the session, when a test started it."""
+    global _s3
+    yield
+    if _s3 is not None:
+        server, _s3 = _s3, None
+        for key in [k for k in _trials if k[1] == "s3"]:
+            del _trials[key]
+        server.__exit__(None, None, None)
+
+
+@contextlib.contextmanager
+def s3_environment(server):
+    """The server's AWS_* variables for the block only (the S3 configuration is read when a store is
+    opened), so that they reach no other test."""
+    env = server.environment(through_proxy=True)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def s3_location(fixture):
+    """s3://trials/<fixture>, uploaded once per session (the server is started by the first call)."""
+    global _s3
+    if _s3 is None:
+        from s3_test_server import S3TestServer
+        server = S3TestServer(buckets=[S3_BUCKET])
+        server.__enter__()  # raises when the server cannot start: the test fails, it is not skipped
+        _s3 = server
+    location = "s3://{}/{}".format(S3_BUCKET, fixture)
+    if fixture not in _s3_uploaded:
+        with s3_environment(_s3):
+            uploader = _vigil.TrialUploader(trial_dir(fixture), location, 0.05)
+            report = uploader.finish(120)
+        assert report["error"] is None and not report["files_left"], "upload of %s: %r" % (fixture, report)
+        n_files = sum(len(files) for _, _, files in os.walk(trial_dir(fixture)))
+        assert report["files_uploaded"] == n_files, "uploaded %d of %d files of %s" % (
+            report["files_uploaded"], n_files, fixture)
+        _s3_uploaded.add(fixture)
+    return location
 
 
 def captured_dir(fixture):
@@ -71,7 +129,13 @@ def get_trial(fixture, kind):
     """ONE trial object per fixture and kind, like the single create_trial() smdebug answered from."""
     key = (fixture, kind)
     if key not in _trials:
-        if kind != "api":
+        if kind == "s3":
+            location = s3_location(fixture)
+            with s3_environment(_s3):
+                trial = vigil.create_trial(location)
+            assert type(trial).__name__ == "S3Trial" and trial._core.path == location, (type(trial), trial._core.path)
+            _trials[key] = trial
+        elif kind != "api":
             _trials[key] = vigil.create_trial(trial_dir(fixture))
         elif kind == "captured":
             _trials[key] = vigil.create_trial(captured_dir(fixture))

@@ -102,6 +102,9 @@ class _FaultPlan:
 def _proxy_handler(upstream_port, plan):
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # The status line and headers go out in one write and the body in another: with Nagle's
+        # algorithm on, the body then waits for the client's delayed ACK (40 ms a request).
+        disable_nagle_algorithm = True
 
         def log_message(self, *args):
             pass

@@ -1,0 +1,212 @@
+#!/usr/bin/python3
+"""Object storage benchmark: one trial read from a local folder and from S3, side by side.
+
+Writes a trial of --steps steps (a loss, a weight, its gradient and a ReLU output per step; float32)
+with vigil.writer, uploads it with _vigil.TrialUploader to the loopback S3 server of
+tests/support/s3_test_server.py (s3rver behind the request-counting, SigV4-checking proxy; with
+--no-proxy straight to s3rver, then without request counts), and reports for the folder and for
+s3://bench/trial:
+
+  open + steps()   time and requests of create_trial() and its first steps()
+  first status     `vigil evaluate --rule AllZero`: time to its first status line, and to its end
+  full scan        every value of every step: values/s and MB/s (tensor bytes), and requests
+  idle refresh     requests of a refresh with nothing new, on a copy without the end marker (its
+                   collections and index objects only: refresh lists, it reads no event file)
+
+Run from a build tree: VIGIL_BUILD_DIR (default build) gives bin/vigil and python/. S3 figures
+are loopback figures: they count requests and per-request overheads, not a network.
+
+    PYTHONPATH=build/python /usr/bin/python3 bench/object_storage_bench.py --steps 1000
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+BUILD = os.path.abspath(os.environ.get("VIGIL_BUILD_DIR") or os.path.join(REPO, "build"))
+sys.path[:0] = [os.path.join(BUILD, "python"), os.path.join(REPO, "tests", "support")]
+
+import numpy as np  # noqa: E402
+
+import vigil  # noqa: E402
+from s3_test_server import S3TestServer  # noqa: E402
+from vigil import _vigil  # noqa: E402
+from vigil.exceptions import TensorUnavailableForStep  # noqa: E402
+from vigil.modes import ModeKeys  # noqa: E402
+from vigil.writer import TrialWriter  # noqa: E402
+
+MARKER = "training_job_end.ts"
+
+
+def write_trial(out, steps, size):
+    rng = np.random.default_rng(0)
+    w = TrialWriter(out, save_interval=1)
+    weight = rng.standard_normal(size).astype(np.float32)
+    for step in range(steps):
+        w.begin_step(ModeKeys.TRAIN)
+        grad = (rng.standard_normal(size) * 1e-2).astype(np.float32)
+        weight -= 0.1 * grad
+        w.save_tensor("loss", np.array([1.0 / (1 + step)], dtype=np.float32), collections=["losses"])
+        w.save_tensor("fc1.weight", weight, collections=["weights"])
+        w.save_tensor("gradient/fc1.weight", grad, collections=["gradients"])
+        w.save_tensor("relu_output", np.maximum(weight, 0), collections=["relu_output"])
+        w.end_step()
+    w.close()
+
+
+def upload(local, location):
+    t0 = time.perf_counter()
+    report = _vigil.TrialUploader(local, location, 0.05).finish(3600)
+    if report["error"] or report["files_left"]:
+        sys.exit("upload of %s failed: %s" % (local, report["error"]))
+    return time.perf_counter() - t0, report
+
+
+class Counter:
+    """Requests the proxy saw during a block (None without the proxy)."""
+
+    def __init__(self, server, counting):
+        self.server, self.counting = server, counting
+
+    def __enter__(self):
+        if self.counting:
+            self.server.clear_requests()
+        return self
+
+    def __exit__(self, *exc):
+        self.requests = len(self.server.requests()) if self.counting else None
+
+
+def open_and_list(location):
+    t0 = time.perf_counter()
+    trial = vigil.create_trial(location)
+    steps = trial.steps()
+    return time.perf_counter() - t0, trial, steps
+
+
+def full_scan(trial, steps):
+    names = trial.tensor_names()
+    values = nbytes = 0
+    t0 = time.perf_counter()
+    for step in steps:
+        for name in names:
+            tensor = trial.tensor(name)
+            try:
+                workers = tensor.workers(step)
+            except TensorUnavailableForStep:
+                continue
+            for worker in workers:
+                v = tensor.value(step, worker=worker)
+                nbytes += v.nbytes
+                values += 1
+    return time.perf_counter() - t0, values, nbytes
+
+
+def evaluate(vigil_exe, location, env, tmp):
+    status = os.path.join(tmp, "status-%d.json" % time.monotonic_ns())
+    t0 = time.perf_counter()
+    p = subprocess.Popen([vigil_exe, "evaluate", "--trial", location, "--rule", "AllZero", "--param",
+                          "collection_names=weights,gradients", "--status-file", status, "--idle-timeout", "600"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    first = None
+    last_line = ""
+    for line in p.stdout:
+        if first is None and line.startswith("vigil: ["):
+            first = time.perf_counter() - t0
+        last_line = line.strip() or last_line
+    p.wait()
+    total = time.perf_counter() - t0
+    if p.returncode != 0:
+        sys.exit("vigil evaluate %s failed (%d): %s" % (location, p.returncode, last_line))
+    return first, total, last_line
+
+
+def idle_refresh_requests(location, server, counting):
+    trial = vigil.create_trial(location)
+    trial.steps()
+    with Counter(server, counting) as c:
+        trial.refresh()
+    return c.requests, trial.training_ended
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--steps", type=int, default=1000, help="steps of the trial (default 1000)")
+    ap.add_argument("--size", type=int, default=256, help="elements of each tensor but the loss (default 256)")
+    ap.add_argument("--no-proxy", action="store_true", help="talk to s3rver directly (no request counts)")
+    ap.add_argument("--vigil", default=os.path.join(BUILD, "bin", "vigil"), help="the vigil executable")
+    args = ap.parse_args()
+    if not os.path.exists(args.vigil):
+        sys.exit("vigil executable not found: %s (set VIGIL_BUILD_DIR)" % args.vigil)
+    counting = not args.no_proxy
+
+    tmp = tempfile.mkdtemp(prefix="vigil-osbench-")
+    try:
+        local = os.path.join(tmp, "trial")
+        t0 = time.perf_counter()
+        write_trial(local, args.steps, args.size)
+        write_s = time.perf_counter() - t0
+        n_files = sum(len(f) for _, _, f in os.walk(local))
+        # the idle-refresh copy: collections and index, no marker
+        live = os.path.join(tmp, "live")
+        shutil.copytree(os.path.join(local, "collections"), os.path.join(live, "collections"))
+        shutil.copytree(os.path.join(local, "index"), os.path.join(live, "index"))
+
+        with S3TestServer(buckets=["bench"]) as server:
+            env_vars = server.environment(through_proxy=counting)
+            os.environ.update(env_vars)  # this process only talks to this server
+            env = dict(os.environ)
+            s3_trial, s3_live = "s3://bench/trial", "s3://bench/live"
+            with Counter(server, counting) as up:
+                upload_s, report = upload(local, s3_trial)
+            upload(live, s3_live)
+            print("trial: %d steps, %d files, %.1f MB; written in %.2f s; uploaded in %.2f s (%s requests)"
+                  % (args.steps, n_files, report["bytes_uploaded"] / 1e6, write_s, upload_s, fmt(up.requests, "d")))
+
+            rows = {}
+            for kind, location, live_location in (("local", local, live), ("s3", s3_trial, s3_live)):
+                counted = counting and kind == "s3"
+                with Counter(server, counted) as c:
+                    open_s, trial, steps = open_and_list(location)
+                assert len(steps) == args.steps, (kind, len(steps))
+                with Counter(server, counted) as scan_c:
+                    scan_s, values, nbytes = full_scan(trial, steps)
+                first_s, eval_s, verdict = evaluate(args.vigil, location, env, tmp)
+                idle, ended = idle_refresh_requests(live_location, server, counted)
+                assert not ended
+                rows[kind] = dict(open_s=open_s, open_req=c.requests, first_s=first_s, eval_s=eval_s, verdict=verdict,
+                                  scan_s=scan_s, values=values, mb_s=nbytes / 1e6 / scan_s, vps=values / scan_s,
+                                  scan_req=scan_c.requests, idle=idle)
+
+        print()
+        print("%-34s %14s %14s" % ("", "local", "s3 (loopback)"))
+        lines = [
+            ("open + steps(): seconds", "open_s", ".3f"),
+            ("open + steps(): requests", "open_req", "d"),
+            ("evaluate: first status line, s", "first_s", ".3f"),
+            ("evaluate: whole run, s", "eval_s", ".3f"),
+            ("full scan: values/s", "vps", ",.0f"),
+            ("full scan: MB/s", "mb_s", ".2f"),
+            ("full scan: requests", "scan_req", "d"),
+            ("refresh, nothing new: requests", "idle", "d"),
+        ]
+        for label, key, spec in lines:
+            print("%-34s %14s %14s" % (label, fmt(rows["local"][key], spec), fmt(rows["s3"][key], spec)))
+        print("%-34s %14s %14s" % ("full scan: values", rows["local"]["values"], rows["s3"]["values"]))
+        for kind in ("local", "s3"):
+            print("verdict (%s): %s" % (kind, rows[kind]["verdict"]))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
