@@ -502,6 +502,50 @@ Result<void> S3Client::get_range(std::string_view bucket, std::string_view key, 
   return fail(failure(request, http_failure(*response, config_)));
 }
 
+Result<std::optional<S3ObjectStart>> S3Client::get_start(std::string_view bucket, std::string_view key,
+                                                         uint64_t max_bytes) const {
+  if (max_bytes == 0) return fail(Error::invalid_argument("get_start needs at least one byte"));
+  Request request{.kind = Kind::Get, .bucket = std::string(bucket), .key = std::string(key)};
+  request.object = fmt::format("s3://{}/{}", bucket, key);
+  request.headers = {{"range", fmt::format("bytes=0-{}", max_bytes - 1)}};
+  // "bytes 0-<last>/<size>": the answer must be the start asked for, all of it.
+  auto total_of = [max_bytes](const Response& r) -> std::optional<uint64_t> {
+    const std::string range = r.header("content-range");
+    const size_t slash = range.rfind('/');
+    if (!range.starts_with("bytes 0-") || slash == std::string::npos) return std::nullopt;
+    const auto last = parse_u64(std::string_view(range).substr(8, slash - 8));
+    const auto total = parse_u64(std::string_view(range).substr(slash + 1));
+    if (!last || !total || *last + 1 != std::min(*total, max_bytes)) return std::nullopt;
+    return total;
+  };
+  request.check = [&](const Response& r) -> std::optional<std::string> {
+    if (r.status == 200) {  // a server that ignores ranges sends the whole object
+      if (const auto length = parse_u64(r.header("content-length")); length && *length != r.body.size())
+        return fmt::format("short body: {} of {} bytes", r.body.size(), *length);
+      return std::nullopt;
+    }
+    const auto total = total_of(r);
+    if (!total) return fmt::format("Content-Range '{}' is not the start 0-{} asked for", r.header("content-range"), max_bytes - 1);
+    if (r.body.size() != std::min(*total, max_bytes))
+      return fmt::format("truncated ranged read: {} of {} bytes at offset 0", r.body.size(), std::min(*total, max_bytes));
+    return std::nullopt;
+  };
+  auto response = execute(request);
+  if (!response) return fail(response.error());
+  if (response->status == 404) return std::optional<S3ObjectStart>();
+  if (response->status == 416) {  // an empty object has no byte 0
+    auto head = head_object(bucket, key);
+    if (!head) return fail(head.error());
+    if (!*head) return std::optional<S3ObjectStart>();
+    return std::optional<S3ObjectStart>(S3ObjectStart{std::move(**head), {}});
+  }
+  if (response->status != 200 && response->status != 206) return fail(failure(request, http_failure(*response, config_)));
+  const uint64_t size = response->status == 200 ? response->body.size() : *total_of(*response);
+  std::string bytes = std::move(response->body);
+  if (bytes.size() > max_bytes) bytes.resize(max_bytes);
+  return std::optional<S3ObjectStart>(S3ObjectStart{S3ObjectHead{size, response->header("etag")}, std::move(bytes)});
+}
+
 Result<std::optional<S3ObjectHead>> S3Client::head_object(std::string_view bucket, std::string_view key) const {
   Request request{.kind = Kind::Head, .bucket = std::string(bucket), .key = std::string(key)};
   request.object = fmt::format("s3://{}/{}", bucket, key);

@@ -25,6 +25,12 @@ struct S3ObjectHead {
   std::string etag;  // quotes kept, as S3 sends it
 };
 
+// The first bytes of an object, with what a HEAD would say of it.
+struct S3ObjectStart {
+  S3ObjectHead head;
+  std::string bytes;  // the first min(size, max_bytes) bytes
+};
+
 struct S3ListedObject {
   std::string key;
   uint64_t size = 0;
@@ -67,6 +73,11 @@ class S3Client {
   // of it), or Io. With `if_match_etag`, Corrupt when the object is no longer that version.
   [[nodiscard]] Result<void> get_range(std::string_view bucket, std::string_view key, uint64_t offset,
                                        std::span<std::byte> out, std::string_view if_match_etag = {}) const;
+  // One GET of the first `max_bytes` bytes (Range: bytes=0-…), which also gives the object's size
+  // (Content-Range) and ETag: an object opened this way costs one request, and a small one is then
+  // whole. nullopt when there is no such object.
+  [[nodiscard]] Result<std::optional<S3ObjectStart>> get_start(std::string_view bucket, std::string_view key,
+                                                               uint64_t max_bytes) const;
   // Size and ETag; nullopt when there is no such object.
   [[nodiscard]] Result<std::optional<S3ObjectHead>> head_object(std::string_view bucket, std::string_view key) const;
   // One PUT, carrying the payload's SHA-256 (signed) and CRC32C (x-amz-checksum-crc32c, which S3 checks).

@@ -3,17 +3,23 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace vigil::storage {
 namespace {
 
+// How much of an object opening it reads: a step's event file of small tensors whole, in the one
+// request that opening costs anyway (the event-file cache keeps at most 64 files open).
+constexpr uint64_t kOpenedStartBytes = 256 * 1024;
+
 class S3StoredObject final : public StoredObject {
  public:
-  S3StoredObject(std::shared_ptr<const S3Client> client, std::string bucket, std::string key, S3ObjectHead head)
+  S3StoredObject(std::shared_ptr<const S3Client> client, std::string bucket, std::string key, S3ObjectStart start)
       : client_(std::move(client)),
         bucket_(std::move(bucket)),
         key_(std::move(key)),
-        head_(std::move(head)),
+        head_(std::move(start.head)),
+        start_(std::move(start.bytes)),
         description_(fmt::format("s3://{}/{}", bucket_, key_)) {}
 
   uint64_t size() const override { return head_.size; }
@@ -24,6 +30,10 @@ class S3StoredObject final : public StoredObject {
     if (offset > head_.size || out.size() > head_.size - offset)
       return fail(Error::io(description_, fmt::format("{} bytes at offset {} run past the end ({} bytes when opened)",
                                                       out.size(), offset, head_.size)));
+    if (offset + out.size() <= start_.size()) {  // within the bytes read when it was opened
+      std::memcpy(out.data(), start_.data() + offset, out.size());
+      return {};
+    }
     return client_->get_range(bucket_, key_, offset, out, head_.etag);
   }
 
@@ -39,6 +49,7 @@ class S3StoredObject final : public StoredObject {
   std::string bucket_;
   std::string key_;
   S3ObjectHead head_;
+  std::string start_;  // the object's first bytes, read when it was opened
   std::string description_;
 };
 
@@ -84,10 +95,11 @@ class S3ObjectStore final : public ObjectStore {
 
   Result<std::shared_ptr<const StoredObject>> open(std::string_view relpath) const override {
     std::string key = uri_.key(relpath);
-    auto head = client_->head_object(uri_.bucket, key);
-    if (!head) return fail(head.error());
-    if (!*head) return fail(Error::io(describe(relpath), "no such file"));
-    return std::make_shared<const S3StoredObject>(client_, uri_.bucket, std::move(key), std::move(**head));
+    // One request: the first bytes tell the size and ETag, and hold every record of a small file.
+    auto start = client_->get_start(uri_.bucket, key, kOpenedStartBytes);
+    if (!start) return fail(start.error());
+    if (!*start) return fail(Error::io(describe(relpath), "no such file"));
+    return std::make_shared<const S3StoredObject>(client_, uri_.bucket, std::move(key), std::move(**start));
   }
 
   Result<bool> exists(std::string_view relpath) const override {

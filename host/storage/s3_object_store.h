@@ -1,5 +1,6 @@
 // The ObjectStore of an s3://bucket/prefix location: a trial's relpaths are keys under the prefix.
-// Listing is ListObjectsV2, reading a whole file one GET, an opened object one HEAD and then ranged
+// Listing is ListObjectsV2, reading a whole file one GET, opening an object one GET of its first
+// 256 KiB (its size, its ETag, and every record of a small file) and then ranged
 // GETs pinned to its ETag (If-Match), writing one PUT with its CRC32C.
 #pragma once
 

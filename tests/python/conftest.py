@@ -12,6 +12,7 @@ import glob
 import json
 import os
 import sys
+import tempfile
 
 import pytest
 
@@ -24,6 +25,10 @@ PYTHON_DIR = os.path.join(BUILD, "python")
 if os.path.isdir(os.path.join(PYTHON_DIR, "vigil")) and PYTHON_DIR not in sys.path:
     sys.path.insert(0, PYTHON_DIR)
 sys.path.insert(0, os.path.dirname(__file__))
+
+# S3 reads are cached on disk (docs/object-storage.md): the tests' cache is their own, made afresh
+# for each run, never the user's ~/.cache.
+os.environ["VIGIL_CACHE_DIR"] = tempfile.mkdtemp(prefix="vigil-test-cache-")
 
 
 def fixture_names():

@@ -55,6 +55,8 @@ def s3env(s3, monkeypatch):
         monkeypatch.delenv(k, raising=False)
     for k, v in s3.environment(through_proxy=True).items():
         monkeypatch.setenv(k, v)
+    # The tests count what reaches the store: no cache in front of it (test_the_cache_... has one).
+    monkeypatch.setenv("VIGIL_CACHE_MAX_BYTES", "0")
     s3.set_faults([])
     s3.clear_requests()
     yield s3
@@ -434,9 +436,43 @@ def test_re_reading_a_value_is_one_ranged_get(s3env, tmp_path, local_values):
     assert value_key(trial.tensor(name).value(3)) == local_values[(name, 3, "worker_0")]
     first = s3env.requests()
     assert all(EVENT_3 in r["path"] for r in first), first
-    assert len(first) <= 2, first  # the event file opened (HEAD), then its record (a ranged GET)
+    assert len(first) <= 2, first  # the event file opened (a GET of its start), then its record if beyond it
     for _ in range(3):
         s3env.clear_requests()
         assert value_key(trial.tensor(name).value(3)) == local_values[(name, 3, "worker_0")]
         again = s3env.requests()
         assert len(again) <= 1 and all(r["method"] == "GET" and r["status"] == 206 for r in again), again
+
+
+def test_the_cache_serves_a_reopened_trial_its_index_and_records_by_etag(s3env, tmp_path, monkeypatch, local_values):
+    monkeypatch.setenv("VIGIL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("VIGIL_CACHE_MAX_BYTES", str(64 << 20))
+    location = "s3://%s/cached/run" % BUCKET
+    upload(trial_dir(FIXTURE), location)
+    n_index = sum(len(f) for _, _, f in os.walk(os.path.join(trial_dir(FIXTURE), "index")))
+    s3env.clear_requests()
+    first = vigil.create_trial(location)
+    assert all_values(first) == local_values
+    cold = s3env.requests()
+    assert len([r for r in cold if "/index/" in r["path"] and r["method"] == "GET"]) == n_index
+    # A second open (a new trial, as a new process would): the listing says nothing changed, so the
+    # index objects come from the cache; only listings, the marker and the event files' openings reach S3.
+    s3env.clear_requests()
+    second = vigil.create_trial(location)
+    assert all_values(second) == local_values
+    warm = s3env.requests()
+    assert [r for r in warm if "/index/" in r["path"] and "list-type" not in r["path"]] == [], warm
+    assert len(warm) <= len(cold) - n_index, (len(warm), len(cold))
+    # A changed object has a new ETag: read again, never the cached bytes.
+    index_rel = sorted(os.listdir(os.path.join(trial_dir(FIXTURE), "index", "000000000")))[0]
+    changed = tmp_path / "changed" / "index" / "000000000"
+    changed.mkdir(parents=True)
+    with open(os.path.join(trial_dir(FIXTURE), "index", "000000000", index_rel)) as f:
+        text = f.read()
+    (changed / index_rel).write_text(text + " ")  # the same index, another ETag
+    upload(tmp_path / "changed", location)
+    s3env.clear_requests()
+    third = vigil.create_trial(location)
+    third.steps()
+    gets = [r["path"] for r in s3env.requests() if "/index/" in r["path"] and "list-type" not in r["path"]]
+    assert len(gets) == 1 and index_rel in gets[0], gets

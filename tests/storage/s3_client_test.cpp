@@ -278,13 +278,13 @@ TEST_F(S3Test, ChangedObjectIsCorruptForAnOpenedReader) {
   // s3rver ignores If-Match; the proxy answers what S3 does for a changed object.
   auto store = open_s3_store(S3Uri{"trials", "changed"}, server_->config());
   ASSERT_VIGIL_OK(store);
-  ASSERT_VIGIL_OK((*store)->write("events/file", "0123456789"));
+  ASSERT_VIGIL_OK((*store)->write("events/file", binary_bytes(300 * 1024)));  // read past what opening reads
   auto object = (*store)->open("events/file");
   ASSERT_VIGIL_OK(object);
   server_->set_faults(json::array({{{"match", "changed/events/file"}, {"method", "GET"}, {"times", 1},
                                     {"action", "status"}, {"status", 412}, {"code", "PreconditionFailed"}}}));
   std::vector<std::byte> out(4);
-  auto read = (*object)->read_at(2, out);
+  auto read = (*object)->read_at(290 * 1024, out);
   ASSERT_FALSE(read);
   EXPECT_EQ(read.error().code, ErrorCode::CorruptData);
   EXPECT_TRUE(contains(read.error().message, "s3://trials/changed/events/file")) << read.error().message;
@@ -470,7 +470,51 @@ TEST_F(S3Test, ObjectStoreOverAPrefix) {
   ASSERT_TRUE(stats.has_value());
   EXPECT_EQ(stats->put_requests, 4u);
   EXPECT_EQ(stats->list_requests, 3u);
-  EXPECT_EQ(stats->range_requests, 1u);  // the read past the end was refused without a request
+  // Opening read the small file whole (one GET of its start); the read past the end was refused
+  // without a request.
+  EXPECT_EQ(stats->range_requests, 0u);
+}
+
+TEST_F(S3Test, OpeningReadsTheStartAndRangesOnlyBeyondIt) {
+  auto store = open_s3_store(S3Uri{"trials", "start"}, server_->config());
+  ASSERT_VIGIL_OK(store);
+  const std::string bytes = binary_bytes(300 * 1024);  // more than opening reads
+  ASSERT_VIGIL_OK((*store)->write("events/big.tfevents", bytes));
+  const auto before = *s3_stats(**store);
+  auto object = (*store)->open("events/big.tfevents");
+  ASSERT_VIGIL_OK(object);
+  EXPECT_EQ((*object)->size(), bytes.size());
+  EXPECT_FALSE((*object)->version().empty());
+  std::vector<std::byte> early(1000), late(1000), across(2000);
+  ASSERT_VIGIL_OK((*object)->read_at(5000, early));
+  ASSERT_VIGIL_OK((*object)->read_at(280 * 1024, late));
+  ASSERT_VIGIL_OK((*object)->read_at(256 * 1024 - 1000, across));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(early.data()), early.size()), bytes.substr(5000, 1000));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(late.data()), late.size()), bytes.substr(280 * 1024, 1000));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(across.data()), across.size()), bytes.substr(256 * 1024 - 1000, 2000));
+  const auto after = *s3_stats(**store);
+  EXPECT_EQ(after.get_requests - before.get_requests, 1u);      // the open
+  EXPECT_EQ(after.head_requests - before.head_requests, 0u);
+  EXPECT_EQ(after.range_requests - before.range_requests, 2u);  // the two reads past the start
+
+  auto absent = (*store)->open("events/absent.tfevents");
+  ASSERT_FALSE(absent);
+  EXPECT_TRUE(contains(absent.error().message, "s3://trials/start/events/absent.tfevents: no such file")) << absent.error().message;
+}
+
+TEST_F(S3Test, ATruncatedStartIsNotTaken) {
+  auto store = open_s3_store(S3Uri{"trials", "cut"}, server_->config());
+  ASSERT_VIGIL_OK(store);
+  const std::string bytes = binary_bytes(4000);
+  ASSERT_VIGIL_OK((*store)->write("events/e.tfevents", bytes));
+  server_->set_faults(json::array({{{"match", "cut/events/e.tfevents"}, {"method", "GET"}, {"times", 1},
+                                    {"action", "short_length"}, {"keep_bytes", 100}}}));
+  auto object = (*store)->open("events/e.tfevents");  // the short answer is retried
+  ASSERT_VIGIL_OK(object);
+  std::vector<std::byte> out(4000);
+  ASSERT_VIGIL_OK((*object)->read_at(0, out));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.data()), out.size()), bytes);
+  EXPECT_EQ(s3_stats(**store)->retries, 1u);
 }
 
 TEST_F(S3Test, FolderMarkersAreNotFiles) {
@@ -489,7 +533,7 @@ TEST_F(S3Test, FolderMarkersAreNotFiles) {
 TEST_F(S3Test, ConcurrentRangedReadsShareTheClient) {
   auto store = open_s3_store(S3Uri{"trials", "concurrent"}, server_->config());
   ASSERT_VIGIL_OK(store);
-  const std::string bytes = binary_bytes(64 * 1024);
+  const std::string bytes = binary_bytes(256 * 1024 + 64 * 1000);  // reads past what opening reads
   ASSERT_VIGIL_OK((*store)->write("big", bytes));
   auto object = (*store)->open("big");
   ASSERT_VIGIL_OK(object);
@@ -498,7 +542,7 @@ TEST_F(S3Test, ConcurrentRangedReadsShareTheClient) {
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&, t] {
       for (int i = 0; i < 8; ++i) {
-        const uint64_t offset = uint64_t(t * 8 + i) * 1000;
+        const uint64_t offset = 256 * 1024 + uint64_t(t * 8 + i) * 1000;
         std::vector<std::byte> out(1000);
         if ((*object)->read_at(offset, out) &&
             std::string(reinterpret_cast<const char*>(out.data()), out.size()) == bytes.substr(offset, 1000))
