@@ -7,7 +7,8 @@ tests/support/s3_test_server.py (s3rver behind the request-counting, SigV4-check
 --no-proxy straight to s3rver, then without request counts), and reports for the folder and for
 s3://bench/trial:
 
-  open + steps()   time and requests of create_trial() and its first steps()
+  open + steps()   time and requests of create_trial() and its first steps(), cold (its own empty
+                   cache), then again with the cache warm (the index objects come from disk)
   first status     `vigil evaluate --rule AllZero`: time to its first status line, and to its end
   full scan        every value of every step: values/s and MB/s (tensor bytes), and requests
   idle refresh     requests of a refresh with nothing new, on a copy without the end marker (its
@@ -161,6 +162,8 @@ def main():
         shutil.copytree(os.path.join(local, "collections"), os.path.join(live, "collections"))
         shutil.copytree(os.path.join(local, "index"), os.path.join(live, "index"))
 
+        # A cache of this run's own: the first open is cold, the re-open shows what the cache saves.
+        os.environ["VIGIL_CACHE_DIR"] = os.path.join(tmp, "cache")
         with S3TestServer(buckets=["bench"]) as server:
             env_vars = server.environment(through_proxy=counting)
             os.environ.update(env_vars)  # this process only talks to this server
@@ -180,18 +183,22 @@ def main():
                 assert len(steps) == args.steps, (kind, len(steps))
                 with Counter(server, counted) as scan_c:
                     scan_s, values, nbytes = full_scan(trial, steps)
+                with Counter(server, counted) as reopen_c:
+                    reopen_s, _, _ = open_and_list(location)
                 first_s, eval_s, verdict = evaluate(args.vigil, location, env, tmp)
                 idle, ended = idle_refresh_requests(live_location, server, counted)
                 assert not ended
                 rows[kind] = dict(open_s=open_s, open_req=c.requests, first_s=first_s, eval_s=eval_s, verdict=verdict,
                                   scan_s=scan_s, values=values, mb_s=nbytes / 1e6 / scan_s, vps=values / scan_s,
-                                  scan_req=scan_c.requests, idle=idle)
+                                  scan_req=scan_c.requests, idle=idle, reopen_s=reopen_s, reopen_req=reopen_c.requests)
 
         print()
         print("%-34s %14s %14s" % ("", "local", "s3 (loopback)"))
         lines = [
             ("open + steps(): seconds", "open_s", ".3f"),
             ("open + steps(): requests", "open_req", "d"),
+            ("re-open + steps() (cache warm): s", "reopen_s", ".3f"),
+            ("re-open + steps(): requests", "reopen_req", "d"),
             ("evaluate: first status line, s", "first_s", ".3f"),
             ("evaluate: whole run, s", "eval_s", ".3f"),
             ("full scan: values/s", "vps", ",.0f"),
