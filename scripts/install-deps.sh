@@ -23,9 +23,10 @@ packages=(
 )
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-# npm only installs s3rver (below): wanted only while s3rver is missing.
+# npm only installs s3rver (below): wanted only while s3rver is missing, and only when no npm is
+# there already (a Node.js that bundles its own npm conflicts with Debian's npm package).
 s3rver="$root/tests/support/s3rver"
-if [ ! -f "$s3rver/node_modules/s3rver/package.json" ]; then packages+=(npm); fi
+if [ ! -f "$s3rver/node_modules/s3rver/package.json" ] && ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 
 missing=()
 for p in "${packages[@]}"; do
