@@ -234,18 +234,11 @@ TEST(ProfilerRules, AProfilerRuleRunAsADebugRuleSaysHowToConfigureIt) {
 // Profiler rules over an S3 prefix (the S3 test server, tests/support/s3_test_server.py): the
 // evaluator in this process, and `vigil evaluate` finding <job>/profiler-output beside an s3://
 // <job>/debug-output. Both reach the server through the AWS_* variables, as a user's would.
-class ProfilerRulesOverS3 : public ::testing::Test {
+class ProfilerRulesOverS3 : public test::S3ServerSuite {
  protected:
-  static void SetUpTestSuite() {
-    auto started = test::S3ServerProcess::start(std::string(VIGIL_SOURCE_DIR) + "/tests/support/s3_test_server.py");
-    if (started) server_ = std::move(*started);
-    else start_error_ = started.error().message;
-  }
-  static void TearDownTestSuite() { server_.reset(); }
-
   void SetUp() override {
-    ASSERT_TRUE(server_) << start_error_;  // no server is a failure, never a skip
-    server_->set_faults(nlohmann::json::array());
+    test::S3ServerSuite::SetUp();
+    if (HasFatalFailure()) return;
     const auto& info = server_->info();
     environment_ = {{"AWS_ACCESS_KEY_ID", info["AWS_ACCESS_KEY_ID"].get<std::string>()},
                     {"AWS_SECRET_ACCESS_KEY", info["AWS_SECRET_ACCESS_KEY"].get<std::string>()},
@@ -272,8 +265,6 @@ class ProfilerRulesOverS3 : public ::testing::Test {
     }
   }
 
-  static inline std::unique_ptr<test::S3ServerProcess> server_;
-  static inline std::string start_error_;
   std::map<std::string, std::string> environment_;
 };
 

@@ -17,21 +17,8 @@ namespace {
 
 using nlohmann::json;
 
-class ProfilerS3Test : public ::testing::Test {
+class ProfilerS3Test : public test::S3ServerSuite {
  protected:
-  static void SetUpTestSuite() {
-    auto started = test::S3ServerProcess::start(std::string(VIGIL_SOURCE_DIR) + "/tests/support/s3_test_server.py");
-    if (started) server_ = std::move(*started);
-    else start_error_ = started.error().message;
-  }
-  static void TearDownTestSuite() { server_.reset(); }
-
-  void SetUp() override {
-    // No server is a failure, never a skip.
-    ASSERT_TRUE(server_) << start_error_;
-    server_->set_faults(json::array());
-    server_->clear_requests();
-  }
 
   static std::shared_ptr<const storage::ObjectStore> s3_store(const std::string& prefix) {
     auto store = storage::open_s3_store(storage::S3Uri{"trials", prefix}, server_->config());
@@ -39,8 +26,6 @@ class ProfilerS3Test : public ::testing::Test {
     return store ? *store : nullptr;
   }
 
-  static inline std::unique_ptr<test::S3ServerProcess> server_;
-  static inline std::string start_error_;
 };
 
 constexpr int64_t kBase = 1591160699000000;

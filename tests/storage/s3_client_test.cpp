@@ -19,21 +19,9 @@ namespace {
 
 using nlohmann::json;
 
-class S3Test : public ::testing::Test {
+// No server is a failure, never a skip: these tests are the S3 client's only check.
+class S3Test : public test::S3ServerSuite {
  protected:
-  static void SetUpTestSuite() {
-    auto started = test::S3ServerProcess::start(std::string(VIGIL_SOURCE_DIR) + "/tests/support/s3_test_server.py");
-    if (started) server_ = std::move(*started);
-    else start_error_ = started.error().message;
-  }
-  static void TearDownTestSuite() { server_.reset(); }
-
-  void SetUp() override {
-    // No server is a failure, never a skip: these tests are the S3 client's only check.
-    ASSERT_TRUE(server_) << start_error_;
-    server_->set_faults(json::array());
-    server_->clear_requests();
-  }
 
   static std::shared_ptr<S3Client> client(S3Config config) {
     auto made = S3Client::create(std::move(config));
@@ -57,8 +45,6 @@ class S3Test : public ::testing::Test {
     return bytes;
   }
 
-  static inline std::unique_ptr<test::S3ServerProcess> server_;
-  static inline std::string start_error_;
 };
 
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }

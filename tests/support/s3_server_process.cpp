@@ -137,4 +137,16 @@ void S3ServerProcess::clear_requests() const {
   control(info_["control"].get<std::string>() + "/requests/clear", &body);
 }
 
+void S3ServerSuite::SetUpTestSuite() {
+  auto started = S3ServerProcess::start(VIGIL_S3_TEST_SERVER);
+  if (started) server_ = std::move(*started);
+  else start_error_ = started.error().message;
+}
+
+void S3ServerSuite::SetUp() {
+  ASSERT_TRUE(server_) << start_error_;
+  server_->set_faults(nlohmann::json::array());
+  server_->clear_requests();
+}
+
 }  // namespace vigil::test

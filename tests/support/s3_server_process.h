@@ -10,6 +10,7 @@
 
 #include <memory>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -42,6 +43,19 @@ class S3ServerProcess {
   pid_t pid_ = -1;
   int stdin_fd_ = -1;
   nlohmann::json info_;
+};
+
+// A suite whose tests share one S3 test server: started before its first test, stopped after its
+// last; each test begins with no faults and an empty request log. No server fails every test,
+// never skips it. A suite that overrides SetUp calls this one first and stops on a fatal failure.
+class S3ServerSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite();
+  static void TearDownTestSuite() { server_.reset(); }
+  void SetUp() override;
+
+  static inline std::unique_ptr<S3ServerProcess> server_;
+  static inline std::string start_error_;
 };
 
 }  // namespace vigil::test
