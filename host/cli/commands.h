@@ -18,5 +18,12 @@ int run_evaluate(const std::vector<std::string>& args);
 int run_rules(const std::vector<std::string>& args);
 int run_image_uri(const std::vector<std::string>& args);
 int run_monitor(const std::vector<std::string>& args);
+// training_job_commands.cpp
+int run_train(const std::vector<std::string>& args);
+int run_describe_training_job(const std::vector<std::string>& args);
+int run_list_training_jobs(const std::vector<std::string>& args);
+int run_stop_training_job(const std::vector<std::string>& args);
+int run_update_training_job(const std::vector<std::string>& args);
+int run_attach(const std::vector<std::string>& args);
 
 }  // namespace vigil::cli

@@ -38,7 +38,7 @@ namespace {
 
 constexpr std::string_view kUsage = R"(usage: vigil evaluate [--trial PATH] [--profiler-trial PATH] (--job FILE | --group NAME | --rule NAME [--param KEY=VALUE]...)...
                       [--profile NAME] [--plugins DIR]... [--allow-insecure-plugins] [--status-file FILE] [--no-follow]
-                      [--idle-timeout SECONDS] [--quiet] [--isolate [--rule-timeout SECONDS] [--rule-memory-limit MIB]]
+                      [--idle-timeout SECONDS] [--quiet] [--check] [--isolate [--rule-timeout SECONDS] [--rule-memory-limit MIB]]
 
 Runs debugger rules over a trial with smdebug's invoke_rule semantics: steps in order from each
 rule's start_step, waiting for new steps while the training job runs, until the end-of-training
@@ -85,6 +85,8 @@ running:
   --no-follow           treat what exists as the whole trial (a writer that never wrote the marker)
   --idle-timeout SECS   end when no new step has arrived for this long
   --quiet               print only the final statuses
+  --check               load the plugins and check the job (rules, parameters, trials), then exit
+                        without evaluating: 0 when it would run, 2 with the reason when not
   -h, --help            show this help
 
 fault isolation:
@@ -273,7 +275,7 @@ int run_evaluate(const std::vector<std::string>& args) {
   std::vector<CommandLineRule> cli_rules;
   std::vector<std::string> groups;
   evaluate::EvaluatorOptions options;
-  bool quiet = false;
+  bool quiet = false, check_only = false;
   bool isolate = false, isolated_child = false;
   bool allow_insecure = false;
   std::optional<std::chrono::milliseconds> rule_timeout;
@@ -292,6 +294,8 @@ int run_evaluate(const std::vector<std::string>& args) {
       options.follow = false;
     } else if (a == "--quiet") {
       quiet = true;
+    } else if (a == "--check") {
+      check_only = true;
     } else if (a == "--isolate") {
       isolate = true;
     } else if (a == "--isolated-child") {
@@ -400,6 +404,7 @@ int run_evaluate(const std::vector<std::string>& args) {
       }
       return usage_error(evaluator.error().message);
     }
+    if (check_only) return kExitOk;
     {
       StopOnSignals signals(/*announce=*/true);
       (*evaluator)->run(signals.token());

@@ -19,6 +19,14 @@ commands:
   image-uri       the ECR URI of SageMaker's rule evaluator images for a region
   monitor         sample this machine (CPU, memory, disk, network, GPU) into SageMaker's system metrics files
 
+training jobs (docs/training-jobs.md, docs/remote-debug.md):
+  train JOB.json -- COMMAND...   run a CreateTrainingJob here, with Debugger's rules beside it
+  describe-training-job NAME     the job's status, transitions and rule statuses (--json: SageMaker's shape)
+  list-training-jobs             the jobs, newest first
+  stop-training-job NAME         stop a running job
+  update-training-job NAME --remote-debug on|off
+  attach NAME_algo-N             a shell in a running job's host (RemoteDebugConfig)
+
 Run `vigil <command> --help` for the options of a command.
 options:
   -h, --help      show this help
@@ -48,6 +56,12 @@ int main(int argc, char** argv) {
   if (command == "rules") return vigil::cli::run_rules(args);
   if (command == "image-uri") return vigil::cli::run_image_uri(args);
   if (command == "monitor") return vigil::cli::run_monitor(args);
+  if (command == "train") return vigil::cli::run_train(args);
+  if (command == "describe-training-job") return vigil::cli::run_describe_training_job(args);
+  if (command == "list-training-jobs") return vigil::cli::run_list_training_jobs(args);
+  if (command == "stop-training-job") return vigil::cli::run_stop_training_job(args);
+  if (command == "update-training-job") return vigil::cli::run_update_training_job(args);
+  if (command == "attach") return vigil::cli::run_attach(args);
   std::fprintf(stderr, "vigil: unknown command '%s'\n\n%s", command.c_str(), kUsage.data());
   return vigil::cli::kExitUsage;
 }

@@ -1,0 +1,190 @@
+#include "jobs/rule_action_runner.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "jobs/child_process.h"
+#include "jobs/job_store.h"
+#include "jobs/rule_actions.h"
+
+namespace vigil::jobs {
+
+namespace {
+
+constexpr auto kDeliveryTimeout = std::chrono::seconds(10);
+
+// Only the loopback interface: a notification sink is a local stand-in for SNS, not a way to send
+// a job's findings across the network.
+bool is_loopback_http(const std::string& url) {
+  static const std::regex loopback(R"(^http://(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[::1\])(:[0-9]+)?(/.*)?$)");
+  return std::regex_match(url, loopback);
+}
+
+std::string deliver_by_command(const std::string& command, const nlohmann::json& message) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return "failed: no pipe";
+  auto env = current_environment();
+  // The message's members as variables too (VIGIL_NOTIFY_PROTOCOL, _ENDPOINT, _SUBJECT, ...).
+  for (const auto& [key, value] : message.items()) {
+    std::string name = "VIGIL_NOTIFY_";
+    for (size_t i = 0; i < key.size(); ++i) {
+      if (i > 0 && std::isupper(static_cast<unsigned char>(key[i])) && std::islower(static_cast<unsigned char>(key[i - 1])))
+        name += '_';
+      name += char(std::toupper(static_cast<unsigned char>(key[i])));
+    }
+    set_env(env, name, value.get<std::string>());
+  }
+  ChildSpec spec{{"/bin/sh", "-c", command}, std::move(env), {}, pipe_fds[0]};
+  auto pid = spawn_child(spec);
+  ::close(pipe_fds[0]);
+  if (!pid) {
+    ::close(pipe_fds[1]);
+    return "failed: " + pid.error().message;
+  }
+  const std::string body = message["Message"].get<std::string>() + "\n";
+  (void)!::write(pipe_fds[1], body.data(), body.size());
+  ::close(pipe_fds[1]);
+  auto code = wait_child(*pid, kDeliveryTimeout);
+  if (!code) {
+    terminate_child(*pid, std::chrono::milliseconds(500));
+    return fmt::format("failed: the command did not end within {} s (killed)", kDeliveryTimeout.count());
+  }
+  return *code == 0 ? "delivered" : fmt::format("failed: the command exited with {}", *code);
+}
+
+std::string deliver_by_webhook(const std::string& url, const nlohmann::json& message) {
+  if (!is_loopback_http(url)) return "failed: VIGIL_NOTIFY_WEBHOOK must be an http:// address on the loopback interface";
+  CURL* curl = curl_easy_init();
+  if (!curl) return "failed: no HTTP client";
+  const std::string body = message.dump();
+  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http");
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, long(kDeliveryTimeout.count()));
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, +[](char*, size_t size, size_t n, void*) { return size * n; });
+  const CURLcode rc = curl_easy_perform(curl);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  if (rc != CURLE_OK) return fmt::format("failed: {}", curl_easy_strerror(rc));
+  return status >= 200 && status < 300 ? "delivered" : fmt::format("failed: HTTP {}", status);
+}
+
+}  // namespace
+
+NotificationSink NotificationSink::from_environment() {
+  NotificationSink sink;
+  if (const char* c = std::getenv("VIGIL_NOTIFY_COMMAND")) sink.command = c;
+  if (const char* w = std::getenv("VIGIL_NOTIFY_WEBHOOK")) sink.webhook_url = w;
+  if (const char* m = std::getenv("VIGIL_NOTIFY_MAX_PER_HOUR")) sink.max_per_hour = std::max(0, std::atoi(m));
+  return sink;
+}
+
+RuleActionRunner::RuleActionRunner(std::string job_name, std::filesystem::path audit_log, NotificationSink sink,
+                                   Callbacks callbacks)
+    : job_name_(std::move(job_name)), audit_log_(std::move(audit_log)), sink_(std::move(sink)), callbacks_(std::move(callbacks)) {}
+
+RuleActionRunner::~RuleActionRunner() {
+  for (auto& t : deliveries_)
+    if (t.joinable()) t.join();
+}
+
+void RuleActionRunner::audit(const std::string& rule, const std::string& action, const std::string& target,
+                             const std::string& outcome) {
+  std::lock_guard lock(mutex_);
+  std::ofstream out(audit_log_, std::ios::app);
+  out << nlohmann::json{{"Time", epoch_seconds_now()}, {"TrainingJobName", job_name_}, {"RuleConfigurationName", rule},
+                        {"Action", action}, {"Target", target}, {"Outcome", outcome}}
+             .dump()
+      << "\n";
+}
+
+void RuleActionRunner::on_issues_found(const std::string& configuration_name, const std::string& rule_class,
+                                       const std::string& action_json, const std::string& details) {
+  auto parsed = parse_rule_actions(action_json, job_name_);
+  if (!parsed) {
+    audit(configuration_name, "action_json", "", "skipped: " + parsed.error().message);
+    return;
+  }
+  for (const auto& warning : parsed->warnings) audit(configuration_name, "action_json", "", "skipped: " + warning);
+  for (const auto& action : parsed->actions) {
+    switch (action.kind) {
+      case RuleAction::Kind::StopTraining: {
+        // smdebug stops the one InProgress job whose name starts with the prefix; locally the rule
+        // runs for this job only, so any other choice is refused.
+        auto chosen = choose_job_to_stop(action.training_job_prefix, callbacks_.in_progress_jobs());
+        if (!chosen) {
+          audit(configuration_name, "StopTraining", action.training_job_prefix, "skipped: " + chosen.error());
+        } else if (*chosen != job_name_) {
+          audit(configuration_name, "StopTraining", *chosen,
+                fmt::format("refused: the rule runs for training job {} and may stop only that job", job_name_));
+        } else {
+          audit(configuration_name, "StopTraining", *chosen, "stopping");
+          callbacks_.stop_this_job(fmt::format("Stopped by the StopTraining action of rule {}: {}", configuration_name,
+                                               details.empty() ? rule_class : details));
+        }
+        break;
+      }
+      case RuleAction::Kind::Email:
+        notify(configuration_name, "email", action.endpoint, rule_class, details);
+        break;
+      case RuleAction::Kind::Sms:
+        notify(configuration_name, "sms", action.endpoint, rule_class, details);
+        break;
+    }
+  }
+}
+
+void RuleActionRunner::notify(std::string rule, std::string protocol, std::string endpoint, std::string rule_class,
+                              std::string details) {
+  const std::string action = protocol == "email" ? "Email" : "SMS";
+  bool allowed = false;
+  {
+    const double now = epoch_seconds_now();
+    std::lock_guard lock(mutex_);
+    std::erase_if(sent_times_, [&](double t) { return now - t > 3600; });
+    allowed = int(sent_times_.size()) < sink_.max_per_hour;
+    if (allowed) sent_times_.push_back(now);
+  }
+  if (!allowed) {
+    audit(rule, action, endpoint, fmt::format("rate-limited: more than {} notifications in an hour", sink_.max_per_hour));
+    return;
+  }
+  // SNS's message shape (sagemaker-api §5): subject and body name the rule class.
+  nlohmann::json message{{"Protocol", protocol},
+                         {"Endpoint", endpoint},
+                         {"TopicArn", fmt::format("arn:aws:sns:{}:{}:SMDebugRules", local_region(), local_account())},
+                         {"Subject", fmt::format("SMDebugRule:{} fired", rule_class)},
+                         {"Message", fmt::format("SMDebugRule:{} fired. {}", rule_class, details)},
+                         {"TrainingJobName", job_name_},
+                         {"RuleConfigurationName", rule}};
+  deliveries_.emplace_back([this, rule, action, endpoint, message] {
+    try {
+      std::string outcome = "audited only (no VIGIL_NOTIFY_COMMAND or VIGIL_NOTIFY_WEBHOOK)";
+      if (!sink_.command.empty()) outcome = "command " + deliver_by_command(sink_.command, message);
+      if (!sink_.webhook_url.empty()) {
+        const std::string web = "webhook " + deliver_by_webhook(sink_.webhook_url, message);
+        outcome = sink_.command.empty() ? web : outcome + "; " + web;
+      }
+      audit(rule, action, endpoint, outcome);
+    } catch (const std::exception& e) {
+      audit(rule, action, endpoint, std::string("failed: ") + e.what());
+    }
+  });
+}
+
+}  // namespace vigil::jobs

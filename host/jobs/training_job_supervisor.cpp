@@ -1,0 +1,721 @@
+#include "jobs/training_job_supervisor.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/file_read.h"
+#include "common/published_file.h"
+#include "jobs/access_policy.h"
+#include "jobs/child_process.h"
+#include "jobs/container_environment.h"
+#include "jobs/control_server.h"
+#include "jobs/job_paths.h"
+#include "jobs/job_store.h"
+#include "jobs/rule_action_runner.h"
+#include "jobs/training_job_request.h"
+
+namespace vigil::jobs {
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int kExitRefused = 2;
+constexpr int kExitRecords = 3;
+constexpr std::string_view kTargetPrefix = "sagemaker-training-job:";
+constexpr std::string_view kEndMarker = "training_job_end.ts";
+
+// SIGINT or SIGTERM to `vigil train` stops the job as StopTrainingJob would.
+volatile sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
+
+std::string user_name(uid_t uid) {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  char buffer[4096];
+  if (::getpwuid_r(uid, &pw, buffer, sizeof buffer, &found) == 0 && found) return pw.pw_name;
+  return std::to_string(uid);
+}
+
+std::string random_hex(size_t digits) {
+  std::random_device device;
+  std::string out;
+  while (out.size() < digits) out += fmt::format("{:08x}", device());
+  return out.substr(0, digits);
+}
+
+// A free TCP port on the loopback interface for torch.distributed's rendezvous (MASTER_PORT).
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 29500;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+// The folder for the job's control socket: short (a Unix socket path has at most 107 bytes), in the
+// user's runtime folder when there is one, named at random so that nobody can prepare it in advance.
+fs::path control_socket_path() {
+  fs::path base = "/tmp";
+  if (const char* runtime = std::getenv("XDG_RUNTIME_DIR"); runtime && *runtime && fs::is_directory(runtime)) base = runtime;
+  return base / fmt::format("vigil-job-{}", random_hex(16)) / "control.sock";
+}
+
+std::string refusal_message(std::string_view action, const LocalUser& who, std::string_view resource, AccessDecision decision) {
+  return fmt::format("AccessDeniedException: User: {} (uid {}) is not authorized to perform: {} on resource: {}{}", who.name,
+                     who.uid, action, resource,
+                     decision == AccessDecision::ExplicitDeny ? " with an explicit deny in an identity-based policy"
+                                                              : " because no identity-based policy allows the " +
+                                                                    std::string(action) + " action");
+}
+
+// Copies a child's output, line by line, to its log file and (unless quiet) to our stdout with the
+// host's name in front, until the pipe closes or stop() is called.
+class OutputRelay {
+ public:
+  OutputRelay(int read_fd, fs::path log_file, std::string prefix, bool echo)
+      : fd_(read_fd), thread_([this, log_file = std::move(log_file), prefix = std::move(prefix), echo] {
+          run(log_file, prefix, echo);
+        }) {}
+  ~OutputRelay() { stop(); }
+  void stop() {
+    stopping_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) ::close(fd_), fd_ = -1;
+  }
+
+ private:
+  void run(const fs::path& log_file, const std::string& prefix, bool echo) {
+    std::FILE* log = std::fopen(log_file.c_str(), "ae");
+    std::string line;
+    char buffer[8192];
+    auto emit = [&](std::string_view text) {
+      if (log) std::fwrite(text.data(), 1, text.size(), log), std::fflush(log);
+      if (echo) {
+        const std::string out = fmt::format("{}{}", prefix, text);
+        std::fwrite(out.data(), 1, out.size(), stdout);
+        std::fflush(stdout);
+      }
+    };
+    // After stop() the pipe is drained for what is already there, then left.
+    for (;;) {
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = ::poll(&p, 1, 100);
+      if (ready == 0) {
+        if (stopping_) break;
+        continue;
+      }
+      if (ready < 0 && errno == EINTR) continue;
+      const ssize_t n = ready > 0 ? ::read(fd_, buffer, sizeof buffer) : -1;
+      if (n <= 0) break;
+      line.append(buffer, size_t(n));
+      for (size_t nl; (nl = line.find('\n')) != std::string::npos;) {
+        emit(std::string_view(line).substr(0, nl + 1));
+        line.erase(0, nl + 1);
+      }
+    }
+    if (!line.empty()) emit(line + "\n");
+    if (log) std::fclose(log);
+  }
+
+  int fd_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+class Supervisor {
+ public:
+  Supervisor(const TrainOptions& options, TrainingJobRequest request, JobPaths paths, std::optional<AccessPolicy> policy)
+      : options_(options), request_(std::move(request)), paths_(std::move(paths)), policy_(std::move(policy)),
+        owner_{::geteuid(), user_name(::geteuid())}, arn_(training_job_arn(request_.name)) {}
+
+  int run();
+
+ private:
+  // Applies `change` to the state and writes it (under the lock: control requests come from the
+  // server's threads).
+  bool update(const std::function<void(JobState&)>& change) {
+    std::lock_guard lock(mutex_);
+    change(state_);
+    state_.last_modified_time = epoch_seconds_now();
+    if (auto saved = save_state(paths_, state_); !saved) {
+      if (!records_failed_) std::fprintf(stderr, "vigil train: %s\n", saved.error().message.c_str());
+      records_failed_ = true;
+      return false;
+    }
+    return true;
+  }
+  JobState snapshot() {
+    std::lock_guard lock(mutex_);
+    return state_;
+  }
+  void request_stop(std::string reason, std::string secondary = "Stopped") {
+    std::lock_guard lock(mutex_);
+    if (stop_requested_) return;
+    stop_reason_ = std::move(reason);
+    stop_secondary_ = std::move(secondary);
+    stop_requested_ = true;
+  }
+  bool allowed(const LocalUser& who, const std::string& action, const std::string& resource,
+               std::map<std::string, std::string> context, std::string& refusal) const {
+    if (!policy_) {
+      // No policy: the job's own user alone.
+      if (who.uid == owner_.uid) return true;
+      refusal = refusal_message(action, who, resource, AccessDecision::ImplicitDeny) +
+                " (no access policy: only the job's own user " + owner_.name + ")";
+      return false;
+    }
+    const auto decision = policy_->decide(who, AccessRequest{action, resource, std::move(context)});
+    if (decision == AccessDecision::Allowed) return true;
+    refusal = refusal_message(action, who, resource, decision);
+    return false;
+  }
+
+  Result<void> prepare_hosts();
+  void start_hosts();
+  std::optional<pid_t> start_evaluator();
+  void watch_rules();
+  void stop_hosts(std::chrono::milliseconds grace);
+  void write_end_markers();
+  std::expected<SessionPlan, std::string> start_session(const PeerIdentity& peer, const nlohmann::json& request);
+  nlohmann::json handle(const PeerIdentity& peer, const nlohmann::json& request);
+  std::string failure_reason(size_t host, int code) const;
+
+  const TrainOptions& options_;
+  TrainingJobRequest request_;
+  JobPaths paths_;
+  std::optional<AccessPolicy> policy_;
+  LocalUser owner_;
+  std::string arn_;
+  int master_port_ = 0;
+  double start_epoch_ = 0;
+
+  std::mutex mutex_;
+  JobState state_;
+  bool records_failed_ = false;
+  bool stop_requested_ = false;
+  std::string stop_reason_, stop_secondary_;
+
+  std::vector<std::map<std::string, std::string>> host_env_;
+  std::vector<pid_t> host_pids_;
+  std::vector<std::unique_ptr<OutputRelay>> relays_;
+  std::unique_ptr<ControlServer> server_;
+  std::unique_ptr<RuleActionRunner> actions_;
+  std::set<std::string> rules_acted_on_;
+  fs::file_time_type rule_status_seen_{};
+};
+
+Result<void> Supervisor::prepare_hosts() {
+  for (int i = 0; i < request_.instance_count; ++i) {
+    std::error_code ec;
+    const fs::path root = paths_.host_root(i);
+    for (const char* sub : {"input/config", "input/data", "model", "output/data", "checkpoints"})
+      fs::create_directories(root / sub, ec);
+    fs::create_directories(paths_.host_config_dir(i), ec);
+    if (ec) return fail(Error::io_write(root.string(), ec.message()));
+    for (const auto& [name, text] : container_config_files(request_, paths_, i)) {
+      const fs::path file = paths_.host_config_dir(i) / name;
+      if (auto r = publish_file(file, fs::path(file).concat(".tmp"), text); !r) return r;
+    }
+    host_env_.push_back(host_environment(request_, paths_, i, master_port_, arn_));
+  }
+  return {};
+}
+
+void Supervisor::start_hosts() {
+  const auto base_env = current_environment();
+  for (int i = 0; i < request_.instance_count; ++i) {
+    auto env = base_env;
+    for (const auto& [key, value] : host_env_[size_t(i)]) set_env(env, key, value);
+    const std::string host = host_name(i);
+    const std::string stream = fmt::format("{}/{}-{}", request_.name, host, int64_t(start_epoch_));
+    int fds[2] = {-1, -1};
+    pid_t pid = -1;
+    if (::pipe2(fds, O_CLOEXEC) == 0) {
+      ChildSpec spec{options_.command, env, paths_.host_root(i), -1, fds[1], fds[1]};
+      auto spawned = spawn_child(spec);
+      ::close(fds[1]);
+      if (spawned) {
+        pid = *spawned;
+        relays_.push_back(std::make_unique<OutputRelay>(fds[0], paths_.log_dir() / (stream + ".log"),
+                                                        options_.quiet ? "" : fmt::format("[{}] ", host), !options_.quiet));
+      } else {
+        ::close(fds[0]);
+        std::fprintf(stderr, "vigil train: %s: %s\n", host.c_str(), spawned.error().message.c_str());
+      }
+    }
+    host_pids_.push_back(pid);
+    update([&](JobState& s) { s.hosts.push_back({host, pid, pid < 0 ? std::optional<int>(127) : std::nullopt, stream}); });
+  }
+}
+
+std::optional<pid_t> Supervisor::start_evaluator() {
+  if (request_.debug_rules + request_.profiler_rules == 0) return std::nullopt;
+  std::vector<std::string> argv{options_.vigil_executable.string(), "evaluate", "--trial", paths_.debug_output().string(),
+                                "--job", paths_.request().string(), "--status-file", paths_.rule_status().string()};
+  if (request_.profiler_rules > 0) argv.insert(argv.end(), {"--profiler-trial", paths_.profiler_output().string()});
+  argv.insert(argv.end(), options_.evaluator_arguments.begin(), options_.evaluator_arguments.end());
+  const fs::path log = paths_.log_dir() / request_.name / "rules.log";
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  ChildSpec spec{argv, current_environment(), {}, -1, fd, fd};
+  auto pid = spawn_child(spec);
+  if (fd >= 0) ::close(fd);
+  if (!pid) {
+    std::fprintf(stderr, "vigil train: the rule evaluator did not start: %s\n", pid.error().message.c_str());
+    return std::nullopt;
+  }
+  return *pid;
+}
+
+// New IssuesFound statuses run their rule's actions, once per rule.
+void Supervisor::watch_rules() {
+  std::error_code ec;
+  const auto mtime = fs::last_write_time(paths_.rule_status(), ec);
+  if (ec || mtime == rule_status_seen_) return;
+  rule_status_seen_ = mtime;
+  auto text = read_whole_file(paths_.rule_status());
+  if (!text) return;
+  const auto statuses = nlohmann::json::parse(*text, nullptr, false);
+  if (!statuses.is_object() || !statuses.contains("DebugRuleEvaluationStatuses")) return;
+  const auto& rules = request_.document.value("DebugRuleConfigurations", nlohmann::json::array());
+  for (const auto& status : statuses["DebugRuleEvaluationStatuses"]) {
+    if (!status.is_object() || status.value("RuleEvaluationStatus", "") != "IssuesFound") continue;
+    const std::string name = status.value("RuleConfigurationName", "");
+    if (!rules_acted_on_.insert(name).second) continue;
+    for (const auto& rule : rules) {
+      if (!rule.is_object() || rule.value("RuleConfigurationName", "") != name) continue;
+      const auto params = rule.value("RuleParameters", nlohmann::json::object());
+      if (!params.contains("action_json") || !params["action_json"].is_string()) continue;
+      if (request_.network_isolation) continue;  // sagemaker-api §5: no actions under network isolation
+      std::string details = status.value("StatusDetails", "");
+      while (!details.empty() && details.back() == '\n') details.pop_back();
+      actions_->on_issues_found(name, status.value("RuleToInvoke", params.value("rule_to_invoke", name)),
+                                params["action_json"].get<std::string>(), details);
+    }
+  }
+}
+
+void Supervisor::stop_hosts(std::chrono::milliseconds grace) {
+  for (pid_t pid : host_pids_)
+    if (pid > 0) ::kill(-pid, SIGTERM), ::kill(pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  auto state = snapshot();
+  for (;;) {
+    bool running = false;
+    for (size_t i = 0; i < host_pids_.size(); ++i) {
+      if (host_pids_[i] <= 0 || state.hosts[i].exit_code) continue;
+      if (auto code = poll_child(host_pids_[i])) {
+        update([&](JobState& s) { s.hosts[i].exit_code = *code; });
+        state = snapshot();
+      } else {
+        running = true;
+      }
+    }
+    if (!running) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      for (size_t i = 0; i < host_pids_.size(); ++i)
+        if (host_pids_[i] > 0 && !state.hosts[i].exit_code) ::kill(-host_pids_[i], SIGKILL), ::kill(host_pids_[i], SIGKILL);
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  for (pid_t pid : host_pids_)
+    if (pid > 0) ::kill(-pid, SIGKILL);  // what the commands left behind in their groups
+}
+
+// The end of training as smdebug's readers see it: the marker in the trial and the profiler folder
+// (the hooks write it when they close; a killed host never does).
+void Supervisor::write_end_markers() {
+  for (const fs::path& dir : {paths_.debug_output(), paths_.profiler_output()}) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec) || fs::exists(dir / kEndMarker, ec)) continue;
+    (void)publish_file(dir / kEndMarker, dir / (std::string(kEndMarker) + ".tmp"),
+                       fmt::format("{}\n", int64_t(epoch_seconds_now())));
+  }
+}
+
+std::string Supervisor::failure_reason(size_t host, int code) const {
+  // The training toolkit's convention: the text of /opt/ml/output/failure becomes FailureReason.
+  const fs::path failure = paths_.host_root(int(host)) / "output" / "failure";
+  if (auto text = read_whole_file(failure); text && !text->empty()) return text->substr(0, 1024);
+  std::string command;
+  for (const auto& a : options_.command) command += (command.empty() ? "" : " ") + a;
+  return fmt::format("AlgorithmError: ExecuteUserScriptError: {} exited with code {}: {}", host_name(int(host)), code,
+                     command)
+      .substr(0, 1024);
+}
+
+std::expected<SessionPlan, std::string> Supervisor::start_session(const PeerIdentity& peer, const nlohmann::json& request) {
+  const LocalUser who{peer.uid, peer.user_name};
+  std::string target = request.value("Target", "");
+  if (target.starts_with(kTargetPrefix)) target.erase(0, kTargetPrefix.size());
+  const auto split = target.rfind("_algo-");
+  const std::string job = split == std::string::npos ? target : target.substr(0, split);
+  int host = -1;
+  if (split != std::string::npos) {
+    const std::string n = target.substr(split + 6);
+    if (!n.empty() && n.size() < 4 && std::all_of(n.begin(), n.end(), ::isdigit)) host = std::stoi(n) - 1;
+  }
+  const std::string target_id = fmt::format("{}{}", kTargetPrefix, target);
+  if (job != request_.name || host < 0 || host >= request_.instance_count)
+    return std::unexpected(fmt::format("InvalidTarget: {} is not a host of training job {} (hosts: {}_algo-1 to {}_algo-{})",
+                                       target_id, request_.name, request_.name, request_.name, request_.instance_count));
+  std::string refusal;
+  if (!allowed(who, "ssm:StartSession", arn_, {{"ssm:resourceTag/aws:ssmmessages:target-id", target_id}}, refusal))
+    return std::unexpected(refusal);
+  const JobState s = snapshot();
+  if (request_.network_isolation)
+    return std::unexpected(fmt::format("TargetNotConnected: {}: remote debugging is not possible for a training job with "
+                                       "network isolation (EnableNetworkIsolation), which blocks the session agent",
+                                       target_id));
+  if (!s.remote_debug)
+    return std::unexpected(fmt::format("TargetNotConnected: {}: remote debugging is not enabled for training job {} "
+                                       "(RemoteDebugConfig.EnableRemoteDebug; vigil update-training-job {} --remote-debug on)",
+                                       target_id, request_.name, request_.name));
+  if (s.status != "InProgress" || s.secondary_status != "Training")
+    return std::unexpected(fmt::format("TargetNotConnected: {}: a session can be opened while the job is Training; training "
+                                       "job {} is {} ({})",
+                                       target_id, request_.name, s.status, s.secondary_status));
+
+  SessionPlan plan;
+  plan.session_id = fmt::format("{}-{}", who.name, random_hex(17));
+  plan.target_id = target_id;
+  auto env = current_environment();
+  for (const auto& [key, value] : host_env_[size_t(host)]) set_env(env, key, value);
+  const std::string command = request.value("Command", "");
+  plan.pty = command.empty();
+  if (plan.pty) {
+    set_env(env, "TERM", request.value("Term", std::string("xterm")));
+    set_env(env, "PS1", fmt::format("[{}] \\w \\$ ", host_name(host)));
+    plan.argv = fs::exists("/bin/bash") ? std::vector<std::string>{"/bin/bash", "--noprofile", "--norc", "-i"}
+                                        : std::vector<std::string>{"/bin/sh", "-i"};
+  } else {
+    plan.argv = {"/bin/sh", "-c", command};
+  }
+  plan.env = std::move(env);
+  plan.cwd = paths_.host_root(host);
+  // The CloudWatch stream of the host's agent, <job>/algo-N-<start>/ssm, as a file.
+  plan.session_log = paths_.log_dir() / fmt::format("{}/{}-{}/ssm.log", request_.name, host_name(host), int64_t(start_epoch_));
+  std::error_code ec;
+  fs::create_directories(plan.session_log.parent_path(), ec);
+  return plan;
+}
+
+nlohmann::json Supervisor::handle(const PeerIdentity& peer, const nlohmann::json& request) {
+  const LocalUser who{peer.uid, peer.user_name};
+  const std::string action = request.value("Action", "");
+  auto refuse = [](std::string message) { return nlohmann::json{{"Ok", false}, {"Error", std::move(message)}}; };
+  std::string refusal;
+  if (action == "StopTrainingJob") {
+    if (!allowed(who, "sagemaker:StopTrainingJob", arn_, {}, refusal)) return refuse(refusal);
+    const JobState s = snapshot();
+    if (s.status != "InProgress")
+      return refuse(fmt::format("ValidationException: The request was rejected because the training job is in status {}.",
+                                s.status));
+    request_stop(fmt::format("Stopped by StopTrainingJob from {} (uid {})", who.name, who.uid));
+    return {{"Ok", true}};
+  }
+  if (action == "UpdateTrainingJob") {
+    const auto config = request.value("RemoteDebugConfig", nlohmann::json::object());
+    if (!config.is_object() || !config.contains("EnableRemoteDebug") || !config["EnableRemoteDebug"].is_boolean())
+      return refuse("ValidationException: RemoteDebugConfig.EnableRemoteDebug (a boolean) is the member this local "
+                    "UpdateTrainingJob takes");
+    const bool enable = config["EnableRemoteDebug"].get<bool>();
+    if (!allowed(who, "sagemaker:UpdateTrainingJob", arn_, {{"sagemaker:EnableRemoteDebug", enable ? "true" : "false"}},
+                 refusal))
+      return refuse(refusal);
+    if (enable && request_.network_isolation)
+      return refuse("ValidationException: Remote debugging cannot be enabled for a training job with network isolation "
+                    "(EnableNetworkIsolation)");
+    bool changed = false;
+    std::string secondary;
+    {
+      std::lock_guard lock(mutex_);
+      secondary = state_.secondary_status;
+      if (state_.status == "InProgress" && (secondary == "Downloading" || secondary == "Training")) {
+        state_.remote_debug = enable;
+        state_.last_modified_time = epoch_seconds_now();
+        changed = save_state(paths_, state_).has_value();
+      }
+    }
+    if (!changed)
+      return refuse(fmt::format("ValidationException: RemoteDebugConfig can be updated only while the training job's "
+                                "SecondaryStatus is Downloading or Training; training job {} is {}",
+                                request_.name, secondary));
+    if (!enable && server_) server_->end_sessions(fmt::format("remote debugging was turned off for training job {}", request_.name));
+    return {{"Ok", true}, {"TrainingJobArn", arn_}};
+  }
+  return refuse(fmt::format("UnknownOperationException: '{}' is not an operation of the job's control socket", action));
+}
+
+int Supervisor::run() {
+  start_epoch_ = epoch_seconds_now();
+  master_port_ = free_loopback_port();
+  state_.name = request_.name;
+  state_.creation_time = start_epoch_;
+  state_.remote_debug = request_.remote_debug;
+  state_.supervisor_pid = ::getpid();
+  state_.owner_uid = owner_.uid;
+  const fs::path socket = control_socket_path();
+  state_.control_socket = socket.string();
+  if (!update([&](JobState& s) { s.transition("Starting", "Preparing the instances for training", start_epoch_); }))
+    return kExitRecords;
+
+  ControlHandlers handlers;
+  handlers.start_session = [this](const PeerIdentity& p, const nlohmann::json& r) { return start_session(p, r); };
+  handlers.other = [this](const PeerIdentity& p, const nlohmann::json& r) { return handle(p, r); };
+  handlers.agent_log = paths_.log_dir() / request_.name / "agent-errors.log";
+  const bool others = policy_ && policy_->grants_users_other_than(owner_);
+  if (auto server = ControlServer::start(socket, others, std::move(handlers)); server) {
+    server_ = std::move(*server);
+  } else {
+    std::fprintf(stderr, "vigil train: no control socket (stop-training-job, update-training-job and attach will not reach "
+                 "this job): %s\n", server.error().message.c_str());
+  }
+
+  actions_ = std::make_unique<RuleActionRunner>(
+      request_.name, paths_.log_dir() / request_.name / "rule-actions.log", NotificationSink::from_environment(),
+      RuleActionRunner::Callbacks{[this] {
+                                    std::vector<std::string> names;
+                                    for (const auto& job : list_jobs(options_.jobs_dir))
+                                      if (job.status == "InProgress") names.push_back(job.name);
+                                    return names;
+                                  },
+                                  [this](std::string reason) { request_stop(std::move(reason)); }});
+
+  update([&](JobState& s) { s.transition("Downloading", "Downloading input data", epoch_seconds_now()); });
+  if (auto prepared = prepare_hosts(); !prepared) {
+    update([&](JobState& s) {
+      s.status = "Failed";
+      s.failure_reason = "InternalServerError: " + prepared.error().message;
+      s.transition("Failed", "Training job failed", epoch_seconds_now());
+      s.exit_code = kExitRecords;
+    });
+    return kExitRecords;
+  }
+  const std::optional<pid_t> evaluator = start_evaluator();
+
+  update([&](JobState& s) {
+    s.training_start_time = epoch_seconds_now();
+    s.transition("Training", "Training image download completed. Training in progress.", *s.training_start_time);
+  });
+  start_hosts();
+
+  const auto started = std::chrono::steady_clock::now();
+  std::optional<std::string> failure;
+  std::optional<int> exit_code;
+  for (;;) {
+    JobState s = snapshot();
+    bool running = false;
+    for (size_t i = 0; i < host_pids_.size(); ++i) {
+      if (s.hosts[i].exit_code) continue;
+      if (auto code = poll_child(host_pids_[i])) {
+        update([&](JobState& st) { st.hosts[i].exit_code = *code; });
+        if (*code != 0 && !failure && !stop_requested_) {
+          failure = failure_reason(i, *code);
+          exit_code = *code;
+        }
+      } else {
+        running = true;
+      }
+    }
+    if (host_pids_.empty() || std::any_of(host_pids_.begin(), host_pids_.end(), [](pid_t p) { return p < 0; })) {
+      failure = failure.value_or("AlgorithmError: the training command could not be started");
+      exit_code = exit_code.value_or(127);
+    }
+    if (failure) {
+      // One host failing fails the job: the others are stopped.
+      stop_hosts(options_.stop_grace);
+      break;
+    }
+    if (!running) break;
+    if (request_.max_runtime_seconds && std::chrono::steady_clock::now() - started >= std::chrono::seconds(*request_.max_runtime_seconds))
+      request_stop(fmt::format("Training job exceeded MaxRuntimeInSeconds provided ({} s)", *request_.max_runtime_seconds),
+                   "MaxRuntimeExceeded");
+    if (g_stop_signal)
+      request_stop(fmt::format("Stopped by {} to vigil train", g_stop_signal == SIGINT ? "SIGINT" : "SIGTERM"));
+    bool stopping = false;
+    {
+      std::lock_guard lock(mutex_);
+      stopping = stop_requested_;
+    }
+    if (stopping) {
+      update([&](JobState& st) {
+        st.status = "Stopping";
+        st.stop_reason = stop_reason_;
+        st.transition("Stopping", "Stopping the training job", epoch_seconds_now());
+      });
+      if (server_) server_->end_sessions(fmt::format("training job {} is stopping", request_.name));
+      stop_hosts(options_.stop_grace);
+      break;
+    }
+    watch_rules();
+    std::this_thread::sleep_for(100ms);
+  }
+  for (auto& relay : relays_) relay->stop();
+  if (server_) server_->end_sessions(fmt::format("training job {} has ended", request_.name));
+
+  const JobState after = snapshot();
+  if (!exit_code)
+    for (const auto& h : after.hosts)
+      if (h.exit_code && *h.exit_code != 0) {
+        exit_code = *h.exit_code;
+        break;
+      }
+  if (!failure && !stop_requested_)
+    update([&](JobState& s) { s.transition("Uploading", "Uploading generated training model", epoch_seconds_now()); });
+
+  // The rules see the end of the data, finish, and write their last statuses.
+  write_end_markers();
+  if (evaluator) {
+    const auto deadline = std::chrono::steady_clock::now() + options_.rule_wait;
+    std::optional<int> done;
+    while (!(done = poll_child(*evaluator)) && std::chrono::steady_clock::now() < deadline) {
+      if (!failure && !stop_requested_) watch_rules();
+      std::this_thread::sleep_for(100ms);
+    }
+    if (!done) terminate_child(*evaluator, 5s);
+  }
+
+  update([&](JobState& s) {
+    const double now = epoch_seconds_now();
+    s.training_end_time = now;
+    if (failure) {
+      s.status = "Failed";
+      s.failure_reason = *failure;
+      s.transition("Failed", "Training job failed", now);
+    } else if (stop_requested_) {
+      s.status = "Stopped";
+      s.stop_reason = stop_reason_;
+      s.transition(stop_secondary_, stop_secondary_ == "MaxRuntimeExceeded" ? "Training job exceeded MaxRuntimeInSeconds provided"
+                                                                            : "Training job stopped",
+                   now);
+    } else {
+      s.status = "Completed";
+      s.transition("Completed", "Training job completed", now);
+    }
+    // The open transition ends with the job.
+    s.transitions.back().end_time = now;
+    s.exit_code = exit_code.value_or(0);
+  });
+  server_.reset();
+  actions_.reset();
+  const JobState final_state = snapshot();
+  std::fprintf(stderr, "vigil train: training job %s %s%s%s\n", request_.name.c_str(), final_state.status.c_str(),
+               final_state.failure_reason ? (": " + *final_state.failure_reason).c_str() : "",
+               final_state.stop_reason ? (": " + *final_state.stop_reason).c_str() : "");
+  return records_failed_ ? kExitRecords : final_state.exit_code.value_or(0);
+}
+
+}  // namespace
+
+int run_training_job(const TrainOptions& options) {
+  // A closed terminal or pipe must not end the supervisor while the job runs.
+  ::signal(SIGPIPE, SIG_IGN);
+  struct sigaction stop {};
+  stop.sa_handler = on_stop_signal;
+  ::sigaction(SIGINT, &stop, nullptr);
+  ::sigaction(SIGTERM, &stop, nullptr);
+  auto text = read_whole_file(options.request_file);
+  if (!text) {
+    std::fprintf(stderr, "vigil train: %s\n", text.error().message.c_str());
+    return kExitRefused;
+  }
+  auto request = parse_training_job_request(*text);
+  if (!request) {
+    std::fprintf(stderr, "vigil train: %s\n", request.error().message.c_str());
+    return kExitRefused;
+  }
+  std::optional<AccessPolicy> policy;
+  if (options.access_policy) {
+    auto loaded = AccessPolicy::load(*options.access_policy);
+    if (!loaded) {
+      std::fprintf(stderr, "vigil train: %s\n", loaded.error().message.c_str());
+      return kExitRefused;
+    }
+    policy = std::move(*loaded);
+    const LocalUser me{::geteuid(), user_name(::geteuid())};
+    std::map<std::string, std::string> context;
+    if (request->document.contains("RemoteDebugConfig")) context["sagemaker:EnableRemoteDebug"] = request->remote_debug ? "true" : "false";
+    const std::string arn = training_job_arn(request->name);
+    const auto decision = policy->decide(me, AccessRequest{"sagemaker:CreateTrainingJob", arn, context});
+    if (decision != AccessDecision::Allowed) {
+      std::fprintf(stderr, "vigil train: %s\n", refusal_message("sagemaker:CreateTrainingJob", me, arn, decision).c_str());
+      return kExitRefused;
+    }
+  }
+  if (options.command.empty()) {
+    std::fprintf(stderr, "vigil train: no command to run (vigil train JOB.json -- COMMAND...)\n");
+    return kExitRefused;
+  }
+
+  std::error_code ec;
+  fs::create_directories(options.jobs_dir, ec);
+  const JobPaths paths{options.jobs_dir / request->name};
+  if (::mkdir(paths.root.c_str(), 0700) != 0) {
+    if (errno == EEXIST)
+      std::fprintf(stderr,
+                   "vigil train: ResourceInUse: Training job names must be unique within an AWS account and region, and "
+                   "a training job with this name already exists (%s) in %s\n",
+                   training_job_arn(request->name).c_str(), options.jobs_dir.c_str());
+    else
+      std::fprintf(stderr, "vigil train: cannot create %s: %s\n", paths.root.c_str(), std::strerror(errno));
+    return errno == EEXIST ? kExitRefused : kExitRecords;
+  }
+  for (const fs::path& dir : {paths.debug_output(), paths.profiler_output(), paths.tensorboard_output(),
+                              paths.log_dir() / request->name})
+    fs::create_directories(dir, ec);
+  if (ec || !publish_file(paths.request(), fs::path(paths.request()).concat(".tmp"), *text)) {
+    std::fprintf(stderr, "vigil train: cannot write the job folder %s\n", paths.root.c_str());
+    return kExitRecords;
+  }
+
+  // The rules are checked as the evaluator will run them (plugins loaded, parameters parsed) before
+  // the job exists: a refused job leaves no folder behind, as a refused CreateTrainingJob leaves no job.
+  if (request->debug_rules + request->profiler_rules > 0) {
+    std::vector<std::string> argv{options.vigil_executable.string(), "evaluate", "--check", "--quiet", "--trial",
+                                  paths.debug_output().string(), "--job", paths.request().string()};
+    if (request->profiler_rules > 0) argv.insert(argv.end(), {"--profiler-trial", paths.profiler_output().string()});
+    argv.insert(argv.end(), options.evaluator_arguments.begin(), options.evaluator_arguments.end());
+    const fs::path out = paths.root / "rule-check.txt";
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    auto pid = spawn_child(ChildSpec{argv, current_environment(), {}, -1, fd, fd});
+    if (fd >= 0) ::close(fd);
+    const int code = pid ? wait_child(*pid, std::chrono::minutes(2)).value_or(1) : 1;
+    if (code != 0) {
+      std::string message = read_whole_file(out).value_or("the rule evaluator could not be run");
+      while (!message.empty() && message.back() == '\n') message.pop_back();
+      fs::remove_all(paths.root, ec);
+      std::fprintf(stderr, "vigil train: ValidationException: the job's rules are refused:\n%s\n", message.c_str());
+      return kExitRefused;
+    }
+    fs::remove(out, ec);
+  }
+  return Supervisor(options, std::move(*request), paths, std::move(policy)).run();
+}
+
+}  // namespace vigil::jobs
