@@ -594,9 +594,8 @@ size_t list_size(const json& request, std::string_view name) {
   return it != request.end() && it->is_array() ? it->size() : 0;
 }
 
-}  // namespace
-
-Result<TrainingJobRequest> parse_training_job_request(std::string_view json_text) {
+// The whole parse; parse_training_job_request only guards it.
+Result<TrainingJobRequest> parse_request(std::string_view json_text) {
   if (format::json_nesting_exceeds(json_text))
     return fail(validation_exception(fmt::format("the request nests deeper than {} levels", format::kMaxJsonDepth)));
   TrainingJobRequest request;
@@ -640,6 +639,16 @@ Result<TrainingJobRequest> parse_training_job_request(std::string_view json_text
   request.debug_rules = list_size(doc, "DebugRuleConfigurations");
   request.profiler_rules = list_size(doc, "ProfilerRuleConfigurations");
   return request;
+}
+
+}  // namespace
+
+Result<TrainingJobRequest> parse_training_job_request(std::string_view json_text) {
+  try {
+    return parse_request(json_text);
+  } catch (const json::exception& e) {  // not expected: parse_request reads only what it has checked
+    return fail(Error::internal(fmt::format("reading the CreateTrainingJob request: {}", e.what())));
+  }
 }
 
 }  // namespace vigil::jobs
