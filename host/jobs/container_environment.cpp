@@ -44,7 +44,7 @@ ojson to_ordered(const json& v) {
     for (const auto& e : v) out.push_back(to_ordered(e));
     return out;
   }
-  return ojson::parse(v.dump());  // a scalar
+  return ojson::parse(v.dump(-1, ' ', false, json::error_handler_t::replace));  // a scalar
 }
 
 // json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True), the toolkit's
@@ -363,7 +363,9 @@ std::map<std::string, std::string> host_environment(const TrainingJobRequest& re
   set("SM_INSTANCE_GROUPS", compact_sorted(training_env["instance_groups"]));
   set("SM_IS_HETERO", "false");
   set("SM_HPS", compact_sorted(hps.user));
-  for (const auto& [name, value] : hps.user.items()) set("SM_HP_" + upper_ascii(name), variable_value(value));
+  for (const auto& [name, value] : hps.user.items())
+    if (name.find('=') == std::string::npos)  // no variable can have such a name (the toolkit fails on it)
+      set("SM_HP_" + upper_ascii(name), variable_value(value));
   set("SM_USER_ARGS", compact_sorted(user_args(hps.user)));
   set("SM_CHANNELS", compact_sorted(channels));
   for (const auto& [name, dir] : channel_dirs.items()) set("SM_CHANNEL_" + upper_ascii(name), dir.get<std::string>());

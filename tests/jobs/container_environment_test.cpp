@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "jobs/job_paths.h"
@@ -194,6 +195,12 @@ TEST(ContainerEnvironment, HyperparameterValuesArePythonsSpelling) {
   EXPECT_EQ(env["SM_HP_QUOTED"], "128");
   EXPECT_EQ(env["SM_HP_E"], "\u00e9");
   EXPECT_EQ(env["SM_HPS"].find("sagemaker"), std::string::npos);
+  // A name no variable can carry is only in SM_HPS and SM_USER_ARGS.
+  r["HyperParameters"] = {{"a=b", "1"}};
+  env = host_environment(parse(r), kPaths, 0, 29500, "arn");
+  EXPECT_EQ(env["SM_HPS"], R"({"a=b":1})");
+  EXPECT_EQ(env["SM_USER_ARGS"], R"(["--a=b","1"])");
+  EXPECT_TRUE(std::none_of(env.begin(), env.end(), [](const auto& e) { return e.first.starts_with("SM_HP_"); }));
   EXPECT_EQ(env["SM_CHANNELS"], "[]");
   EXPECT_EQ(env["SM_INPUT_DATA_CONFIG"], "{}");
   EXPECT_FALSE(env.contains("SM_USER_ENTRY_POINT"));
