@@ -613,9 +613,12 @@ Result<TrainingJobRequest> parse_request(std::string_view json_text) {
     return fail(validation_exception(fmt::format("{} validation error{} detected: {}", violations.size(),
                                                  violations.size() == 1 ? "" : "s", fmt::join(violations, "; "))));
   if (auto r = check_unique_rule_names(doc); !r) return fail(r.error());
-  const bool uses_smdebug_hook = present(doc, "DebugHookConfig") || list_size(doc, "DebugRuleConfigurations") > 0 ||
-                                 present(doc, "TensorBoardOutputConfig");
-  if (uses_smdebug_hook)
+  // What needs smdebug's hook, or the evaluator (which applies the same refusals to any job file
+  // with rules): a profiler without rules, or remote debugging, runs in any setup.
+  const bool uses_debugger = present(doc, "DebugHookConfig") || present(doc, "TensorBoardOutputConfig") ||
+                             list_size(doc, "DebugRuleConfigurations") > 0 ||
+                             list_size(doc, "ProfilerRuleConfigurations") > 0;
+  if (uses_debugger)
     if (auto r = evaluate::check_debugger_supported(doc); !r) return fail(validation_exception(r.error().message));
 
   request.name = doc.at("TrainingJobName").get<std::string>();

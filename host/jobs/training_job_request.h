@@ -54,9 +54,9 @@ inline constexpr int64_t kProfilingIntervalsMs[] = {100, 200, 500, 1000, 5000, 6
 //   set: [...]": the hosts' profiler refuses the file otherwise); values are printed as text,
 //   numbers in decimal, maps as Java's {k=v, ...}, lists and objects as compact JSON;
 // * then, for a request without such violations, a RuleConfigurationName used twice over the two
-//   rule lists (local wording) and, for a request with DebugHookConfig, DebugRuleConfigurations or
-//   TensorBoardOutputConfig (what smdebug's hook serves), Debugger's unsupported setups with
-//   SageMaker's wording (evaluate::check_debugger_supported, e.g. "ValidationException: SMDebug Does
+//   rule lists (local wording) and, for a request with DebugHookConfig, TensorBoardOutputConfig
+//   (what smdebug's hook serves) or rules (what the evaluator runs; it refuses the same setups),
+//   Debugger's unsupported setups with SageMaker's wording (evaluate::check_debugger_supported, e.g. "ValidationException: SMDebug Does
 //   Not Currently Support Distributed Training Jobs With Checkpointing Enabled").
 // Members the model does not name are kept in `document` and not judged; TrainingInstanceType is
 // not checked against an enum (the spec has no list for it; locally it only labels the hosts).

@@ -370,16 +370,17 @@ TEST(TrainingJobRequest, DistributedTrainingWithCheckpointsRefusesDebugger) {
   json request = minimal();
   request["ResourceConfig"] = {{"InstanceType", "ml.g5.xlarge"}, {"InstanceCount", 2}};
   request["CheckpointConfig"] = {{"S3Uri", "s3://bucket/ckpt"}, {"LocalPath", "/opt/ml/checkpoints"}};
-  // Without Debugger's hook the job runs: two hosts, checkpoints, a profiler.
+  // Without Debugger's hook or rules the job runs: two hosts, checkpoints, a profiler, remote debugging.
+  request["RemoteDebugConfig"] = {{"EnableRemoteDebug", true}};
   request["ProfilerConfig"] = {{"ProfilingIntervalInMilliseconds", 500}};
   auto plain = parse_training_job_request(request.dump());
   ASSERT_VIGIL_OK(plain);
   EXPECT_EQ(plain->instance_count, 2);
   EXPECT_TRUE(plain->checkpointing);
   const std::string smdebug = "ValidationException: SMDebug Does Not Currently Support Distributed Training Jobs With Checkpointing Enabled";
-  for (const char* member : {"DebugHookConfig", "DebugRuleConfigurations", "TensorBoardOutputConfig"}) {
+  for (const char* member : {"DebugHookConfig", "DebugRuleConfigurations", "TensorBoardOutputConfig", "ProfilerRuleConfigurations"}) {
     json with = request;
-    if (member == std::string("DebugRuleConfigurations")) with[member] = {rule("r")};
+    if (std::string(member).ends_with("RuleConfigurations")) with[member] = {rule("r")};
     else with[member] = {{"S3OutputPath", "s3://bucket/out"}};
     auto parsed = parse_training_job_request(with.dump());
     ASSERT_FALSE(parsed.has_value()) << member;
