@@ -36,8 +36,47 @@ bool truthy(const nlohmann::json& v) {
   return false;
 }
 
-// Debugger's unsupported setups (sagemaker-api §9.3), read from CreateTrainingJob members.
-[[nodiscard]] Result<void> check_supported(const nlohmann::json& job) {
+// One list of rule configurations (sagemaker-api §2.3, §2.4: the same members).
+[[nodiscard]] Result<void> parse_rule_list(const nlohmann::json& list, RuleKind kind, const std::string& default_trial,
+                                           JobConfig& job) {
+  const std::string_view list_name = rule_list_name(kind);
+  if (!list.is_array()) return fail(invalid(list_name, "must be a list"));
+  if (list.size() > kMaxRules)
+    return fail(invalid(list_name, fmt::format("{} rules given; SageMaker allows at most {}", list.size(), kMaxRules)));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const auto& entry = list[i];
+    const std::string field = fmt::format("{}[{}]", list_name, i);
+    if (!entry.is_object()) return fail(invalid(field, "must be an object"));
+    auto name = entry.find("RuleConfigurationName");
+    if (name == entry.end() || !name->is_string())
+      return fail(invalid(field + ".RuleConfigurationName", "is required and must be a string"));
+    std::map<std::string, std::string> params;
+    if (auto rp = entry.find("RuleParameters"); rp != entry.end()) {
+      if (!rp->is_object()) return fail(invalid(field + ".RuleParameters", "must be an object of strings"));
+      if (rp->size() > 100) return fail(invalid(field + ".RuleParameters", "at most 100 parameters"));
+      for (const auto& [k, v] : rp->items()) {
+        if (!v.is_string())
+          return fail(invalid(fmt::format("{}.RuleParameters.{}", field, k),
+                              "values must be strings, as in SageMaker (write \"" + v.dump() + "\")"));
+        params[k] = v.get<std::string>();
+      }
+    }
+    for (const auto& [k, v] : entry.items()) {
+      static const std::set<std::string> known = {"RuleConfigurationName", "RuleEvaluatorImage", "RuleParameters",
+                                                  "LocalPath", "S3OutputPath", "InstanceType", "VolumeSizeInGB"};
+      if (!known.contains(k)) return fail(invalid(field + "." + k, "unknown member"));
+    }
+    auto rule = rule_from_parameters(name->get<std::string>(), params, default_trial, field + ".RuleParameters", kind);
+    if (!rule) return fail(rule.error());
+    job.rules.push_back(std::move(*rule));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> check_debugger_supported(const nlohmann::json& job) {
+  if (!job.is_object()) return fail(Error::invalid_argument("a CreateTrainingJob request must be a JSON object"));
   const auto hp = job.value("HyperParameters", nlohmann::json::object());
   const auto dist = job.value("Distribution", nlohmann::json::object());
   auto hp_true = [&](const char* key) { return hp.is_object() && hp.contains(key) && truthy(hp[key]); };
@@ -78,45 +117,6 @@ bool truthy(const nlohmann::json& v) {
     return fail(Error::not_supported("SMDebug Does Not Currently Support Distributed Training Jobs With Checkpointing Enabled"));
   return {};
 }
-
-// One list of rule configurations (sagemaker-api §2.3, §2.4: the same members).
-[[nodiscard]] Result<void> parse_rule_list(const nlohmann::json& list, RuleKind kind, const std::string& default_trial,
-                                           JobConfig& job) {
-  const std::string_view list_name = rule_list_name(kind);
-  if (!list.is_array()) return fail(invalid(list_name, "must be a list"));
-  if (list.size() > kMaxRules)
-    return fail(invalid(list_name, fmt::format("{} rules given; SageMaker allows at most {}", list.size(), kMaxRules)));
-  for (size_t i = 0; i < list.size(); ++i) {
-    const auto& entry = list[i];
-    const std::string field = fmt::format("{}[{}]", list_name, i);
-    if (!entry.is_object()) return fail(invalid(field, "must be an object"));
-    auto name = entry.find("RuleConfigurationName");
-    if (name == entry.end() || !name->is_string())
-      return fail(invalid(field + ".RuleConfigurationName", "is required and must be a string"));
-    std::map<std::string, std::string> params;
-    if (auto rp = entry.find("RuleParameters"); rp != entry.end()) {
-      if (!rp->is_object()) return fail(invalid(field + ".RuleParameters", "must be an object of strings"));
-      if (rp->size() > 100) return fail(invalid(field + ".RuleParameters", "at most 100 parameters"));
-      for (const auto& [k, v] : rp->items()) {
-        if (!v.is_string())
-          return fail(invalid(fmt::format("{}.RuleParameters.{}", field, k),
-                              "values must be strings, as in SageMaker (write \"" + v.dump() + "\")"));
-        params[k] = v.get<std::string>();
-      }
-    }
-    for (const auto& [k, v] : entry.items()) {
-      static const std::set<std::string> known = {"RuleConfigurationName", "RuleEvaluatorImage", "RuleParameters",
-                                                  "LocalPath", "S3OutputPath", "InstanceType", "VolumeSizeInGB"};
-      if (!known.contains(k)) return fail(invalid(field + "." + k, "unknown member"));
-    }
-    auto rule = rule_from_parameters(name->get<std::string>(), params, default_trial, field + ".RuleParameters", kind);
-    if (!rule) return fail(rule.error());
-    job.rules.push_back(std::move(*rule));
-  }
-  return {};
-}
-
-}  // namespace
 
 std::string_view rule_list_name(RuleKind kind) {
   return kind == RuleKind::Profiler ? "ProfilerRuleConfigurations" : "DebugRuleConfigurations";
@@ -196,7 +196,7 @@ Result<JobConfig> parse_job_json(std::string_view text, const std::string& defau
   if (doc.is_array()) {
     if (auto r = parse_rule_list(doc, RuleKind::Debug, default_trial, job); !r) return fail(r.error());
   } else if (doc.is_object()) {
-    if (auto r = check_supported(doc); !r) return fail(r.error());
+    if (auto r = check_debugger_supported(doc); !r) return fail(r.error());
     const auto debug = doc.find("DebugRuleConfigurations"), profiler = doc.find("ProfilerRuleConfigurations");
     if (debug == doc.end() && profiler == doc.end())
       return fail(invalid("DebugRuleConfigurations", "is missing (and so is ProfilerRuleConfigurations)"));

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "common/error.h"
 
 namespace vigil::evaluate {
@@ -47,6 +49,13 @@ struct JobConfig {
 // profiler rules. Errors are InvalidArgument naming the failing field.
 [[nodiscard]] Result<JobConfig> parse_job_json(std::string_view text, const std::string& default_trial,
                                                const std::string& default_profiler_trial = {});
+
+// Debugger's unsupported setups (sagemaker-api §9.3), read from the members of a CreateTrainingJob
+// request (or of a job file holding them): HyperParameters, Distribution, ResourceConfig.InstanceCount,
+// CheckpointConfig. NotSupported with SageMaker's wording ("SMDebug Does Not Currently Support
+// Distributed Training Jobs With Checkpointing Enabled", parameter server, model parallel); the one
+// table of these facts, used by parse_job_json and by jobs::parse_training_job_request.
+[[nodiscard]] Result<void> check_debugger_supported(const nlohmann::json& create_training_job);
 
 // Checks what the JSON parser and the command line share: names (unique over both lists), counts,
 // step ranges, trials.
