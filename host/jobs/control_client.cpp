@@ -1,0 +1,396 @@
+#include "jobs/control_client.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "jobs/control_protocol.h"
+#include "jobs/control_socket.h"
+
+namespace vigil::jobs {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::chrono::seconds kReplyTimeout{30};
+constexpr size_t kMaxBuffered = 256 * 1024;
+
+Error io_error(std::string message) { return Error{.code = ErrorCode::Io, .message = std::move(message)}; }
+
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+void write_stderr(std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    text.remove_prefix(size_t(n));
+  }
+}
+
+// All of `bytes` to `fd`, waiting where it is non-blocking. False with errno on failure.
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n > 0) {
+      bytes.remove_prefix(size_t(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, 1000);
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
+
+// The request with the protocol version, as one frame's payload.
+Result<std::string> request_payload(nlohmann::json request) {
+  if (!request.is_object()) return fail(Error::invalid_argument("a control request must be a JSON object"));
+  request["ProtocolVersion"] = kControlProtocolVersion;
+  std::string payload = dump(request);
+  if (payload.size() > kMaxFramePayload)
+    return fail(Error::invalid_argument(
+        fmt::format("the request is {} bytes, over the control socket's {}", payload.size(), kMaxFramePayload)));
+  return payload;
+}
+
+Result<nlohmann::json> read_reply(int fd, FrameDecoder& decoder, const fs::path& socket_path) {
+  auto frame = read_frame(fd, decoder, Clock::now() + kReplyTimeout);
+  if (!frame) {
+    if (frame.error().code == ErrorCode::Timeout)
+      return fail(Error{.code = ErrorCode::Timeout,
+                        .message = fmt::format("no reply from the job's control socket {} within {} s",
+                                               socket_path.string(), kReplyTimeout.count())});
+    return fail(io_error(fmt::format("the job's control socket {}: {}", socket_path.string(), frame.error().message)));
+  }
+  if (frame->type != FrameType::Reply)
+    return fail(io_error(fmt::format("the job's control socket {} answered with a {} frame, not a reply",
+                                     socket_path.string(), frame_type_name(frame->type))));
+  nlohmann::json reply = nlohmann::json::parse(frame->payload, nullptr, false);
+  if (!reply.is_object())
+    return fail(io_error(fmt::format("the job's control socket {} answered with something that is not a JSON object",
+                                     socket_path.string())));
+  return reply;
+}
+
+std::string reply_error(const nlohmann::json& reply) {
+  auto it = reply.find("Error");
+  return it != reply.end() && it->is_string() ? it->get<std::string>()
+                                              : std::string("the job's supervisor refused the request");
+}
+
+// Closes an fd at scope exit.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// ---- the terminal and the signals of an interactive session --------------------------------------
+
+// The write end of the self-pipe the handlers write the signal's number to (one session at a time).
+std::atomic<int> g_signal_pipe{-1};
+
+void on_session_signal(int sig) {
+  const int saved = errno;
+  const int fd = g_signal_pipe.load();
+  if (fd >= 0) {
+    const unsigned char byte = static_cast<unsigned char>(sig);
+    [[maybe_unused]] ssize_t ignored = ::write(fd, &byte, 1);
+  }
+  errno = saved;
+}
+
+constexpr int kSessionSignals[] = {SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+// Raw mode and the handlers for the session's duration; everything restored by the destructor.
+class InteractiveTerminal {
+ public:
+  // False where another session of this process holds the handlers or the pipe cannot be made.
+  bool begin(int terminal_fd) {
+    int expected = -1;
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+    if (!g_signal_pipe.compare_exchange_strong(expected, fds[1])) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return false;
+    }
+    read_fd_ = fds[0];
+    write_fd_ = fds[1];
+    struct sigaction action {};
+    action.sa_handler = on_session_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < std::size(kSessionSignals); ++i) {
+      struct sigaction previous {};
+      if (::sigaction(kSessionSignals[i], &action, &previous) == 0) saved_actions_[i] = previous;
+    }
+    if (::tcgetattr(terminal_fd, &saved_mode_) == 0) {
+      termios raw = saved_mode_;
+      ::cfmakeraw(&raw);
+      if (::tcsetattr(terminal_fd, TCSAFLUSH, &raw) == 0) terminal_fd_ = terminal_fd;
+    }
+    return true;
+  }
+  int signal_fd() const { return read_fd_; }
+  ~InteractiveTerminal() {
+    if (terminal_fd_ >= 0) ::tcsetattr(terminal_fd_, TCSAFLUSH, &saved_mode_);
+    for (size_t i = 0; i < std::size(kSessionSignals); ++i)
+      if (saved_actions_[i]) ::sigaction(kSessionSignals[i], &*saved_actions_[i], nullptr);
+    if (write_fd_ >= 0) {
+      g_signal_pipe.store(-1);
+      ::close(write_fd_);
+      ::close(read_fd_);
+    }
+  }
+
+ private:
+  int terminal_fd_ = -1;
+  termios saved_mode_{};
+  int read_fd_ = -1, write_fd_ = -1;
+  std::optional<struct sigaction> saved_actions_[std::size(kSessionSignals)];
+};
+
+std::optional<WindowSize> terminal_size(int fd) {
+  winsize ws{};
+  if (::ioctl(fd, TIOCGWINSZ, &ws) != 0 || ws.ws_row == 0 || ws.ws_col == 0) return std::nullopt;
+  return WindowSize{ws.ws_row, ws.ws_col};
+}
+
+// SIGPIPE blocked on this thread for the session (out_fd may be a pipe whose reader goes away);
+// a SIGPIPE raised meanwhile is consumed before the mask is restored.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &set, &saved_);
+  }
+  ~SigpipeBlocked() {
+    sigset_t set, pending;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    if (!sigismember(&saved_, SIGPIPE) && ::sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+      const timespec zero{0, 0};
+      ::sigtimedwait(&set, nullptr, &zero);
+    }
+    ::pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
+  }
+
+ private:
+  sigset_t saved_{};
+};
+
+}  // namespace
+
+Result<int> connect_control_socket(const fs::path& socket_path) {
+  const std::string path = socket_path.string();
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail(io_error(fmt::format("cannot create a socket: {}", std::strerror(errno))));
+  // A path too long for sun_path is reached through its folder (/proc/self/fd/N/name).
+  int dir_fd = -1;
+  auto address = unix_address(path);
+  if (!address) {
+    dir_fd = ::open(socket_path.parent_path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd >= 0)
+      address = unix_address(fmt::format("/proc/self/fd/{}/{}", dir_fd, socket_path.filename().string()));
+  }
+  int err = ENAMETOOLONG;
+  if (address && ::connect(fd, reinterpret_cast<const sockaddr*>(&address->first), address->second) == 0)
+    err = 0;
+  else if (address)
+    err = errno;
+  if (dir_fd >= 0) ::close(dir_fd);
+  if (err == 0) return fd;
+  ::close(fd);
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return fail(io_error(fmt::format("no control socket at {}: the job is not running here (or has ended)", path)));
+    case EACCES:
+    case EPERM:
+      return fail(io_error(
+          fmt::format("not allowed to reach the job's control socket {}: the job's supervisor runs as another user "
+                      "and does not allow other users",
+                      path)));
+    case ECONNREFUSED:
+      return fail(
+          io_error(fmt::format("the job's control socket {} does not answer: its supervisor has stopped", path)));
+    default:
+      return fail(io_error(fmt::format("cannot connect to the job's control socket {}: {}", path, std::strerror(err))));
+  }
+}
+
+Result<nlohmann::json> control_request(const fs::path& socket_path, const nlohmann::json& request) {
+  auto payload = request_payload(request);
+  if (!payload) return fail(payload.error());
+  auto fd = connect_control_socket(socket_path);
+  if (!fd) return fail(fd.error());
+  FdCloser closer{*fd};
+  if (auto sent = send_all(*fd, encode_frame(FrameType::Request, *payload)); !sent) return fail(sent.error());
+  FrameDecoder decoder;
+  return read_reply(*fd, decoder, socket_path);
+}
+
+Result<int> run_session(const fs::path& socket_path, const nlohmann::json& request, int in_fd, int out_fd) {
+  if (!request.is_object()) return fail(Error::invalid_argument("a session request must be a JSON object"));
+  const bool in_is_terminal = ::isatty(in_fd) == 1;
+  nlohmann::json start = request;
+  if (in_is_terminal) {
+    if (const char* term = std::getenv("TERM"); term && *term && !start.contains("Term")) start["Term"] = term;
+    if (auto size = terminal_size(in_fd); size && !start.contains("TerminalSize"))
+      start["TerminalSize"] = {{"Rows", size->rows}, {"Cols", size->cols}};
+  }
+  auto payload = request_payload(std::move(start));
+  if (!payload) return fail(payload.error());
+  auto connected = connect_control_socket(socket_path);
+  if (!connected) return fail(connected.error());
+  const int sock = *connected;
+  FdCloser closer{sock};
+  SigpipeBlocked sigpipe_blocked;
+  if (auto sent = send_all(sock, encode_frame(FrameType::Request, *payload)); !sent) return fail(sent.error());
+  FrameDecoder decoder;
+  auto reply = read_reply(sock, decoder, socket_path);
+  if (!reply) return fail(reply.error());
+  if (!reply->value("Ok", false)) return fail(Error::invalid_argument(reply_error(*reply)));
+  const std::string session_id = reply->value("SessionId", std::string());
+  const bool pty = reply->value("Pty", false);
+  write_stderr(fmt::format("Starting session with SessionId: {}\n", session_id));
+
+  std::optional<Result<int>> outcome;
+  {
+    InteractiveTerminal terminal;
+    const bool interactive = in_is_terminal && pty && terminal.begin(in_fd);
+    std::string to_server;
+    if (interactive)
+      if (auto size = terminal_size(in_fd)) append_frame(to_server, FrameType::WindowSize, encode_window_size(*size));
+    bool input_open = true;
+    bool sending_broken = false;
+    char chunk[16 * 1024];
+    // The server's frames decoded so far (the first ones may have come with the reply).
+    auto take_server_frames = [&] {
+      while (!outcome) {
+        auto frame = decoder.next();
+        if (!frame) {
+          outcome = fail(
+              io_error(fmt::format("the job's control socket {}: {}", socket_path.string(), frame.error().message)));
+          return;
+        }
+        if (!*frame) return;
+        Frame& f = **frame;
+        switch (f.type) {
+          case FrameType::Output:
+            if (!write_all(out_fd, f.payload)) {
+              const int err = errno;
+              [[maybe_unused]] auto ignored = send_all(sock, encode_frame(FrameType::Close, {}));
+              outcome = fail(io_error(fmt::format("cannot write the session's output: {}", std::strerror(err))));
+            }
+            break;
+          case FrameType::Exit:
+            if (auto status = decode_exit_status(f.payload))
+              outcome = *status;
+            else
+              outcome = fail(io_error("the job's control socket sent a bad exit frame"));
+            break;
+          case FrameType::Close:
+            outcome = fail(Error{
+                .code = ErrorCode::Cancelled,
+                .message = f.payload.empty() ? std::string("the job's supervisor ended the session") : f.payload});
+            break;
+          default:
+            outcome = fail(io_error(
+                fmt::format("the job's control socket sent a {} frame during the session", frame_type_name(f.type))));
+            break;
+        }
+      }
+    };
+    take_server_frames();
+    while (!outcome) {
+      pollfd fds[3];
+      nfds_t count = 0;
+      const int at_sock = int(count);
+      fds[count++] = {sock, short(POLLIN | (to_server.empty() || sending_broken ? 0 : POLLOUT)), 0};
+      const int at_in = input_open && to_server.size() < kMaxBuffered ? int(count) : -1;
+      if (at_in >= 0) fds[count++] = {in_fd, POLLIN, 0};
+      const int at_signal = interactive ? int(count) : -1;
+      if (at_signal >= 0) fds[count++] = {terminal.signal_fd(), POLLIN, 0};
+      if (::poll(fds, count, -1) < 0) {
+        if (errno == EINTR) continue;
+        outcome = fail(io_error(fmt::format("cannot wait on the session: {}", std::strerror(errno))));
+        break;
+      }
+      if (at_signal >= 0 && (fds[at_signal].revents & POLLIN)) {
+        unsigned char sigs[64];
+        const ssize_t n = ::read(terminal.signal_fd(), sigs, sizeof sigs);
+        for (ssize_t i = 0; i < n && !outcome; ++i) {
+          if (sigs[i] == SIGWINCH) {
+            if (auto size = terminal_size(in_fd); size && !sending_broken)
+              append_frame(to_server, FrameType::WindowSize, encode_window_size(*size));
+          } else {
+            // The session ends with this client: the server hangs up its processes.
+            [[maybe_unused]] auto ignored = send_all(sock, encode_frame(FrameType::Close, {}));
+            outcome = fail(Error{
+                .code = ErrorCode::Cancelled,
+                .message = fmt::format("the session was ended by signal {} ({})", int(sigs[i]), ::strsignal(sigs[i]))});
+          }
+        }
+        if (outcome) break;
+      }
+      if (at_in >= 0 && (fds[at_in].revents & (POLLIN | POLLHUP | POLLERR))) {
+        const ssize_t n = ::read(in_fd, chunk, sizeof chunk);
+        if (n > 0) {
+          if (!sending_broken) append_data_frames(to_server, FrameType::Input, std::string_view(chunk, size_t(n)));
+        } else if (n == 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+          input_open = false;  // end of input (EIO: a terminal gone)
+          if (!sending_broken) append_frame(to_server, FrameType::Input, {});
+        }
+      }
+      if ((fds[at_sock].revents & POLLOUT) && !to_server.empty()) {
+        const ssize_t n = ::send(sock, to_server.data(), to_server.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0)
+          to_server.erase(0, size_t(n));
+        else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+          // The server stopped reading (the session is over): its last frames are still to be read.
+          to_server.clear();
+          input_open = false;
+          sending_broken = true;
+        }
+      }
+      if (fds[at_sock].revents & (POLLIN | POLLHUP | POLLERR)) {
+        const ssize_t n = ::recv(sock, chunk, sizeof chunk, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+          outcome = fail(io_error(fmt::format("the job's control socket {} closed the session without an exit status",
+                                              socket_path.string())));
+          break;
+        }
+        if (n > 0) decoder.feed(std::string_view(chunk, size_t(n)));
+        take_server_frames();
+      }
+    }
+  }  // the terminal is back in its mode before the closing line
+  write_stderr(fmt::format("Exiting session with sessionId: {}.\n", session_id));
+  return std::move(*outcome);
+}
+
+}  // namespace vigil::jobs

@@ -1,0 +1,694 @@
+#include "jobs/control_server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "jobs/control_protocol.h"
+#include "jobs/control_socket.h"
+#include "jobs/session_log.h"
+#include "jobs/session_process.h"
+
+namespace vigil::jobs {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Connections beyond the sessions (waiting for their request, or answering a control request).
+constexpr size_t kMaxOtherConnections = 16;
+// Bytes buffered per direction before the relay stops reading that side (backpressure).
+constexpr size_t kMaxBuffered = 256 * 1024;
+// Output read from a finished session before its exit status is sent (a background writer left on
+// the terminal must not keep the session open forever).
+constexpr size_t kMaxDrainAfterExit = 1024 * 1024;
+constexpr std::chrono::milliseconds kHangUpGrace{2000};
+// How long pending output and the last frame may take to reach a client that stopped reading.
+constexpr std::chrono::milliseconds kFinalFlush{2000};
+// A partial output line (a prompt) goes to the session log after this pause.
+constexpr int kPartialOutputPauseMs = 300;
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// This thread's SIGPIPE stays blocked: a write to a pipe whose reader is gone is EPIPE, and the
+// pending signal dies with the thread instead of killing the process.
+void block_sigpipe() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+// The session id SSM's way: "<user>-<17 lowercase hex digits>".
+std::string new_session_id(std::string_view user) {
+  unsigned char random[9] = {};
+  if (::getrandom(random, sizeof random, 0) != ssize_t(sizeof random)) {
+    const auto t = uint64_t(Clock::now().time_since_epoch().count()) ^ uint64_t(::getpid());
+    std::memcpy(random, &t, sizeof t);
+  }
+  std::string hex;
+  for (unsigned char b : random) hex += fmt::format("{:02x}", b);
+  hex.resize(17);
+  std::string name;
+  for (char c : user)
+    name.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '_');
+  if (name.empty()) name = "user";
+  return name + "-" + hex;
+}
+
+// A TERM value worth passing on: a terminfo name, nothing that could smuggle more.
+bool plausible_term(const std::string& term) {
+  if (term.empty() || term.size() > 64) return false;
+  for (char c : term)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.' && c != '+') return false;
+  return true;
+}
+
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+// The pty's initial size from the request's "TerminalSize", else 24x80.
+WindowSize requested_window(const nlohmann::json& request) {
+  WindowSize size{24, 80};
+  auto it = request.find("TerminalSize");
+  if (it == request.end() || !it->is_object()) return size;
+  auto dimension = [&](const char* key, uint16_t fallback) -> uint16_t {
+    auto d = it->find(key);
+    if (d == it->end() || !d->is_number_integer()) return fallback;
+    const int64_t v = d->get<int64_t>();
+    return v >= 1 && v <= 65535 ? uint16_t(v) : fallback;
+  };
+  return WindowSize{dimension("Rows", size.rows), dimension("Cols", size.cols)};
+}
+
+}  // namespace
+
+// One accepted connection and its thread.
+struct Connection {
+  int fd = -1;
+  int wake_fd = -1;  // eventfd: end_sessions() wrote the reason
+  std::thread thread;
+  std::thread::id thread_id;
+  std::atomic<bool> done{false};
+  // Guarded by the server's mutex.
+  bool is_session = false;
+  std::optional<std::string> end_reason;
+
+  ~Connection() {
+    if (fd >= 0) ::close(fd);
+    if (wake_fd >= 0) ::close(wake_fd);
+  }
+};
+
+struct ControlServer::Impl {
+  ListeningSocket listener;
+  ControlHandlers handlers;
+  int stop_fd = -1;  // eventfd, readable once the server stops
+  std::thread accept_thread;
+
+  mutable std::mutex mu;
+  std::condition_variable changed;
+  std::list<std::shared_ptr<Connection>> connections;
+  size_t reserved_sessions = 0;  // StartSession requests being prepared or running
+  size_t running_sessions = 0;   // sessions whose process runs
+  size_t other_connections = 0;  // connections not (yet) sessions
+
+  std::mutex agent_log_mu;
+
+  ~Impl() {
+    if (stop_fd >= 0) ::close(stop_fd);
+  }
+
+  void agent_log(std::string_view message) noexcept;
+  void accept_loop();
+  bool accept_one();  // false once the server stops
+  void serve(Connection& c);
+  void serve_request(Connection& c, const PeerIdentity& peer, FrameDecoder& decoder);
+  void serve_session(Connection& c, const PeerIdentity& peer, const nlohmann::json& request, FrameDecoder& decoder);
+  // A session's place among the kMaxLiveSessions: held from the request until the session's
+  // process is gone and its end logged (released before the client hears the end, so that a client
+  // that saw its session end finds it ended everywhere).
+  class SessionSlot {
+   public:
+    explicit SessionSlot(Impl& impl) : impl_(impl) {}
+    ~SessionSlot() { release(); }
+    void set_running() {
+      std::lock_guard lock(impl_.mu);
+      ++impl_.running_sessions;
+      running_ = true;
+    }
+    void release() {
+      if (released_) return;
+      released_ = true;
+      {
+        std::lock_guard lock(impl_.mu);
+        --impl_.reserved_sessions;
+        if (running_) --impl_.running_sessions;
+      }
+      impl_.changed.notify_all();
+    }
+
+   private:
+    Impl& impl_;
+    bool running_ = false;
+    bool released_ = false;
+  };
+  void relay(Connection& c, SessionProcess& process, SessionLog& log, FrameDecoder& decoder,
+             const std::string& session_id, SessionSlot& slot);
+  std::optional<std::string> end_reason(Connection& c);
+  void reply(Connection& c, const nlohmann::json& body);
+  void join_finished();
+};
+
+void ControlServer::Impl::agent_log(std::string_view message) noexcept {
+  try {
+    const std::string line = fmt::format("{} control server: {}\n", utc_timestamp(), message);
+    std::lock_guard lock(agent_log_mu);
+    int fd = handlers.agent_log.empty()
+                 ? -1
+                 : ::open(handlers.agent_log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    const int target = fd >= 0 ? fd : STDERR_FILENO;
+    [[maybe_unused]] ssize_t ignored = ::write(target, line.data(), line.size());
+    if (fd >= 0) ::close(fd);
+  } catch (...) {
+    // Out of memory while reporting: nothing better to do than go on.
+  }
+}
+
+void ControlServer::Impl::reply(Connection& c, const nlohmann::json& body) {
+  std::string payload = dump(body);
+  if (payload.size() > kMaxFramePayload) {
+    agent_log(fmt::format("a reply of {} bytes is over the frame limit: sent as an error", payload.size()));
+    payload = dump(error_reply("the reply is too large for the control socket"));
+  }
+  if (auto sent = send_all(c.fd, encode_frame(FrameType::Reply, payload)); !sent)
+    agent_log(fmt::format("cannot send a reply: {}", sent.error().message));
+}
+
+std::optional<std::string> ControlServer::Impl::end_reason(Connection& c) {
+  std::lock_guard lock(mu);
+  return c.end_reason;
+}
+
+void ControlServer::Impl::join_finished() {
+  std::list<std::shared_ptr<Connection>> finished;
+  {
+    std::lock_guard lock(mu);
+    for (auto it = connections.begin(); it != connections.end();) {
+      if ((*it)->done.load()) {
+        finished.push_back(std::move(*it));
+        it = connections.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& c : finished)
+    if (c->thread.joinable()) c->thread.join();
+}
+
+void ControlServer::Impl::accept_loop() {
+  block_sigpipe();
+  for (;;) {
+    try {
+      if (!accept_one()) return;
+    } catch (const std::exception& e) {
+      agent_log(fmt::format("accepting a connection failed: {}", e.what()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    } catch (...) {
+      agent_log("accepting a connection failed with an unknown exception");
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+}
+
+bool ControlServer::Impl::accept_one() {
+  pollfd fds[2] = {{listener.fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
+  const int ready = ::poll(fds, 2, 1000);
+  if (ready < 0 && errno != EINTR) {
+    agent_log(fmt::format("cannot wait for connections: {}", errno_text(errno)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (fds[1].revents & POLLIN) return false;
+  join_finished();
+  if (ready <= 0 || !(fds[0].revents & POLLIN)) return true;
+  auto c = std::make_shared<Connection>();  // before accept: a failed allocation leaks no fd
+  const int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) {
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
+      agent_log(fmt::format("cannot accept a connection: {}", errno_text(errno)));
+      // EMFILE and the like: do not spin on a listening socket that stays readable.
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return true;
+  }
+  c->fd = fd;
+  bool admitted = false;
+  {
+    std::lock_guard lock(mu);
+    if (other_connections < kMaxOtherConnections) {
+      ++other_connections;
+      admitted = true;
+    }
+  }
+  if (!admitted) {
+    // Never blocks the accept thread: the reply fits the socket's buffer or is dropped.
+    const std::string frame =
+        encode_frame(FrameType::Reply,
+                     dump(error_reply(fmt::format("the job's control socket is busy ({} connections wait): try again",
+                                                  kMaxOtherConnections))));
+    [[maybe_unused]] ssize_t ignored = ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    agent_log("refused a connection: too many connections waiting for their request");
+    return true;  // `c` closes the fd
+  }
+  c->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (c->wake_fd < 0) {
+    agent_log(fmt::format("cannot create an eventfd: {}", errno_text(errno)));
+    std::lock_guard lock(mu);
+    --other_connections;
+    return true;
+  }
+  try {
+    std::lock_guard lock(mu);
+    connections.push_back(c);
+    c->thread = std::thread([this, c] {
+      serve(*c);
+      {
+        std::lock_guard inner(mu);
+        c->done = true;
+      }
+      changed.notify_all();
+    });
+    c->thread_id = c->thread.get_id();
+  } catch (const std::exception& e) {
+    agent_log(fmt::format("cannot start a connection's thread: {}", e.what()));
+    std::lock_guard lock(mu);
+    connections.remove(c);
+    --other_connections;
+  }
+  return true;
+}
+
+void ControlServer::Impl::serve(Connection& c) {
+  block_sigpipe();
+  try {
+    auto peer = peer_identity(c.fd);
+    if (!peer) {
+      agent_log(peer.error().message);
+      reply(c, error_reply("the control server cannot tell who you are"));
+    } else {
+      FrameDecoder decoder;
+      serve_request(c, *peer, decoder);
+    }
+  } catch (const std::exception& e) {
+    agent_log(fmt::format("a connection failed: {}", e.what()));
+  } catch (...) {
+    agent_log("a connection failed with an unknown exception");
+  }
+  // Closed here, not when the thread is joined: the client sees the end at once.
+  ::close(c.fd);
+  c.fd = -1;
+  std::lock_guard lock(mu);
+  if (!c.is_session) --other_connections;
+}
+
+void ControlServer::Impl::serve_request(Connection& c, const PeerIdentity& peer, FrameDecoder& decoder) {
+  const std::string who = fmt::format("pid {} uid {} ({})", peer.pid, peer.uid, peer.user_name);
+  auto frame = read_frame(c.fd, decoder, Clock::now() + handlers.request_timeout, stop_fd);
+  if (!frame) {
+    const Error& e = frame.error();
+    if (e.code == ErrorCode::Timeout) {
+      agent_log(fmt::format("dropped {}: no request within {} ms", who, handlers.request_timeout.count()));
+      reply(c, error_reply("no request in time: the connection is closed"));
+    } else if (e.code == ErrorCode::Cancelled) {
+      reply(c, error_reply("the job's supervisor is stopping"));
+    } else if (e.code == ErrorCode::InvalidArgument) {
+      agent_log(fmt::format("dropped {}: {}", who, e.message));
+      reply(c, error_reply(e.message));
+    } else {
+      agent_log(fmt::format("dropped {}: {}", who, e.message));
+    }
+    return;
+  }
+  if (frame->type != FrameType::Request) {
+    agent_log(
+        fmt::format("dropped {}: the first frame is a {} frame, not a request", who, frame_type_name(frame->type)));
+    reply(c, error_reply("bad request: the first frame must be a request"));
+    return;
+  }
+  const nlohmann::json request = nlohmann::json::parse(frame->payload, nullptr, false);
+  if (!request.is_object()) {
+    agent_log(fmt::format("dropped {}: the request is not a JSON object", who));
+    reply(c, error_reply("bad request: not a JSON object"));
+    return;
+  }
+  const auto version = request.find("ProtocolVersion");
+  if (version == request.end() || !version->is_number_integer() || version->get<int64_t>() != kControlProtocolVersion) {
+    const std::string theirs = version == request.end() ? "none" : dump(*version);
+    agent_log(fmt::format("refused {}: protocol version {}", who, theirs));
+    reply(c, error_reply(fmt::format("the client speaks control protocol version {}, the job's supervisor version {}: "
+                                     "use the vigil that started the job",
+                                     theirs, kControlProtocolVersion)));
+    return;
+  }
+  const auto action = request.find("Action");
+  if (action != request.end() && action->is_string() && action->get_ref<const std::string&>() == "StartSession") {
+    serve_session(c, peer, request, decoder);
+    return;
+  }
+  if (!handlers.other) {
+    reply(c, error_reply("the job's supervisor answers no such request"));
+    return;
+  }
+  nlohmann::json answer;
+  try {
+    answer = handlers.other(peer, request);
+  } catch (const std::exception& e) {
+    agent_log(fmt::format("the request handler failed for {}: {}", who, e.what()));
+    answer = error_reply("the job's supervisor failed to answer the request");
+  } catch (...) {
+    agent_log(fmt::format("the request handler failed for {} with an unknown exception", who));
+    answer = error_reply("the job's supervisor failed to answer the request");
+  }
+  reply(c, answer);
+}
+
+void ControlServer::Impl::serve_session(Connection& c, const PeerIdentity& peer, const nlohmann::json& request,
+                                        FrameDecoder& decoder) {
+  const std::string who = fmt::format("pid {} uid {} ({})", peer.pid, peer.uid, peer.user_name);
+  {
+    std::lock_guard lock(mu);
+    if (reserved_sessions >= kMaxLiveSessions) {
+      // Not a session: it stays counted with the other connections.
+      agent_log(fmt::format("refused a session for {}: {} sessions run already", who, kMaxLiveSessions));
+    } else {
+      ++reserved_sessions;
+      --other_connections;
+      c.is_session = true;
+    }
+  }
+  if (!c.is_session) {
+    reply(c, error_reply(fmt::format("too many sessions: at most {} run at once", kMaxLiveSessions)));
+    return;
+  }
+  SessionSlot slot(*this);
+
+  std::expected<SessionPlan, std::string> plan =
+      std::unexpected<std::string>("remote debugging is not available for this job");
+  if (handlers.start_session) {
+    try {
+      plan = handlers.start_session(peer, request);
+    } catch (const std::exception& e) {
+      agent_log(fmt::format("the session handler failed for {}: {}", who, e.what()));
+      plan = std::unexpected<std::string>("the job's supervisor failed to decide on the session");
+    } catch (...) {
+      agent_log(fmt::format("the session handler failed for {} with an unknown exception", who));
+      plan = std::unexpected<std::string>("the job's supervisor failed to decide on the session");
+    }
+  }
+  if (!plan) {
+    agent_log(fmt::format("refused a session for {}: {}", who, plan.error()));
+    reply(c, error_reply(plan.error()));
+    return;
+  }
+  if (plan->session_id.empty()) plan->session_id = new_session_id(peer.user_name);
+  if (plan->pty) {
+    auto term = request.find("Term");
+    const bool has_term =
+        std::any_of(plan->env.begin(), plan->env.end(), [](const std::string& e) { return e.starts_with("TERM="); });
+    if (!has_term && term != request.end() && term->is_string() && plausible_term(term->get<std::string>()))
+      plan->env.push_back("TERM=" + term->get<std::string>());
+  }
+  if (auto reason = end_reason(c)) {
+    reply(c, error_reply(*reason));
+    return;
+  }
+  auto log = SessionLog::open(plan->session_log, plan->session_id, [this](const std::string& m) { agent_log(m); });
+  if (!log) {
+    agent_log(fmt::format("refused session {} for {}: {}", plan->session_id, who, log.error().message));
+    reply(c, error_reply("the session log cannot be written: the session is not started"));
+    return;
+  }
+  auto process = SessionProcess::spawn(SessionCommand{
+      .argv = plan->argv, .env = plan->env, .cwd = plan->cwd, .pty = plan->pty, .window = requested_window(request)});
+  if (!process) {
+    agent_log(fmt::format("session {} for {} did not start: {}", plan->session_id, who, process.error().message));
+    reply(c, error_reply(process.error().message));
+    return;
+  }
+  slot.set_running();
+  log->start(peer.uid, peer.user_name, peer.pid, plan->target_id, plan->pty, plan->argv);
+  reply(c, nlohmann::json{{"Ok", true}, {"SessionId", plan->session_id}, {"Pty", plan->pty}});
+  relay(c, *process, *log, decoder, plan->session_id, slot);
+}
+
+void ControlServer::Impl::relay(Connection& c, SessionProcess& process, SessionLog& log, FrameDecoder& decoder,
+                                const std::string& session_id, SessionSlot& slot) {
+  std::string to_client, to_child;
+  bool client_input_ended = false;  // the client's empty Input frame, handed on once to_child is written
+  bool child_input_broken = false;
+  std::optional<std::string> ended;  // why the session is ended from this side (hang up)
+  bool tell_client = false;          // ... and whether the client hears the reason
+  std::optional<int> status;
+
+  auto read_output = [&](size_t limit) {
+    char chunk[16 * 1024];
+    size_t total = 0;
+    while (process.output_fd() >= 0 && total < limit) {
+      const ssize_t n = ::read(process.output_fd(), chunk, sizeof chunk);
+      if (n > 0) {
+        const std::string_view data(chunk, size_t(n));
+        log.output(data);
+        append_data_frames(to_client, FrameType::Output, data);
+        total += size_t(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      process.close_output();  // EOF, or EIO: the terminal's last user is gone
+    }
+  };
+  // Sends what is buffered for the client, waiting for room until `deadline`: false once the
+  // client is gone (a write error).
+  auto flush_to_client = [&](Clock::time_point deadline) -> bool {
+    while (!to_client.empty()) {
+      const ssize_t n = ::send(c.fd, to_client.data(), to_client.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        to_client.erase(0, size_t(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0) return true;
+        pollfd p{c.fd, POLLOUT, 0};
+        ::poll(&p, 1, int(left));
+        continue;
+      }
+      return false;
+    }
+    return true;
+  };
+
+  // The client's frames decoded so far (the first ones may have come with the request).
+  auto take_client_frames = [&] {
+    while (!ended) {
+      auto frame = decoder.next();
+      if (!frame) {
+        agent_log(fmt::format("session {}: {}", session_id, frame.error().message));
+        ended = "the client sent a bad frame";
+        return;
+      }
+      if (!*frame) return;
+      Frame& f = **frame;
+      if (f.type == FrameType::Input) {
+        if (f.payload.empty()) {
+          client_input_ended = true;
+        } else if (!client_input_ended) {
+          log.input(f.payload);
+          if (!child_input_broken) to_child += f.payload;
+        }
+      } else if (f.type == FrameType::WindowSize) {
+        if (auto size = decode_window_size(f.payload)) process.set_window_size(*size);
+      } else if (f.type == FrameType::Close) {
+        ended = "the client closed the session";
+      } else {
+        agent_log(fmt::format("session {}: the client sent a {} frame", session_id, frame_type_name(f.type)));
+        ended = "the client sent a frame a client does not send";
+      }
+    }
+  };
+
+  take_client_frames();
+  while (!ended && !status) {
+    if (auto reason = end_reason(c)) {
+      ended = *reason;
+      tell_client = true;
+      break;
+    }
+    pollfd fds[6];
+    nfds_t count = 0;
+    auto add = [&](int fd, short events) -> int {
+      if (fd < 0 || events == 0) return -1;
+      fds[count] = {fd, events, 0};
+      return int(count++);
+    };
+    const bool pty = process.pty();
+    short output_events = process.output_fd() >= 0 && to_client.size() < kMaxBuffered ? POLLIN : 0;
+    short input_events = !to_child.empty() && !child_input_broken ? POLLOUT : 0;
+    if (pty) output_events |= input_events;
+    const int at_socket =
+        add(c.fd, short((to_child.size() < kMaxBuffered ? POLLIN : 0) | (to_client.empty() ? 0 : POLLOUT)));
+    const int at_output = add(process.output_fd(), output_events);
+    const int at_input = pty ? -1 : add(process.input_fd(), input_events);
+    const int at_exit = add(process.exit_fd(), POLLIN);
+    const int at_wake = add(c.wake_fd, POLLIN);
+    const int at_stop = add(stop_fd, POLLIN);
+    int timeout = -1;
+    if (log.has_partial_output()) timeout = kPartialOutputPauseMs;
+    if (process.exit_fd() < 0) timeout = timeout < 0 ? 100 : std::min(timeout, 100);
+    const int ready = ::poll(fds, count, timeout);
+    if (ready < 0 && errno != EINTR) {
+      agent_log(fmt::format("session {}: cannot wait: {}", session_id, errno_text(errno)));
+      ended = "the job's control server failed";
+      tell_client = true;
+      break;
+    }
+    if (ready == 0) log.flush_partial_output();
+    auto fired = [&](int at, short mask) { return at >= 0 && ready > 0 && (fds[at].revents & mask) != 0; };
+    if (fired(at_stop, POLLIN)) {
+      ended = "the job's supervisor is stopping";
+      tell_client = true;
+      break;
+    }
+    if (fired(at_wake, POLLIN)) continue;  // end_reason() is set: the loop's start ends the session
+
+    if (fired(at_socket, POLLIN | POLLHUP | POLLERR)) {
+      char chunk[16 * 1024];
+      const ssize_t n = ::recv(c.fd, chunk, sizeof chunk, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        ended = "the client disconnected";
+        break;
+      }
+      if (n > 0) decoder.feed(std::string_view(chunk, size_t(n)));
+      take_client_frames();
+      if (ended) break;
+    }
+    if (fired(at_socket, POLLOUT) && !flush_to_client(Clock::now())) {
+      ended = "the client disconnected";
+      break;
+    }
+    const int child_input_at = pty ? at_output : at_input;
+    if (fired(child_input_at, POLLOUT | POLLERR | POLLHUP) && !to_child.empty()) {
+      const ssize_t n = ::write(process.input_fd(), to_child.data(), to_child.size());
+      if (n > 0)
+        to_child.erase(0, size_t(n));
+      else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        child_input_broken = true;  // the session stopped reading its input: what is left is dropped
+        to_child.clear();
+      }
+    }
+    if (client_input_ended && to_child.empty() && !child_input_broken) {
+      process.end_input();
+      child_input_broken = true;  // nothing more goes in
+    }
+    if (fired(at_output, POLLIN | POLLHUP | POLLERR)) read_output(kMaxBuffered);
+    if (at_exit < 0 || fired(at_exit, POLLIN)) status = process.exited();
+  }
+
+  // The end is logged and the slot released before the client hears of it.
+  if (status) {
+    read_output(kMaxDrainAfterExit);
+    process.hang_up_leftovers();
+    log.end(fmt::format("exit_status={}", *status));
+    slot.release();
+    append_frame(to_client, FrameType::Exit, encode_exit_status(*status));
+    flush_to_client(Clock::now() + kFinalFlush);
+    return;
+  }
+  const int hung_up_status = process.hang_up(kHangUpGrace);
+  if (tell_client) read_output(kMaxDrainAfterExit);
+  log.end(fmt::format("ended: {} (exit_status={})", *ended, hung_up_status));
+  slot.release();
+  if (tell_client) {
+    append_frame(to_client, FrameType::Close, *ended);
+    flush_to_client(Clock::now() + kFinalFlush);
+  }
+}
+
+Result<std::unique_ptr<ControlServer>> ControlServer::start(const fs::path& socket_path, bool allow_other_users,
+                                                            ControlHandlers handlers) {
+  auto listener = ListeningSocket::open(socket_path, allow_other_users);
+  if (!listener) return fail(listener.error());
+  auto impl = std::make_unique<Impl>();
+  impl->listener = std::move(*listener);
+  impl->handlers = std::move(handlers);
+  impl->stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (impl->stop_fd < 0)
+    return fail(Error{.code = ErrorCode::Io, .message = fmt::format("eventfd: {}", errno_text(errno))});
+  try {
+    Impl* raw = impl.get();
+    impl->accept_thread = std::thread([raw] { raw->accept_loop(); });
+  } catch (const std::exception& e) {
+    return fail(Error::internal(fmt::format("cannot start the control server's thread: {}", e.what())));
+  }
+  return std::unique_ptr<ControlServer>(new ControlServer(std::move(impl)));
+}
+
+ControlServer::ControlServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+const fs::path& ControlServer::socket_path() const { return impl_->listener.path(); }
+
+size_t ControlServer::live_sessions() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->running_sessions;
+}
+
+void ControlServer::end_sessions(std::string_view reason) {
+  std::vector<std::shared_ptr<Connection>> ending;
+  std::unique_lock lock(impl_->mu);
+  for (auto& c : impl_->connections) {
+    // The caller's own connection (a handler ending sessions) is not waited for.
+    if (!c->is_session || c->done.load() || c->thread_id == std::this_thread::get_id()) continue;
+    if (!c->end_reason) c->end_reason = std::string(reason);
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t ignored = ::write(c->wake_fd, &one, sizeof one);
+    ending.push_back(c);
+  }
+  impl_->changed.wait(
+      lock, [&] { return std::all_of(ending.begin(), ending.end(), [](const auto& c) { return c->done.load(); }); });
+}
+
+ControlServer::~ControlServer() {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t ignored = ::write(impl_->stop_fd, &one, sizeof one);
+  if (impl_->accept_thread.joinable()) impl_->accept_thread.join();
+  std::list<std::shared_ptr<Connection>> all;
+  {
+    std::lock_guard lock(impl_->mu);
+    all.swap(impl_->connections);
+  }
+  for (auto& c : all)
+    if (c->thread.joinable()) c->thread.join();
+  impl_->listener.remove();
+}
+
+}  // namespace vigil::jobs
