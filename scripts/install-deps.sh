@@ -16,6 +16,8 @@ packages=(
   python3-xgboost python3-pandas         # vigil.xgboost (capture) and its tests; trees_to_dataframe needs pandas
   libcurl4-openssl-dev                   # the S3 client (host/storage/s3_client.cpp): HTTP(S) with OpenSSL
   nodejs                                 # the S3 test server (tests/support/s3_test_server.py runs s3rver, an npm package)
+  tmux                                   # tests/python/test_training_jobs.py: vigil attach driven on a terminal (send-keys, capture-pane)
+  util-linux                             # setpriv: the remote-debug tests connect as another user
   chromium                               # the ProfilerReport page's browser test (tests/support/check_html_in_browser.py: headless render + screenshot)
   # scripts/fuzz.sh: libFuzzer + ASan/UBSan runtimes and llvm-symbolizer for readable reports. clang 19,
   # not 14: libstdc++ 12 offers std::expected only to compilers with __cpp_concepts >= 202002L.

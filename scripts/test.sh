@@ -45,7 +45,7 @@ VIGIL_BUILD_DIR="$root/build" PYTHONPATH="$root/build/python" \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/python" || status=1
 
 echo "== build (ASan + UBSan)"
-sanitized_suites="format;storage;trial;trial_scenarios;writer;plugin_host;profiler;sdk;abi;reliability"
+sanitized_suites="format;storage;trial;trial_scenarios;writer;plugin_host;profiler;jobs;sdk;abi;reliability"
 # The host and plugin tests. The Python module is left out (an ASan-built extension cannot load into
 # the system python3), and so are the built-in rules' pathology runs (the same code paths as the
 # plugin tests, run above without sanitizers). -O1 -g1 keeps the build and the runs quick.

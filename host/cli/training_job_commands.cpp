@@ -98,7 +98,7 @@ std::optional<int> parse_common(std::string_view command, std::string_view usage
       return kExitOk;
     } else if (a == "--jobs-dir") {
       if (i + 1 >= args.size()) return usage_error(command, "--jobs-dir takes a folder");
-      out.jobs_dir = args[++i];
+      out.jobs_dir = fs::absolute(args[++i]);
     } else if (a == "--json" && json_allowed) {
       out.json = true;
     } else if (a.starts_with("--")) {
@@ -150,7 +150,7 @@ int run_train_command(const std::vector<std::string>& args) {
     } else if (a == "--jobs-dir" || a == "--access-policy" || a == "--plugins" || a == "--stop-grace" || a == "--rule-wait") {
       auto v = value();
       if (!v) return usage_error("train", a + " takes a value");
-      if (a == "--jobs-dir") options.jobs_dir = *v;
+      if (a == "--jobs-dir") options.jobs_dir = fs::absolute(*v);
       else if (a == "--access-policy") options.access_policy = fs::path(*v);
       else if (a == "--plugins") options.evaluator_arguments.insert(options.evaluator_arguments.end(), {"--plugins", *v});
       else {

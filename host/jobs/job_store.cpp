@@ -46,7 +46,7 @@ std::string rule_job_arn(std::string_view job, std::string_view rule) {
 }  // namespace
 
 fs::path default_jobs_dir() {
-  if (const char* dir = std::getenv("VIGIL_JOBS_DIR"); dir && *dir) return dir;
+  if (const char* dir = std::getenv("VIGIL_JOBS_DIR"); dir && *dir) return fs::absolute(dir);
   if (const char* state = std::getenv("XDG_STATE_HOME"); state && *state)
     return fs::path(state) / "vigil" / "training-jobs";
   return fs::path(env_or("HOME", "/")) / ".local" / "state" / "vigil" / "training-jobs";

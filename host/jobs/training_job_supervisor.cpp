@@ -190,9 +190,9 @@ class Supervisor {
                 " (no access policy: only the job's own user " + owner_.name + ")";
       return false;
     }
-    const auto decision = policy_->decide(who, AccessRequest{action, resource, std::move(context)});
-    if (decision == AccessDecision::Allowed) return true;
-    refusal = refusal_message(action, who, resource, decision);
+    const auto verdict = policy_->decide(who, AccessRequest{action, resource, std::move(context)});
+    if (verdict.allowed()) return true;
+    refusal = refusal_message(action, who, resource, verdict.decision);
     return false;
   }
 
@@ -662,9 +662,9 @@ int run_training_job(const TrainOptions& options) {
     std::map<std::string, std::string> context;
     if (request->document.contains("RemoteDebugConfig")) context["sagemaker:EnableRemoteDebug"] = request->remote_debug ? "true" : "false";
     const std::string arn = training_job_arn(request->name);
-    const auto decision = policy->decide(me, AccessRequest{"sagemaker:CreateTrainingJob", arn, context});
-    if (decision != AccessDecision::Allowed) {
-      std::fprintf(stderr, "vigil train: %s\n", refusal_message("sagemaker:CreateTrainingJob", me, arn, decision).c_str());
+    const auto verdict = policy->decide(me, AccessRequest{"sagemaker:CreateTrainingJob", arn, context});
+    if (!verdict.allowed()) {
+      std::fprintf(stderr, "vigil train: %s\n", refusal_message("sagemaker:CreateTrainingJob", me, arn, verdict.decision).c_str());
       return kExitRefused;
     }
   }
@@ -686,10 +686,19 @@ int run_training_job(const TrainOptions& options) {
       std::fprintf(stderr, "vigil train: cannot create %s: %s\n", paths.root.c_str(), std::strerror(errno));
     return errno == EEXIST ? kExitRefused : kExitRecords;
   }
+  // Only the job's user reads the job's data; users the access policy grants something may pass
+  // through the job's folder to its state record (to find the control socket) and nothing more.
+  const bool others = policy && policy->grants_users_other_than(LocalUser{::geteuid(), user_name(::geteuid())});
+  ::chmod(paths.root.c_str(), others ? 0711 : 0700);
+  for (const fs::path& dir : {paths.output(), paths.root / "hosts", paths.log_dir()}) {
+    fs::create_directories(dir, ec);
+    ::chmod(dir.c_str(), 0700);
+  }
   for (const fs::path& dir : {paths.debug_output(), paths.profiler_output(), paths.tensorboard_output(),
                               paths.log_dir() / request->name})
     fs::create_directories(dir, ec);
-  if (ec || !publish_file(paths.request(), fs::path(paths.request()).concat(".tmp"), *text)) {
+  if (ec || !publish_file(paths.request(), fs::path(paths.request()).concat(".tmp"), *text) ||
+      ::chmod(paths.request().c_str(), 0600) != 0) {
     std::fprintf(stderr, "vigil train: cannot write the job folder %s\n", paths.root.c_str());
     return kExitRecords;
   }

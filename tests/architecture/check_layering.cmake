@@ -11,7 +11,8 @@
 #   host/plugin_host  -> common format trial profiler        (profiler: the extension vigil.profiler/1)
 #   host/evaluate     -> common format trial plugin_host
 #   host/profiler     -> common format                      (capture side: never trials or rules)
-#   host/cli          -> common format trial writer plugin_host evaluate profiler
+#   host/jobs         -> common format storage evaluate       (training jobs run locally: the supervisor starts the evaluator as a process; evaluate for Debugger's unsupported setups)
+#   host/cli          -> common format trial writer plugin_host evaluate profiler jobs
 #   hooks/libtorch    -> common format trial writer          (a training hook writes; it never evaluates)
 #   bindings/src      -> every host part
 #   abi/include       -> vigil/*.h of the ABI itself          (plain C: also <dlpack/dlpack.h>, <std*.h>)
@@ -21,7 +22,7 @@
 # The host shares a few of the SDK's header-only pieces instead of keeping copies (one table per
 # fact): host/, hooks/ and bindings/ may include <vigil/sdk/X.hpp> for X in sdk_shared_with_host.
 cmake_policy(VERSION 3.25)
-set(host_parts common format storage trial writer plugin_host evaluate profiler cli)
+set(host_parts common format storage trial writer plugin_host evaluate profiler jobs cli)
 set(allowed_common "")
 set(allowed_format common)
 set(allowed_storage common format)
@@ -30,7 +31,8 @@ set(allowed_writer common format storage trial)
 set(allowed_plugin_host common format storage trial profiler)
 set(allowed_evaluate common format storage trial plugin_host profiler)
 set(allowed_profiler common format storage)
-set(allowed_cli common format storage trial writer plugin_host evaluate profiler)
+set(allowed_jobs common format storage evaluate)
+set(allowed_cli common format storage trial writer plugin_host evaluate profiler jobs)
 set(allowed_libtorch common format storage trial writer)
 set(allowed_bindings ${host_parts})
 list(JOIN host_parts "|" host_alternatives)

@@ -1,0 +1,140 @@
+// Rule actions as vigil train runs them: StopTraining stops this job and no other, Email and SMS go
+// to the notification sink within its rate limit, and every action is audited.
+#include "jobs/rule_action_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace vigil::jobs {
+namespace {
+
+std::vector<nlohmann::json> audit_lines(const std::filesystem::path& file) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+struct Fixture {
+  test::ScratchDir dir;
+  std::vector<std::string> in_progress{"job-a"};
+  std::optional<std::string> stopped;
+  std::filesystem::path audit() const { return dir.path() / "rule-actions.log"; }
+  RuleActionRunner runner(NotificationSink sink = {}) {
+    return RuleActionRunner("job-a", audit(), std::move(sink),
+                            {[this] { return in_progress; }, [this](std::string reason) { stopped = std::move(reason); }});
+  }
+};
+
+TEST(RuleActionRunner, StopTrainingStopsThisJobWithTheRuleInTheReason) {
+  Fixture f;
+  {
+    auto runner = f.runner();
+    runner.on_issues_found("LossFlat", "LossNotDecreasing", R"({"name": "StopTraining"})", "RuleEvaluationConditionMet: at step 8");
+  }
+  ASSERT_TRUE(f.stopped);
+  EXPECT_NE(f.stopped->find("StopTraining action of rule LossFlat"), std::string::npos) << *f.stopped;
+  const auto lines = audit_lines(f.audit());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["Action"], "StopTraining");
+  EXPECT_EQ(lines[0]["Outcome"], "stopping");
+}
+
+TEST(RuleActionRunner, ARuleCannotStopAJobItWasNotConfiguredFor) {
+  Fixture f;
+  f.in_progress = {"job-a", "other-job"};
+  {
+    auto runner = f.runner();
+    runner.on_issues_found("LossFlat", "LossNotDecreasing",
+                           R"([{\"name\": \"stoptraining\", \"training_job_prefix\": \"other\"}])", "details");
+  }
+  EXPECT_FALSE(f.stopped);
+  const auto lines = audit_lines(f.audit());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["Target"], "other-job");
+  EXPECT_TRUE(lines[0]["Outcome"].get<std::string>().starts_with("refused")) << lines[0];
+}
+
+TEST(RuleActionRunner, StopTrainingSkipsWhenThePrefixMatchesNoJob) {
+  Fixture f;
+  {
+    auto runner = f.runner();
+    runner.on_issues_found("LossFlat", "LossNotDecreasing", R"({"name": "stoptraining", "training_job_prefix": "zzz"})", "");
+  }
+  EXPECT_FALSE(f.stopped);
+  const auto lines = audit_lines(f.audit());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(lines[0]["Outcome"].get<std::string>().starts_with("skipped")) << lines[0];
+}
+
+TEST(RuleActionRunner, EmailGoesToTheCommandWithSnsSubjectAndBody) {
+  Fixture f;
+  const auto out = f.dir.path() / "mail.txt";
+  NotificationSink sink;
+  sink.command = "{ echo \"$VIGIL_NOTIFY_PROTOCOL $VIGIL_NOTIFY_ENDPOINT $VIGIL_NOTIFY_SUBJECT\"; cat; } > '" + out.string() + "'";
+  {
+    auto runner = f.runner(sink);
+    runner.on_issues_found("GradTooLarge", "CustomGradientRule", R"({"name": "email", "endpoint": "ops@example.com"})",
+                           "RuleEvaluationConditionMet: step 3");
+  }
+  const std::string text = test::read_file(out);
+  EXPECT_NE(text.find("email ops@example.com SMDebugRule:CustomGradientRule fired"), std::string::npos) << text;
+  EXPECT_NE(text.find("SMDebugRule:CustomGradientRule fired. RuleEvaluationConditionMet: step 3"), std::string::npos) << text;
+  const auto lines = audit_lines(f.audit());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["Action"], "Email");
+  EXPECT_EQ(lines[0]["Outcome"], "command delivered");
+  EXPECT_FALSE(f.stopped);
+}
+
+TEST(RuleActionRunner, NotificationsBeyondTheRateLimitAreAuditedNotSent) {
+  Fixture f;
+  const auto out = f.dir.path() / "count.txt";
+  NotificationSink sink;
+  sink.command = "echo sent >> '" + out.string() + "'";
+  sink.max_per_hour = 2;
+  {
+    auto runner = f.runner(sink);
+    for (const char* rule : {"r1", "r2", "r3"})
+      runner.on_issues_found(rule, "Rule", R"({"name": "sms", "endpoint": "+15555550100"})", "");
+  }
+  EXPECT_EQ(test::read_file(out), "sent\nsent\n");
+  size_t limited = 0;
+  for (const auto& line : audit_lines(f.audit()))
+    limited += line["Outcome"].get<std::string>().starts_with("rate-limited");
+  EXPECT_EQ(limited, 1u);
+}
+
+TEST(RuleActionRunner, AWebhookOffTheLoopbackInterfaceIsRefused) {
+  Fixture f;
+  NotificationSink sink;
+  sink.webhook_url = "http://example.com/hook";
+  {
+    auto runner = f.runner(sink);
+    runner.on_issues_found("r", "Rule", R"({"name": "email", "endpoint": "a@b.com"})", "");
+  }
+  const auto lines = audit_lines(f.audit());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0]["Outcome"].get<std::string>().find("loopback"), std::string::npos) << lines[0];
+}
+
+TEST(RuleActionRunner, ActionJsonThatIsNotJsonIsAuditedAndNothingRuns) {
+  Fixture f;
+  {
+    auto runner = f.runner();
+    runner.on_issues_found("r", "Rule", "{not json", "");
+  }
+  EXPECT_FALSE(f.stopped);
+  const auto lines = audit_lines(f.audit());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(lines[0]["Outcome"].get<std::string>().starts_with("skipped")) << lines[0];
+}
+
+}  // namespace
+}  // namespace vigil::jobs

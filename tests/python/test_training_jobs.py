@@ -1,0 +1,360 @@
+"""`vigil train` and the training-job commands, end to end: real training processes (two hosts with
+torch.distributed on 127.0.0.1), the rule evaluator beside them, rule actions, MaxRuntimeInSeconds,
+SageMaker's refusals, and remote debugging (`vigil attach`, driven under tmux)."""
+import http.server
+import json
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import BUILD, REPO
+
+VIGIL = os.path.join(BUILD, "bin", "vigil")
+SCRIPT = os.path.join(REPO, "examples", "training_job", "train_ddp.py")
+EXAMPLE_JOB = os.path.join(REPO, "examples", "training_job", "two_host_job.json")
+COMMAND = ["/usr/bin/python3", SCRIPT]
+
+
+def job_request(name, **changes):
+    with open(EXAMPLE_JOB) as f:
+        job = json.load(f)
+    job["TrainingJobName"] = name
+    job["RemoteDebugConfig"] = {"EnableRemoteDebug": False}
+    for key, value in changes.items():
+        if value is None:
+            job.pop(key, None)
+        else:
+            job[key] = value
+    return job
+
+
+def environment(extra=None):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(BUILD, "python")
+    env["OMP_NUM_THREADS"] = "1"
+    env.update(extra or {})
+    return env
+
+
+class Jobs:
+    """A jobs folder of the test's own, and the commands run against it."""
+
+    def __init__(self, root):
+        self.dir = str(root / "jobs")
+        self.root = root
+
+    def write(self, job):
+        path = str(self.root / (job["TrainingJobName"] + ".json"))
+        with open(path, "w") as f:
+            json.dump(job, f)
+        return path
+
+    def train(self, job, *options, env=None, timeout=240):
+        return subprocess.run([VIGIL, "train", self.write(job), "--jobs-dir", self.dir, *options, "--", *COMMAND],
+                              capture_output=True, text=True, env=environment(env), timeout=timeout)
+
+    def start(self, job, *options, env=None):
+        return subprocess.Popen([VIGIL, "train", self.write(job), "--jobs-dir", self.dir, "--quiet", *options, "--",
+                                 *COMMAND], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=environment(env))
+
+    def vigil(self, *args, user=None, timeout=60):
+        command = [VIGIL, *args, "--jobs-dir", self.dir]
+        if user is not None:
+            command = ["setpriv", "--reuid", str(user), "--regid", str(user), "--clear-groups"] + command
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+    def describe(self, name):
+        out = self.vigil("describe-training-job", name, "--json")
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    def host_root(self, name, host):
+        return os.path.join(self.dir, name, "hosts", "algo-{}".format(host))
+
+    def wait_training(self, name, hosts=2, timeout=120):
+        """Until every host has started training (its environment file written)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if all(os.path.exists(os.path.join(self.host_root(name, h), "output", "data", "environment.json"))
+                   for h in range(1, hosts + 1)):
+                assert self.describe(name)["SecondaryStatus"] == "Training"
+                return
+            time.sleep(0.2)
+        raise AssertionError("the job's hosts did not start training in time")
+
+
+@pytest.fixture
+def jobs(tmp_path):
+    return Jobs(tmp_path)
+
+
+def statuses(description, key="DebugRuleEvaluationStatuses"):
+    return {r["RuleConfigurationName"]: r["RuleEvaluationStatus"] for r in description.get(key, [])}
+
+
+def test_a_two_host_job_with_torch_distributed_runs_to_completed_with_its_rule_statuses(jobs):
+    out = jobs.train(job_request("two-hosts"))
+    assert out.returncode == 0, out.stderr
+    d = jobs.describe("two-hosts")
+    assert d["TrainingJobStatus"] == "Completed"
+    assert d["SecondaryStatus"] == "Completed"
+    assert [t["Status"] for t in d["SecondaryStatusTransitions"]] == \
+        ["Starting", "Downloading", "Training", "Uploading", "Completed"]
+    assert all("EndTime" in t for t in d["SecondaryStatusTransitions"])
+    assert statuses(d) == {"LossNotDecreasing": "NoIssuesFound", "ExplodingTensor": "NoIssuesFound"}
+    assert d["TrainingJobArn"].endswith(":training-job/two-hosts")
+    assert d["HyperParameters"] == {"steps": "40", "step-delay": "0.02"}  # the request, echoed as sent
+
+    # Each host ran in its own container's environment, and the two really formed one process group.
+    for host in (1, 2):
+        with open(os.path.join(jobs.host_root("two-hosts", host), "output", "data", "environment.json")) as f:
+            seen = json.load(f)
+        assert seen["rank"] == host - 1 and seen["world_size"] == 2 and seen["rank_sum"] == 1.0
+        assert seen["env"]["SM_CURRENT_HOST"] == "algo-{}".format(host)
+        assert json.loads(seen["env"]["SM_HOSTS"]) == ["algo-1", "algo-2"]
+        assert seen["env"]["TRAINING_JOB_NAME"] == "two-hosts"
+        assert seen["env"]["MASTER_ADDR"] == "127.0.0.1"
+        assert os.path.realpath(seen["cwd"]) == os.path.realpath(jobs.host_root("two-hosts", host))
+    assert os.path.exists(os.path.join(jobs.host_root("two-hosts", 1), "model", "model.pt"))
+    # Both workers' tensors are in the one trial the rules read (include_workers: all).
+    trial = d["VigilLocalPaths"]["DebugOutput"]
+    summary = json.loads(subprocess.run([VIGIL, "inspect", trial, "--json"], capture_output=True, text=True,
+                                        check=True).stdout)
+    assert len(summary["workers"]) == 2, summary["workers"]
+    assert "[algo-2] rank 1 done after 40 steps" in out.stdout
+
+    listed = json.loads(jobs.vigil("list-training-jobs", "--json").stdout)["TrainingJobSummaries"]
+    assert [(j["TrainingJobName"], j["TrainingJobStatus"]) for j in listed] == [("two-hosts", "Completed")]
+
+
+class Webhook:
+    """An HTTP sink on the loopback interface that keeps what is posted to it."""
+
+    def __init__(self):
+        received = self.received = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:{}/notify".format(self.server.server_port)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+def test_a_rule_with_stop_training_stops_the_job_and_its_email_reaches_the_sinks(jobs, tmp_path):
+    actions = '[{\\"name\\": \\"stoptraining\\"}, {\\"name\\": \\"email\\", \\"endpoint\\": \\"ops@example.com\\"}]'
+    job = job_request(
+        "flat-loss", HyperParameters={"steps": "100000", "step-delay": "0.02", "lr": "0"},
+        DebugRuleConfigurations=[{"RuleConfigurationName": "LossFlat",
+                                  "RuleEvaluatorImage": "895741380848.dkr.ecr.us-west-2.amazonaws.com/sagemaker-debugger-rules:latest",
+                                  "RuleParameters": {"rule_to_invoke": "LossNotDecreasing", "num_steps": "4",
+                                                     "action_json": actions}}])
+    mail = tmp_path / "mail.txt"
+    hook = Webhook()
+    try:
+        out = jobs.train(job, "--stop-grace", "5", env={
+            "VIGIL_NOTIFY_COMMAND": "{{ echo \"$VIGIL_NOTIFY_ENDPOINT\"; cat; }} > '{}'".format(mail),
+            "VIGIL_NOTIFY_WEBHOOK": hook.url})
+    finally:
+        hook.close()
+    assert out.returncode != 0, out.stderr
+    d = jobs.describe("flat-loss")
+    assert d["TrainingJobStatus"] == "Stopped"
+    assert d["SecondaryStatus"] == "Stopped"
+    assert [t["Status"] for t in d["SecondaryStatusTransitions"]][-2:] == ["Stopping", "Stopped"]
+    assert "StopTraining action of rule LossFlat" in d["VigilStopReason"]
+    assert statuses(d) == {"LossFlat": "IssuesFound"}
+    text = mail.read_text()
+    assert text.startswith("ops@example.com\n")
+    assert "SMDebugRule:LossNotDecreasing fired. RuleEvaluationConditionMet: Evaluation of the rule " \
+           "LossNotDecreasing at step" in text
+    assert [(m["Protocol"], m["Endpoint"], m["Subject"]) for m in hook.received] == \
+        [("email", "ops@example.com", "SMDebugRule:LossNotDecreasing fired")]
+    with open(os.path.join(jobs.dir, "flat-loss", "logs", "flat-loss", "rule-actions.log")) as f:
+        audit = [json.loads(line) for line in f]
+    assert [(a["Action"], a["Outcome"]) for a in audit if a["Action"] == "StopTraining"] == [("StopTraining", "stopping")]
+    assert [a["Outcome"] for a in audit if a["Action"] == "Email"] == ["command delivered; webhook delivered"]
+
+
+def test_max_runtime_in_seconds_stops_a_job_that_runs_too_long(jobs):
+    job = job_request("too-long", HyperParameters={"steps": "2", "hang": "true"},
+                      StoppingCondition={"MaxRuntimeInSeconds": 3}, ResourceConfig={"InstanceCount": 1})
+    started = time.time()
+    out = jobs.train(job, "--stop-grace", "2")
+    assert out.returncode != 0
+    d = jobs.describe("too-long")
+    assert d["TrainingJobStatus"] == "Stopped"
+    assert d["SecondaryStatus"] == "MaxRuntimeExceeded"
+    assert d["SecondaryStatusTransitions"][-1]["StatusMessage"] == "Training job exceeded MaxRuntimeInSeconds provided"
+    assert time.time() - started < 120
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"TrainingJobName": "bad_name!"},
+     "1 validation error detected: Value 'bad_name!' at 'trainingJobName' failed to satisfy constraint: Member must "
+     "satisfy regular expression pattern: [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"),
+    ({"RoleArn": None}, "at 'roleArn' failed to satisfy constraint: Member must not be null"),
+    ({"CheckpointConfig": {"S3Uri": "s3://example-bucket/checkpoints"}},
+     "SMDebug Does Not Currently Support Distributed Training Jobs With Checkpointing Enabled"),
+    ({"DebugRuleConfigurations": [{"RuleConfigurationName": "Nope", "RuleEvaluatorImage": "x",
+                                   "RuleParameters": {"rule_to_invoke": "NoSuchRule"}}]}, "NoSuchRule"),
+])
+def test_bad_jobs_are_refused_with_sagemakers_messages_and_leave_no_job(jobs, change, message):
+    job = job_request("refused")
+    for key, value in change.items():
+        if value is None:
+            job.pop(key)
+        else:
+            job[key] = value
+    out = jobs.train(job)
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert not os.path.exists(os.path.join(jobs.dir, job["TrainingJobName"]))
+
+
+def test_a_second_job_with_the_same_name_is_refused(jobs):
+    job = job_request("once", HyperParameters={"steps": "2"}, ResourceConfig={"InstanceCount": 1},
+                      DebugRuleConfigurations=None, DebugHookConfig=None)
+    assert jobs.train(job).returncode == 0
+    out = jobs.train(job)
+    assert out.returncode == 2
+    assert "ResourceInUse: Training job names must be unique" in out.stderr
+    assert jobs.describe("once")["TrainingJobStatus"] == "Completed"
+
+
+# ---- remote debugging --------------------------------------------------------------------------
+
+class Tmux:
+    """A terminal the test types into and reads, as a person at `vigil attach` would."""
+
+    def __init__(self, name, command):
+        self.name = name
+        subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "40", command], check=True)
+        subprocess.run(["tmux", "set-option", "-t", name, "remain-on-exit", "on"], check=True)
+
+    def send(self, text):
+        subprocess.run(["tmux", "send-keys", "-t", self.name, "-l", text], check=True)
+        subprocess.run(["tmux", "send-keys", "-t", self.name, "Enter"], check=True)
+
+    def screen(self):
+        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name, "-S", "-200"], capture_output=True,
+                              text=True).stdout
+
+    def wait_for(self, text, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if text in self.screen():
+                return
+            time.sleep(0.1)
+        raise AssertionError("{!r} never appeared on the terminal:\n{}".format(text, self.screen()))
+
+    def close(self):
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+@pytest.fixture
+def running_job(jobs):
+    """A two-host job with remote debugging on that trains until stopped."""
+    job = job_request("debug-me", HyperParameters={"steps": "2", "hang": "true"}, DebugRuleConfigurations=None,
+                      RemoteDebugConfig={"EnableRemoteDebug": True})
+    process = jobs.start(job, "--stop-grace", "2")
+    try:
+        jobs.wait_training("debug-me")
+        yield jobs
+    finally:
+        jobs.vigil("stop-training-job", "debug-me")
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def test_attach_opens_a_shell_in_algo_2s_environment_and_the_session_log_keeps_it(running_job):
+    jobs = running_job
+    term = Tmux("vigil-attach-{}".format(os.getpid()),
+                "{} attach debug-me_algo-2 --jobs-dir {}".format(VIGIL, jobs.dir))
+    try:
+        term.wait_for("Starting session with SessionId: ")
+        term.send("echo host=$SM_CURRENT_HOST rank=$RANK; pwd; test -t 0 && echo on-a-tty")
+        term.wait_for("host=algo-2 rank=1")
+        term.wait_for("on-a-tty")
+        assert jobs.host_root("debug-me", 2) in term.screen()
+        term.send("exit")
+        term.wait_for("Exiting session with sessionId: ")
+    finally:
+        term.close()
+    logs = os.path.join(jobs.dir, "debug-me", "logs", "debug-me")
+    [stream] = [d for d in os.listdir(logs) if d.startswith("algo-2-") and os.path.isdir(os.path.join(logs, d))]
+    with open(os.path.join(logs, stream, "ssm.log"), errors="replace") as f:
+        log = f.read()
+    assert "echo host=$SM_CURRENT_HOST rank=$RANK" in log
+    assert "host=algo-2 rank=1" in log
+
+
+def test_attach_command_runs_one_command_and_gives_its_status(running_job):
+    out = running_job.vigil("attach", "sagemaker-training-job:debug-me_algo-1", "--command",
+                            "echo $SM_CURRENT_HOST; exit 7")
+    assert out.returncode == 7, out.stderr
+    assert out.stdout.strip() == "algo-1"
+    assert "Starting session with SessionId: " in out.stderr
+
+
+def test_remote_debug_can_be_turned_off_and_on_while_training(running_job):
+    jobs = running_job
+    assert jobs.vigil("update-training-job", "debug-me", "--remote-debug", "off").returncode == 0
+    assert jobs.describe("debug-me")["RemoteDebugConfig"] == {"EnableRemoteDebug": False}
+    refused = jobs.vigil("attach", "debug-me_algo-1", "--command", "true")
+    assert refused.returncode != 0 and "remote debugging is not enabled" in refused.stderr
+    assert jobs.vigil("update-training-job", "debug-me", "--remote-debug", "on").returncode == 0
+    assert jobs.vigil("attach", "debug-me_algo-1", "--command", "true").returncode == 0
+    refused = jobs.vigil("attach", "debug-me_algo-3", "--command", "true")
+    assert refused.returncode != 0 and "InvalidTarget" in refused.stderr
+
+
+def test_attach_and_update_are_refused_once_the_job_has_ended(running_job):
+    jobs = running_job
+    assert jobs.vigil("stop-training-job", "debug-me").returncode == 0
+    deadline = time.time() + 60
+    while jobs.describe("debug-me")["TrainingJobStatus"] != "Stopped" and time.time() < deadline:
+        time.sleep(0.2)
+    assert jobs.describe("debug-me")["TrainingJobStatus"] == "Stopped"
+    attach = jobs.vigil("attach", "debug-me_algo-1", "--command", "true")
+    assert attach.returncode != 0 and "TargetNotConnected" in attach.stderr
+    update = jobs.vigil("update-training-job", "debug-me", "--remote-debug", "off")
+    assert update.returncode != 0 and "ValidationException" in update.stderr and "Stopped" in update.stderr
+
+
+def test_update_is_refused_when_the_job_completed(jobs):
+    job = job_request("done", HyperParameters={"steps": "2"}, ResourceConfig={"InstanceCount": 1},
+                      DebugRuleConfigurations=None)
+    assert jobs.train(job).returncode == 0
+    update = jobs.vigil("update-training-job", "done", "--remote-debug", "on")
+    assert update.returncode != 0
+    assert "ValidationException: The request was rejected because the training job is in status Completed." in update.stderr
+
+
+def test_attach_is_refused_under_network_isolation(jobs):
+    job = job_request("isolated", HyperParameters={"steps": "2", "hang": "true"}, DebugRuleConfigurations=None,
+                      ResourceConfig={"InstanceCount": 1}, EnableNetworkIsolation=True,
+                      RemoteDebugConfig={"EnableRemoteDebug": True})
+    process = jobs.start(job, "--stop-grace", "2")
+    try:
+        jobs.wait_training("isolated", hosts=1)
+        out = jobs.vigil("attach", "isolated_algo-1", "--command", "true")
+        assert out.returncode != 0 and "network isolation" in out.stderr
+    finally:
+        jobs.vigil("stop-training-job", "isolated")
+        process.wait(timeout=60)
