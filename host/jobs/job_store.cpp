@@ -152,8 +152,12 @@ Result<JobPaths> find_job(const fs::path& jobs_dir, std::string_view name) {
   JobPaths paths{jobs_dir / std::string(name)};
   std::error_code ec;
   // A name with a path separator or a dot-name would leave the jobs folder; no job is named so.
-  if (name.empty() || name.find('/') != std::string_view::npos || name == "." || name == ".." ||
-      !fs::is_regular_file(paths.state(), ec))
+  const bool valid_name = !name.empty() && name.find('/') == std::string_view::npos && name != "." && name != "..";
+  if (valid_name && ::access(paths.state().c_str(), R_OK) != 0 && errno == EACCES)
+    return fail(Error::invalid_argument(fmt::format(
+        "AccessDeniedException: training job '{}' belongs to another user, whose jobs folder {} this user may not read",
+        name, jobs_dir.string())));
+  if (!valid_name || !fs::is_regular_file(paths.state(), ec))
     return fail(Error::invalid_argument(
         fmt::format("ResourceNotFound: Requested resource not found: training job '{}' in {}", name, jobs_dir.string())));
   return paths;

@@ -623,6 +623,8 @@ int Supervisor::run() {
     s.exit_code = exit_code.value_or(0);
   });
   server_.reset();
+  // The socket's folder was made for this job alone (rmdir leaves it if anything else is in it).
+  ::rmdir(fs::path(snapshot().control_socket).parent_path().c_str());
   actions_.reset();
   const JobState final_state = snapshot();
   std::fprintf(stderr, "vigil train: training job %s %s%s%s\n", request_.name.c_str(), final_state.status.c_str(),

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <regex>
 
 #include <fmt/format.h>
@@ -12,6 +13,11 @@
 #include "common/file_read.h"
 
 namespace vigil::profiler {
+
+std::filesystem::path resource_config_path() {
+  if (const char* dir = std::getenv("SM_INPUT_CONFIG_DIR"); dir && *dir) return std::filesystem::path(dir) / "resourceconfig.json";
+  return std::string(kResourceConfigPath);
+}
 
 Result<std::optional<std::string>> current_host_from_resource_config(const std::filesystem::path& path) {
   std::error_code ec;

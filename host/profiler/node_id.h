@@ -15,9 +15,13 @@ namespace vigil::profiler {
 
 inline constexpr std::string_view kResourceConfigPath = "/opt/ml/input/config/resourceconfig.json";
 
+// This container's resourceconfig.json: in $SM_INPUT_CONFIG_DIR when the training toolkit's variable
+// is set (`vigil train` sets it for each host: one machine, several hosts), else kResourceConfigPath.
+[[nodiscard]] std::filesystem::path resource_config_path();
+
 // Its "current_host"; nullopt when the file does not exist (not in a SageMaker container).
 [[nodiscard]] Result<std::optional<std::string>> current_host_from_resource_config(
-    const std::filesystem::path& path = std::filesystem::path(std::string(kResourceConfigPath)));
+    const std::filesystem::path& path = resource_config_path());
 
 // gethostname(), or "localhost" when it fails.
 [[nodiscard]] std::string local_hostname();
@@ -35,7 +39,7 @@ inline constexpr std::string_view kResourceConfigPath = "/opt/ml/input/config/re
 // none); local_hostname() otherwise.
 [[nodiscard]] std::string this_process_node_id(
     std::optional<int64_t> rank,
-    const std::filesystem::path& resource_config = std::filesystem::path(std::string(kResourceConfigPath)));
+    const std::filesystem::path& resource_config = resource_config_path());
 
 // System metrics are per host, not per process: NodeId is the host part of the node id, and the
 // file names end ".<algo-N>.json", which readers require (§8.6): the current host where it has that

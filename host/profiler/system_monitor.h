@@ -57,7 +57,7 @@ struct SystemMonitorOptions {
   // Empty: from resourceconfig.json, else the hostname (node_id.h).
   std::string node_id;
   std::string file_host;
-  std::filesystem::path resource_config{std::string(kResourceConfigPath)};
+  std::filesystem::path resource_config = resource_config_path();
   // Where the kernel's files are (tests point these at fixed trees).
   std::filesystem::path proc_root = "/proc";
   std::filesystem::path sys_block = "/sys/block";

@@ -4,6 +4,7 @@ SageMaker's refusals, and remote debugging (`vigil attach`, driven under tmux)."
 import http.server
 import json
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -358,3 +359,100 @@ def test_attach_is_refused_under_network_isolation(jobs):
     finally:
         jobs.vigil("stop-training-job", "isolated")
         process.wait(timeout=60)
+
+
+# ---- who may attach: the kernel's word on the peer, and the access policy -----------------------
+
+NOBODY, OTHER, DENIED = 65534, 65533, 65532  # uids with no rights of their own on this machine
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="running a client as another user needs root (CI runs as root)")
+
+LYING_CLIENT = r"""
+import json, socket, struct, sys
+request = json.dumps({"ProtocolVersion": 1, "Action": "StartSession", "Target": sys.argv[2], "Command": "id -u",
+                      "User": "root", "Uid": 0, "UserName": "root"}).encode()
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"Q" + struct.pack(">I", len(request)) + request)
+header = s.recv(5)
+print(s.recv(struct.unpack(">I", header[1:])[0]).decode())
+"""
+
+
+@pytest.fixture
+def shared_jobs_dir():
+    """A jobs folder other users may pass through (a pytest tmp_path is its owner's alone)."""
+    import tempfile
+    path = tempfile.mkdtemp(prefix="vigil-shared-jobs-")
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@as_root
+def test_without_a_policy_another_user_cannot_reach_the_job(running_job):
+    out = running_job.vigil("attach", "debug-me_algo-1", "--command", "true", user=NOBODY)
+    assert out.returncode != 0 and "AccessDeniedException" in out.stderr
+    with open(os.path.join(running_job.dir, "debug-me", "state.json")) as f:
+        socket_path = json.load(f)["Vigil"]["ControlSocket"]
+    assert os.stat(os.path.dirname(socket_path)).st_mode & 0o777 == 0o700
+    raw = subprocess.run(["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
+                          "/usr/bin/python3", "-c", LYING_CLIENT, socket_path, "debug-me_algo-1"],
+                         capture_output=True, text=True)
+    assert raw.returncode != 0 and "PermissionError" in raw.stderr
+
+
+@as_root
+def test_the_access_policy_decides_for_other_users_and_a_lying_client_is_still_refused(tmp_path, shared_jobs_dir):
+    jobs = Jobs(tmp_path)
+    jobs.dir = shared_jobs_dir
+    allow_all = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+    policy = {"Bindings": [
+        {"Users": ["root"], "Policy": allow_all},
+        # nobody: sessions on host 1 only (the seed's StringLike condition), and may switch remote debugging off only.
+        {"Users": [str(NOBODY)], "Policy": {"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": ["ssm:StartSession", "ssm:TerminateSession"], "Resource": "*",
+             "Condition": {"StringLike": {"ssm:resourceTag/aws:ssmmessages:target-id":
+                                          ["sagemaker-training-job:guarded_algo-1"]}}},
+            {"Effect": "Allow", "Action": "sagemaker:UpdateTrainingJob", "Resource": "*",
+             "Condition": {"BoolIfExists": {"sagemaker:EnableRemoteDebug": False}}}]}},
+        {"Users": [str(DENIED)], "Policy": {"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "ssm:*", "Resource": "*"},
+            {"Sid": "NoShells", "Effect": "Deny", "Action": "ssm:StartSession", "Resource": "*"}]}},
+    ]}
+    policy_file = tmp_path / "access-policy.json"
+    policy_file.write_text(json.dumps(policy))
+    job = job_request("guarded", HyperParameters={"steps": "2", "hang": "true"}, DebugRuleConfigurations=None,
+                      RemoteDebugConfig={"EnableRemoteDebug": True})
+    process = jobs.start(job, "--stop-grace", "2", "--access-policy", str(policy_file))
+    try:
+        jobs.wait_training("guarded")
+        allowed = jobs.vigil("attach", "guarded_algo-1", "--command", "id -u; echo $SM_CURRENT_HOST", user=NOBODY)
+        assert allowed.returncode == 0, allowed.stderr
+        assert allowed.stdout.split() == [str(os.geteuid()), "algo-1"]  # the session runs as the job's user
+        conditioned_out = jobs.vigil("attach", "guarded_algo-2", "--command", "true", user=NOBODY)
+        assert conditioned_out.returncode != 0
+        assert "AccessDeniedException: User: nobody (uid 65534) is not authorized to perform: ssm:StartSession" \
+            in conditioned_out.stderr
+        unbound = jobs.vigil("attach", "guarded_algo-1", "--command", "true", user=OTHER)
+        assert unbound.returncode != 0 and "is not authorized to perform: ssm:StartSession" in unbound.stderr
+        denied = jobs.vigil("attach", "guarded_algo-1", "--command", "true", user=DENIED)
+        assert denied.returncode != 0 and "with an explicit deny" in denied.stderr
+        # The protocol carries no identity: a client claiming to be root is judged as who it is.
+        with open(os.path.join(jobs.dir, "guarded", "state.json")) as f:
+            socket_path = json.load(f)["Vigil"]["ControlSocket"]
+        lying = subprocess.run(["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
+                                "/usr/bin/python3", "-c", LYING_CLIENT, socket_path, "guarded_algo-2"],
+                               capture_output=True, text=True)
+        reply = json.loads(lying.stdout)
+        assert reply["Ok"] is False and "User: nobody (uid 65534)" in reply["Error"], reply
+        # UpdateTrainingJob under the seed's BoolIfExists condition: off is allowed, on is not.
+        on = jobs.vigil("update-training-job", "guarded", "--remote-debug", "on", user=NOBODY)
+        assert on.returncode != 0 and "sagemaker:UpdateTrainingJob" in on.stderr
+        off = jobs.vigil("update-training-job", "guarded", "--remote-debug", "off", user=NOBODY)
+        assert off.returncode == 0, off.stderr
+        stop = jobs.vigil("stop-training-job", "guarded", user=NOBODY)
+        assert stop.returncode != 0 and "sagemaker:StopTrainingJob" in stop.stderr
+    finally:
+        jobs.vigil("stop-training-job", "guarded")
+        process.wait(timeout=60)
+    assert jobs.describe("guarded")["RemoteDebugConfig"] == {"EnableRemoteDebug": False}
