@@ -6,4 +6,5 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
 shift || true
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-cmake --build "$build" -j "$(nproc)"
+# One compile more than there are cores: a core is not left idle while a job reads or links.
+cmake --build "$build" -j "$(( $(nproc) + 1 ))"

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -29,6 +28,7 @@
 #include "jobs/control_server.h"
 #include "jobs/job_paths.h"
 #include "jobs/job_store.h"
+#include "jobs/peer_identity.h"
 #include "jobs/rule_action_runner.h"
 #include "jobs/training_job_request.h"
 
@@ -46,14 +46,6 @@ constexpr std::string_view kEndMarker = "training_job_end.ts";
 // SIGINT or SIGTERM to `vigil train` stops the job as StopTrainingJob would.
 volatile sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
-
-std::string user_name(uid_t uid) {
-  struct passwd pw {};
-  struct passwd* found = nullptr;
-  char buffer[4096];
-  if (::getpwuid_r(uid, &pw, buffer, sizeof buffer, &found) == 0 && found) return pw.pw_name;
-  return std::to_string(uid);
-}
 
 std::string random_hex(size_t digits) {
   std::random_device device;
@@ -152,7 +144,7 @@ class Supervisor {
  public:
   Supervisor(const TrainOptions& options, TrainingJobRequest request, JobPaths paths, std::optional<AccessPolicy> policy)
       : options_(options), request_(std::move(request)), paths_(std::move(paths)), policy_(std::move(policy)),
-        owner_{::geteuid(), user_name(::geteuid())}, arn_(training_job_arn(request_.name)) {}
+        owner_{::geteuid(), user_name_of(::geteuid())}, arn_(training_job_arn(request_.name)) {}
 
   int run();
 
@@ -402,7 +394,7 @@ std::expected<SessionPlan, std::string> Supervisor::start_session(const PeerIden
                                        target_id, request_.name, s.status, s.secondary_status));
 
   SessionPlan plan;
-  plan.session_id = fmt::format("{}-{}", who.name, random_hex(17));
+  // plan.session_id left empty: the server names the session as SSM does (<user>-<17 hex digits>).
   plan.target_id = target_id;
   auto env = current_environment();
   for (const auto& [key, value] : host_env_[size_t(host)]) set_env(env, key, value);
@@ -660,7 +652,7 @@ int run_training_job(const TrainOptions& options) {
       return kExitRefused;
     }
     policy = std::move(*loaded);
-    const LocalUser me{::geteuid(), user_name(::geteuid())};
+    const LocalUser me{::geteuid(), user_name_of(::geteuid())};
     std::map<std::string, std::string> context;
     if (request->document.contains("RemoteDebugConfig")) context["sagemaker:EnableRemoteDebug"] = request->remote_debug ? "true" : "false";
     const std::string arn = training_job_arn(request->name);
@@ -690,7 +682,7 @@ int run_training_job(const TrainOptions& options) {
   }
   // Only the job's user reads the job's data; users the access policy grants something may pass
   // through the job's folder to its state record (to find the control socket) and nothing more.
-  const bool others = policy && policy->grants_users_other_than(LocalUser{::geteuid(), user_name(::geteuid())});
+  const bool others = policy && policy->grants_users_other_than(LocalUser{::geteuid(), user_name_of(::geteuid())});
   ::chmod(paths.root.c_str(), others ? 0711 : 0700);
   for (const fs::path& dir : {paths.output(), paths.root / "hosts", paths.log_dir()}) {
     fs::create_directories(dir, ec);

@@ -266,21 +266,42 @@ class Tmux:
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
 
 
-@pytest.fixture
-def running_job(jobs):
+def start_debug_job(jobs):
     """A two-host job with remote debugging on that trains until stopped."""
     job = job_request("debug-me", HyperParameters={"steps": "2", "hang": "true"}, DebugRuleConfigurations=None,
                       RemoteDebugConfig={"EnableRemoteDebug": True})
     process = jobs.start(job, "--stop-grace", "2")
     try:
         jobs.wait_training("debug-me")
-        yield jobs
-    finally:
-        jobs.vigil("stop-training-job", "debug-me")
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    except BaseException:
+        process.kill()
+        raise
+    return process
+
+
+def end_debug_job(jobs, process):
+    jobs.vigil("stop-training-job", "debug-me")
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@pytest.fixture(scope="module")
+def running_job(tmp_path_factory):
+    """One such job for the tests that leave it running as they found it (remote debugging on)."""
+    jobs = Jobs(tmp_path_factory.mktemp("debug-job"))
+    process = start_debug_job(jobs)
+    yield jobs
+    end_debug_job(jobs, process)
+
+
+@pytest.fixture
+def own_debug_job(jobs):
+    """A job of the test's own, for a test that ends it."""
+    process = start_debug_job(jobs)
+    yield jobs
+    end_debug_job(jobs, process)
 
 
 def test_attach_opens_a_shell_in_algo_2s_environment_and_the_session_log_keeps_it(running_job):
@@ -325,8 +346,8 @@ def test_remote_debug_can_be_turned_off_and_on_while_training(running_job):
     assert refused.returncode != 0 and "InvalidTarget" in refused.stderr
 
 
-def test_attach_and_update_are_refused_once_the_job_has_ended(running_job):
-    jobs = running_job
+def test_attach_and_update_are_refused_once_the_job_has_ended(own_debug_job):
+    jobs = own_debug_job
     assert jobs.vigil("stop-training-job", "debug-me").returncode == 0
     deadline = time.time() + 60
     while jobs.describe("debug-me")["TrainingJobStatus"] != "Stopped" and time.time() < deadline:
