@@ -1,6 +1,7 @@
 """`vigil train` and the training-job commands, end to end: real training processes (two hosts with
 torch.distributed on 127.0.0.1), the rule evaluator beside them, rule actions, MaxRuntimeInSeconds,
 SageMaker's refusals, and remote debugging (`vigil attach`, driven under tmux)."""
+import atexit
 import http.server
 import json
 import os
@@ -65,8 +66,9 @@ class Jobs:
     def vigil(self, *args, user=None, timeout=60):
         command = [VIGIL, *args, "--jobs-dir", self.dir]
         if user is not None:
-            command = ["setpriv", "--reuid", str(user), "--regid", str(user), "--clear-groups"] + command
-        return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+            command = as_user(user, [vigil_for_others(), *args, "--jobs-dir", self.dir])
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                              cwd="/" if user is not None else None)
 
     def describe(self, name):
         out = self.vigil("describe-training-job", name, "--json")
@@ -385,6 +387,23 @@ def test_attach_is_refused_under_network_isolation(jobs):
 # ---- who may attach: the kernel's word on the peer, and the access policy -----------------------
 
 NOBODY, OTHER, DENIED = 65534, 65533, 65532  # uids with no rights of their own on this machine
+_copy_for_others = []
+
+
+def vigil_for_others():
+    """The vigil binary where every user may run it (the build folder may sit in root's home)."""
+    if not _copy_for_others:
+        import tempfile
+        folder = tempfile.mkdtemp(prefix="vigil-bin-")
+        os.chmod(folder, 0o755)
+        shutil.copy2(VIGIL, os.path.join(folder, "vigil"))
+        _copy_for_others.append(os.path.join(folder, "vigil"))
+        atexit.register(shutil.rmtree, folder, True)
+    return _copy_for_others[0]
+
+
+def as_user(uid, command):
+    return ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups", *command]
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="running a client as another user needs root (CI runs as root)")
 
 LYING_CLIENT = r"""
@@ -416,9 +435,8 @@ def test_without_a_policy_another_user_cannot_reach_the_job(running_job):
     with open(os.path.join(running_job.dir, "debug-me", "state.json")) as f:
         socket_path = json.load(f)["Vigil"]["ControlSocket"]
     assert os.stat(os.path.dirname(socket_path)).st_mode & 0o777 == 0o700
-    raw = subprocess.run(["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
-                          "/usr/bin/python3", "-c", LYING_CLIENT, socket_path, "debug-me_algo-1"],
-                         capture_output=True, text=True)
+    raw = subprocess.run(as_user(NOBODY, ["/usr/bin/python3", "-c", LYING_CLIENT, socket_path, "debug-me_algo-1"]),
+                         capture_output=True, text=True, cwd="/")
     assert raw.returncode != 0 and "PermissionError" in raw.stderr
 
 
@@ -461,9 +479,8 @@ def test_the_access_policy_decides_for_other_users_and_a_lying_client_is_still_r
         # The protocol carries no identity: a client claiming to be root is judged as who it is.
         with open(os.path.join(jobs.dir, "guarded", "state.json")) as f:
             socket_path = json.load(f)["Vigil"]["ControlSocket"]
-        lying = subprocess.run(["setpriv", "--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups",
-                                "/usr/bin/python3", "-c", LYING_CLIENT, socket_path, "guarded_algo-2"],
-                               capture_output=True, text=True)
+        lying = subprocess.run(as_user(NOBODY, ["/usr/bin/python3", "-c", LYING_CLIENT, socket_path, "guarded_algo-2"]),
+                               capture_output=True, text=True, cwd="/")
         reply = json.loads(lying.stdout)
         assert reply["Ok"] is False and "User: nobody (uid 65534)" in reply["Error"], reply
         # UpdateTrainingJob under the seed's BoolIfExists condition: off is allowed, on is not.
