@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
+  ccache                                 # scripts/build.sh: rebuilds (CI's fresh clone too) compile only what changed
   libboost-dev libboost-filesystem-dev   # Boost.DLL (plugin loading)
   pybind11-dev python3-dev               # the Python module
   libeigen3-dev libfmt-dev nlohmann-json3-dev libdlpack-dev

@@ -7,6 +7,7 @@ set -euo pipefail
 umask 022
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/install-deps.sh"
+"$root/scripts/python-envs.sh"
 
 jobs="$(nproc)"
 status=0

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "common/os.h"
 
 namespace {
 
@@ -36,6 +37,10 @@ options:
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The SIGPIPE policy (common/os.h): a reader gone is an error of that write, never the end of vigil
+  // (a closed terminal, a `| head`, a notification command that exits without reading, a rule's
+  // process that died). The children vigil starts get the default back.
+  vigil::os::ignore_sigpipe_in_this_process();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     std::fputs(kUsage.data(), stderr);

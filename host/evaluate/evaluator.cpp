@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/os.h"
 #include "evaluate/rule_instance.h"
 #include "evaluate/step_readahead.h"
 #include "plugin_host/param_values.h"
@@ -218,11 +219,17 @@ void Evaluator::run(std::stop_token stop) {
   {
     std::vector<std::jthread> threads;
     for (auto& [path, group] : groups)
-      threads.emplace_back([this, path, group, stop] { impl_->run_group(path, group, stop); });
+      threads.emplace_back([this, path, group, stop] {
+        os::block_sigpipe_on_this_thread();
+        impl_->run_group(path, group, stop);
+      });
     // Profiler rules wait on their own windows: a thread each.
     for (auto& r : impl_->rules)
       if (r->config.kind == RuleKind::Profiler)
-        threads.emplace_back([this, rule = r.get(), stop] { impl_->run_profiler_rule(*rule, stop); });
+        threads.emplace_back([this, rule = r.get(), stop] {
+          os::block_sigpipe_on_this_thread();
+          impl_->run_profiler_rule(*rule, stop);
+        });
   }
   for (auto& r : impl_->rules)  // destroy the rule instances
     if (r->instance)

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "common/os.h"
 #include "evaluate/isolation_protocol.h"
 
 extern char** environ;
@@ -85,15 +86,9 @@ std::string errno_text(int err) { return std::strerror(err); }
 [[nodiscard]] Result<int> job_file(const std::string& text) {
   int fd = ::memfd_create("vigil-isolated-job", MFD_CLOEXEC);
   if (fd < 0) return fail(Error::io("memfd_create", errno_text(errno)));
-  for (size_t done = 0; done < text.size();) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      return fail(Error::io("memfd", errno_text(err)));
-    }
-    done += size_t(n);
+  if (const auto wrote = os::write_all(fd, text); !wrote.ok()) {
+    ::close(fd);
+    return fail(Error::io("memfd", errno_text(wrote.error)));
   }
   ::lseek(fd, 0, SEEK_SET);
   return move_high(fd);

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/os.h"
+
 namespace vigil::evaluate {
 
 namespace {
@@ -138,12 +140,7 @@ void ChildEventWriter::write(size_t rule, nlohmann::json event) {
   event["rule"] = rule;
   const std::string line = dump_line(event);
   std::lock_guard lock(mu_);
-  for (size_t done = 0; done < line.size();) {
-    ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the parent is gone: nobody is listening any more
-    done += size_t(n);
-  }
+  (void)os::write_all(fd_, line);  // EPIPE: the parent is gone, nobody is listening any more
 }
 
 void ChildEventWriter::attach(EvaluatorOptions& options) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <utility>
 
+#include "common/os.h"
 #include "trial/reductions.h"
 
 namespace vigil::evaluate {
@@ -26,6 +27,7 @@ StepReadahead::~StepReadahead() {
 // Notifications are sent after unlocking, and the condition variables make no system call when
 // nobody waits: a step whose readahead is done before the rules are costs no wake-up at all.
 void StepReadahead::work() {
+  os::block_sigpipe_on_this_thread();
   std::unique_lock lock(mu_);
   while (true) {
     posted_.wait(lock, [&] { return job_ || stopping_; });
@@ -106,6 +108,7 @@ void StepReadahead::read(const Job& job) {
     std::vector<std::jthread> readers;
     for (size_t i = 0; i < threads; ++i)
       readers.emplace_back([&] {
+        os::block_sigpipe_on_this_thread();
         for (size_t k; (k = next_read.fetch_add(1)) < reads.size();) read_one(reads[k]);
       });
   }

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "common/os.h"
 #include "jobs/control_protocol.h"
 #include "jobs/control_socket.h"
 
@@ -33,33 +34,7 @@ Error io_error(std::string message) { return Error{.code = ErrorCode::Io, .messa
 
 std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
-void write_stderr(std::string_view text) {
-  while (!text.empty()) {
-    const ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    text.remove_prefix(size_t(n));
-  }
-}
-
-// All of `bytes` to `fd`, waiting where it is non-blocking. False with errno on failure.
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n > 0) {
-      bytes.remove_prefix(size_t(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, 1000);
-      continue;
-    }
-    return false;
-  }
-  return true;
-}
+void write_stderr(std::string_view text) { (void)os::write_all(STDERR_FILENO, text); }
 
 // The request with the protocol version, as one frame's payload.
 Result<std::string> request_payload(nlohmann::json request) {
@@ -177,22 +152,6 @@ std::optional<WindowSize> terminal_size(int fd) {
   return WindowSize{ws.ws_row, ws.ws_col};
 }
 
-// SIGPIPE blocked on this thread for the session (out_fd may be a pipe whose reader goes away);
-// a SIGPIPE raised meanwhile is consumed before the mask is restored.
-class SigpipeBlocked {
- public:
-  SigpipeBlocked() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    ::pthread_sigmask(SIG_BLOCK, &set, &saved_);
-  }
-  ~SigpipeBlocked() {
-    sigset_t set, pending;
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    if (!sigismember(&saved_, SIGPIPE) && ::sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-      const timespec zero{0, 0};
       ::sigtimedwait(&set, nullptr, &zero);
     }
     ::pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
@@ -268,7 +227,6 @@ Result<int> run_session(const fs::path& socket_path, const nlohmann::json& reque
   if (!connected) return fail(connected.error());
   const int sock = *connected;
   FdCloser closer{sock};
-  SigpipeBlocked sigpipe_blocked;
   if (auto sent = send_all(sock, encode_frame(FrameType::Request, *payload)); !sent) return fail(sent.error());
   FrameDecoder decoder;
   auto reply = read_reply(sock, decoder, socket_path);
@@ -301,7 +259,7 @@ Result<int> run_session(const fs::path& socket_path, const nlohmann::json& reque
         Frame& f = **frame;
         switch (f.type) {
           case FrameType::Output:
-            if (!write_all(out_fd, f.payload)) {
+            if (!os::write_all(out_fd, f.payload).ok()) {
               const int err = errno;
               [[maybe_unused]] auto ignored = send_all(sock, encode_frame(FrameType::Close, {}));
               outcome = fail(io_error(fmt::format("cannot write the session's output: {}", std::strerror(err))));

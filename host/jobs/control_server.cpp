@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "common/os.h"
 #include "jobs/control_protocol.h"
 #include "jobs/control_socket.h"
 #include "jobs/session_log.h"
@@ -48,15 +49,6 @@ constexpr std::chrono::milliseconds kFinalFlush{2000};
 constexpr int kPartialOutputPauseMs = 300;
 
 std::string errno_text(int err) { return std::strerror(err); }
-
-// This thread's SIGPIPE stays blocked: a write to a pipe whose reader is gone is EPIPE, and the
-// pending signal dies with the thread instead of killing the process.
-void block_sigpipe() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGPIPE);
-  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
 
 // The session id SSM's way: "<user>-<17 lowercase hex digits>".
 std::string new_session_id(std::string_view user) {
@@ -226,7 +218,7 @@ void ControlServer::Impl::join_finished() {
 }
 
 void ControlServer::Impl::accept_loop() {
-  block_sigpipe();
+  os::block_sigpipe_on_this_thread();  // common/os.h: EPIPE, never SIGPIPE
   for (;;) {
     try {
       if (!accept_one()) return;
@@ -308,7 +300,7 @@ bool ControlServer::Impl::accept_one() {
 }
 
 void ControlServer::Impl::serve(Connection& c) {
-  block_sigpipe();
+  os::block_sigpipe_on_this_thread();  // common/os.h: EPIPE, never SIGPIPE
   try {
     auto peer = peer_identity(c.fd);
     if (!peer) {

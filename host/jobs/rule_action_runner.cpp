@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -12,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/os.h"
 #include "jobs/child_process.h"
 #include "jobs/job_store.h"
 #include "jobs/rule_actions.h"
@@ -50,15 +53,26 @@ std::string deliver_by_command(const std::string& command, const nlohmann::json&
     ::close(pipe_fds[1]);
     return "failed: " + pid.error().message;
   }
+  // The message goes to the command's input within the delivery's time. A command need not read it
+  // (`echo sent >> file`, `logger ...`): one that exits first closes the pipe, and the write ends
+  // with EPIPE, noted in this delivery's outcome (os::write_all: never a SIGPIPE).
+  const auto deadline = std::chrono::steady_clock::now() + kDeliveryTimeout;
   const std::string body = message["Message"].get<std::string>() + "\n";
-  (void)!::write(pipe_fds[1], body.data(), body.size());
+  ::fcntl(pipe_fds[1], F_SETFL, ::fcntl(pipe_fds[1], F_GETFL) | O_NONBLOCK);
+  const os::WriteOutcome wrote = os::write_all(pipe_fds[1], body, deadline);
   ::close(pipe_fds[1]);
-  auto code = wait_child(*pid, kDeliveryTimeout);
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  auto code = wait_child(*pid, std::max(left, std::chrono::milliseconds(0)));
   if (!code) {
     terminate_child(*pid, std::chrono::milliseconds(500));
     return fmt::format("failed: the command did not end within {} s (killed)", kDeliveryTimeout.count());
   }
-  return *code == 0 ? "delivered" : fmt::format("failed: the command exited with {}", *code);
+  std::string unread;
+  if (!wrote.ok())
+    unread = fmt::format(" ({} after {} of {} bytes of the message)",
+                         wrote.error == EPIPE ? "the command closed its input" : std::strerror(wrote.error),
+                         wrote.written, body.size());
+  return (*code == 0 ? "delivered" : fmt::format("failed: the command exited with {}", *code)) + unread;
 }
 
 std::string deliver_by_webhook(const std::string& url, const nlohmann::json& message) {
@@ -173,6 +187,7 @@ void RuleActionRunner::notify(std::string rule, std::string protocol, std::strin
                          {"TrainingJobName", job_name_},
                          {"RuleConfigurationName", rule}};
   deliveries_.emplace_back([this, rule, action, endpoint, message] {
+    os::block_sigpipe_on_this_thread();
     try {
       std::string outcome = "audited only (no VIGIL_NOTIFY_COMMAND or VIGIL_NOTIFY_WEBHOOK)";
       if (!sink_.command.empty()) outcome = "command " + deliver_by_command(sink_.command, message);

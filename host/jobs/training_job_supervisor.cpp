@@ -628,8 +628,6 @@ int Supervisor::run() {
 }  // namespace
 
 int run_training_job(const TrainOptions& options) {
-  // A closed terminal or pipe must not end the supervisor while the job runs.
-  ::signal(SIGPIPE, SIG_IGN);
   struct sigaction stop {};
   stop.sa_handler = on_stop_signal;
   ::sigaction(SIGINT, &stop, nullptr);

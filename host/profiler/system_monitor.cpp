@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/file_read.h"
+#include "common/os.h"
 
 namespace vigil::profiler {
 namespace {
@@ -119,6 +120,7 @@ void SystemMonitor::stop() {
 }
 
 void SystemMonitor::run(std::stop_token stop) noexcept {
+  os::block_sigpipe_on_this_thread();
   try {
     sample_loop(stop);
   } catch (const std::exception& e) {

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "common/file_read.h"
+#include "common/os.h"
 #include "format/trial_layout.h"
 
 namespace vigil::storage {
@@ -271,6 +272,7 @@ struct TrialUploader::State {
   // again after a short pause until one finds nothing left and nothing new (a file published
   // while the last one ran).
   static void run(std::shared_ptr<State> s) noexcept {
+    os::block_sigpipe_on_this_thread();
     try {
       const auto retry = std::min(s->options.scan_interval, std::chrono::milliseconds(200));
       for (;;) {

@@ -41,10 +41,14 @@ Result<TensorValue> RecordReader::read(const RecordLocation& where) const {
   auto opened = files_.open(where.file);
   if (!opened) return fail(opened.error());
   const storage::StoredObject& ef = **opened;
+  if (where.length < format::kRecordOverhead)
+    return fail(Error::index_reader(
+        fmt::format("{}: the index entry at offset {} has length {}, shorter than any record ({} bytes), so its "
+                    "value cannot be read",
+                    ef.description(), where.start, where.length, format::kRecordOverhead),
+        ef.description()));
   uint64_t file_size = ef.size();
-  auto outside = [&] {
-    return where.length < format::kRecordOverhead || where.start > file_size || where.length > file_size - where.start;
-  };
+  auto outside = [&] { return where.start > file_size || where.length > file_size - where.start; };
   if (outside()) {
     // A writer that appends to its event files instead of publishing them whole: look again.
     if (auto now = ef.current_size()) file_size = *now;

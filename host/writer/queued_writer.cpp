@@ -7,6 +7,8 @@
 #include <thread>
 #include <variant>
 
+#include "common/os.h"
+
 namespace vigil::writer {
 
 namespace {
@@ -97,6 +99,7 @@ struct QueuedWriter::State {
   }
 
   void run() {
+    os::block_sigpipe_on_this_thread();
     std::unique_lock lock(mu);
     while (true) {
       wake.wait(lock, [&] { return stopping || !queue.empty(); });

@@ -3,10 +3,12 @@
 #include "jobs/rule_action_runner.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <fstream>
 #include <optional>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
@@ -109,6 +111,58 @@ TEST(RuleActionRunner, NotificationsBeyondTheRateLimitAreAuditedNotSent) {
   for (const auto& line : audit_lines(f.audit()))
     limited += line["Outcome"].get<std::string>().starts_with("rate-limited");
   EXPECT_EQ(limited, 1u);
+}
+
+// SIGPIPE at its default for the test (the evaluator child of vigil train starts so), restored after.
+class SigpipeAtDefault {
+ public:
+  SigpipeAtDefault() {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(SIGPIPE, &dfl, &saved_);
+  }
+  ~SigpipeAtDefault() { ::sigaction(SIGPIPE, &saved_, nullptr); }
+
+ private:
+  struct sigaction saved_ {};
+};
+
+TEST(RuleActionRunner, ACommandThatClosesItsInputAndExitsIsAuditedNotASigpipe) {
+  // The notification command exits without reading a message larger than a pipe's buffer: the write
+  // ends with EPIPE, which this delivery's audit line records; the process lives on.
+  SigpipeAtDefault sigpipe;
+  Fixture f;
+  const auto out = f.dir.path() / "sent.txt";
+  NotificationSink sink;
+  sink.command = "exec 0<&-; echo sent >> '" + out.string() + "'";
+  const std::string details(256 * 1024, 'd');
+  {
+    auto runner = f.runner(sink);
+    runner.on_issues_found("r1", "Rule", R"({"name": "email", "endpoint": "ops@example.com"})", details);
+  }
+  EXPECT_EQ(test::read_file(out), "sent\n");
+  const auto lines = audit_lines(f.audit());
+  ASSERT_EQ(lines.size(), 1u);
+  const std::string outcome = lines[0]["Outcome"];
+  EXPECT_TRUE(outcome.starts_with("command delivered (the command closed its input after ")) << outcome;
+  EXPECT_NE(outcome.find(fmt::format(" of {} bytes of the message)", details.size() + 25)), std::string::npos)
+      << outcome;
+}
+
+TEST(RuleActionRunner, ACommandThatFailsWithoutReadingIsAFailedDelivery) {
+  SigpipeAtDefault sigpipe;
+  Fixture f;
+  NotificationSink sink;
+  sink.command = "exec 0<&-; exit 3";
+  {
+    auto runner = f.runner(sink);
+    runner.on_issues_found("r1", "Rule", R"({"name": "sms", "endpoint": "+15555550100"})", std::string(200000, 'x'));
+  }
+  const auto lines = audit_lines(f.audit());
+  ASSERT_EQ(lines.size(), 1u);
+  const std::string outcome = lines[0]["Outcome"];
+  EXPECT_TRUE(outcome.starts_with("command failed: the command exited with 3 (the command closed its input after "))
+      << outcome;
 }
 
 TEST(RuleActionRunner, AWebhookOffTheLoopbackInterfaceIsRefused) {

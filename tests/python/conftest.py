@@ -7,6 +7,12 @@ Run with Debian's interpreter against a build tree:
 VIGIL_BUILD_DIR (default <repo>/build) gives bin/vigil, bin/write_example_trial, the built-in plugins
 (lib/vigil/plugins) and the vigil package (python/, added to sys.path when PYTHONPATH lacks it).
 VIGIL_SHARED_DIR (default <repo>/../shared) holds the fixtures.
+
+Two more interpreters, made by scripts/python-envs.sh (scripts/test.sh runs it):
+  * TORCH2_PYTHON (<repo>/.venv-torch2, or $VIGIL_TORCH2_PYTHON): torch 2.13, no pandas or xgboost;
+    tests run scripts there with Vigil's package on PYTHONPATH (`torch2_python` fixture);
+  * SMDEBUG_PYTHON (<repo>/.venv-smdebug, or $VIGIL_SMDEBUG_PYTHON): the real smdebug 1.0.34 over
+    Debian's torch 1.13, the reference reader and hook of the interop tests (`smdebug_python`).
 """
 import glob
 import json
@@ -21,6 +27,9 @@ BUILD = os.path.abspath(os.environ.get("VIGIL_BUILD_DIR") or os.path.join(REPO, 
 SHARED = os.path.abspath(os.environ.get("VIGIL_SHARED_DIR") or os.path.join(REPO, "..", "shared"))
 FIXTURES = os.path.join(SHARED, "fixtures", "smdebug-real")
 PYTHON_DIR = os.path.join(BUILD, "python")
+
+TORCH2_PYTHON = os.environ.get("VIGIL_TORCH2_PYTHON") or os.path.join(REPO, ".venv-torch2", "bin", "python")
+SMDEBUG_PYTHON = os.environ.get("VIGIL_SMDEBUG_PYTHON") or os.path.join(REPO, ".venv-smdebug", "bin", "python")
 
 if os.path.isdir(os.path.join(PYTHON_DIR, "vigil")) and PYTHON_DIR not in sys.path:
     sys.path.insert(0, PYTHON_DIR)
@@ -57,6 +66,24 @@ def trial_dir(name):
 @pytest.fixture(scope="session")
 def build_dir():
     return BUILD
+
+
+def _interpreter(path, what):
+    if not os.access(path, os.X_OK):
+        pytest.fail("{} missing: {} (scripts/python-envs.sh makes it)".format(what, path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def torch2_python():
+    """The torch 2.13 interpreter (scripts/python-envs.sh); a missing one fails the test."""
+    return _interpreter(TORCH2_PYTHON, "the torch 2 environment")
+
+
+@pytest.fixture(scope="session")
+def smdebug_python():
+    """The real smdebug 1.0.34's interpreter (scripts/python-envs.sh); a missing one fails the test."""
+    return _interpreter(SMDEBUG_PYTHON, "the smdebug reference environment")
 
 
 @pytest.fixture(scope="session")

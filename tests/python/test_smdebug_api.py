@@ -234,6 +234,25 @@ def test_an_index_with_an_empty_event_file_name_opens_and_fails_at_the_read(smde
         smdebug.create_trial(str(trial))  # paths that leave the trial are still refused
 
 
+def test_dummy_index_entries_of_length_one_open_and_fail_at_the_read(smdebug, tmp_path):
+    """smdebug's tests/analysis/trials/test_has_passed_step_scenarios.py (two_modes) index entries of
+    length 1: smdebug opens such trials (it reads lazily), and so does Vigil; the value fails."""
+    trial = tmp_path / "dummy_lengths"
+    shutil.copytree(trial_dir("mlp_healthy"), trial)
+    index = trial / "index" / "000000000" / "000000000003_worker_0.json"
+    doc = json.loads(index.read_text())
+    for entry in doc["tensor_payload"]:
+        entry["length"] = 1
+    index.write_text(json.dumps(doc))
+    tr = smdebug.create_trial(str(trial))
+    assert tr.steps() == list(range(30)) and tr.has_passed_step(3).name == "AVAILABLE"
+    assert tr.tensor("MLP_fc1.weight").steps() == list(range(30))
+    assert tr.tensor("MLP_fc1.weight").value(4).size > 0  # the other steps read
+    with pytest.raises(smdebug.exceptions.IndexReaderException) as info:
+        tr.tensor("MLP_fc1.weight").value(3)
+    assert "has length 1, shorter than any record (16 bytes)" in str(info.value)
+
+
 PUBLISHED_STYLE_RULE = textwrap.dedent('''
     from smdebug import modes
     from smdebug.rules.rule import Rule

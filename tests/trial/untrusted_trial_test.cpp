@@ -115,6 +115,23 @@ TEST_F(UntrustedTrial, AnEmptyEventFileNameOpensAndFailsOnlyWhenAValueIsRead) {
   expect_refused(v.error(), "empty meta.event_file_name");
 }
 
+TEST_F(UntrustedTrial, ADummyLengthOpensAndFailsOnlyWhenThatValueIsRead) {
+  // smdebug's tests/analysis/trials/test_has_passed_step_scenarios.py index entries of length 1.
+  edit_index([](format::StepIndex& index) {
+    ASSERT_EQ(index.tensor_payload.size(), 1u);
+    index.tensor_payload[0].length = 1;
+  });
+  auto t = Trial::open(trial());
+  ASSERT_VIGIL_OK(t);
+  auto steps = (*t)->steps(Mode::Global);
+  ASSERT_TRUE(steps.has_value());
+  EXPECT_EQ(*steps, std::vector<int64_t>{0});
+  EXPECT_TRUE((*t)->has_tensor("w"));
+  auto v = (*t)->value("w", 0);
+  ASSERT_FALSE(v.has_value());
+  expect_refused(v.error(), "has length 1, shorter than any record (16 bytes)");
+}
+
 TEST_F(UntrustedTrial, AbsoluteEventFileNameIsRefused) {
   fs::copy_file(event_file, outside() / "stolen.tfevents");
   set_event_file_name_raw((outside() / "stolen.tfevents").string());
