@@ -152,15 +152,6 @@ std::optional<WindowSize> terminal_size(int fd) {
   return WindowSize{ws.ws_row, ws.ws_col};
 }
 
-      ::sigtimedwait(&set, nullptr, &zero);
-    }
-    ::pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
-  }
-
- private:
-  sigset_t saved_{};
-};
-
 }  // namespace
 
 Result<int> connect_control_socket(const fs::path& socket_path) {
