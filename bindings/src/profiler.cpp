@@ -238,6 +238,16 @@ void register_profiler(py::module_& m) {
       "this_process_node_id", [](std::optional<int64_t> rank) { return this_process_node_id(rank); },
       py::arg("rank") = py::none(), "This process's framework node id (format spec §8.1).");
 
+  m.def(
+      "mark_profiler_training_ended",
+      [](const std::string& root, const std::string& folder) {
+        if (folder != "system" && folder != "framework")
+          throw py::value_error("folder must be 'system' or 'framework', not '" + folder + "'");
+        unwrap(mark_training_ended(root, folder == "system" ? ProfilerFolder::System : ProfilerFolder::Framework));
+      },
+      py::arg("root"), py::arg("folder"),
+      "Writes <root>/<folder>/training_job_end.ts: the profiler output's end of training (format spec §8.6).");
+
   py::class_<PySystemMonitor>(m, "SystemMonitor", "The system monitor thread (host metrics every interval)")
       .def(py::init([](const ProfilerConfig& config, std::optional<std::string> root, std::optional<std::string> nvml) {
              SystemMonitorOptions o = system_monitor_options(config);

@@ -18,6 +18,7 @@
 
 #include "cli/commands.h"
 #include "profiler/profiler_config.h"
+#include "profiler/profiler_trial.h"
 #include "profiler/system_monitor.h"
 
 namespace vigil::cli {
@@ -38,7 +39,8 @@ options:
   --pid PID             stop when process PID ends
   -h, --help            show this help
 
-It runs until SIGINT or SIGTERM, --duration or the end of --pid, then publishes the last file.
+It runs until SIGINT or SIGTERM, --duration or the end of --pid, then publishes the last file and
+marks the end of training (DIR/system/training_job_end.ts), which ends the profiler rules following DIR.
 exit status: 0 when it sampled until told to stop, 1 when the monitor had to stop (an unwritable
 DIR), 2 for a bad command line.
 )";
@@ -138,7 +140,13 @@ int run_monitor(const std::vector<std::string>& args) {
   monitor.stop();
   std::fprintf(stderr, "vigil monitor: %s: %llu samples written\n", reason.c_str(),
                static_cast<unsigned long long>(monitor.samples_written()));
-  return monitor.stepped_aside() ? kExitFailure : kExitOk;
+  if (monitor.stepped_aside()) return kExitFailure;
+  // The end of the monitored job, for the profiler rules that follow this folder (they end with it).
+  if (auto marked = profiler::mark_training_ended(*out, profiler::ProfilerFolder::System); !marked) {
+    std::fprintf(stderr, "vigil monitor: %s\n", marked.error().message.c_str());
+    return kExitFailure;
+  }
+  return kExitOk;
 }
 
 }  // namespace vigil::cli

@@ -24,6 +24,7 @@ namespace vigil::jobs {
 namespace {
 
 constexpr auto kDeliveryTimeout = std::chrono::seconds(10);
+constexpr size_t kMaxVariableBytes = 32 * 1024;  // each VIGIL_NOTIFY_* variable of a notify command
 
 // Only the loopback interface: a notification sink is a local stand-in for SNS, not a way to send
 // a job's findings across the network.
@@ -44,7 +45,11 @@ std::string deliver_by_command(const std::string& command, const nlohmann::json&
         name += '_';
       name += char(std::toupper(static_cast<unsigned char>(key[i])));
     }
-    set_env(env, name, value.get<std::string>());
+    // A variable is bounded (the kernel refuses one over 128 KiB, and so the whole command): a long
+    // message is cut here, and whole on the command's input.
+    std::string text = value.get<std::string>();
+    if (text.size() > kMaxVariableBytes) text.resize(kMaxVariableBytes);
+    set_env(env, name, text);
   }
   ChildSpec spec{{"/bin/sh", "-c", command}, std::move(env), {}, pipe_fds[0]};
   auto pid = spawn_child(spec);

@@ -27,6 +27,7 @@
 #include "jobs/container_environment.h"
 #include "jobs/control_server.h"
 #include "jobs/job_paths.h"
+#include "profiler/profiler_trial.h"
 #include "jobs/job_store.h"
 #include "jobs/peer_identity.h"
 #include "jobs/rule_action_runner.h"
@@ -342,12 +343,15 @@ void Supervisor::stop_hosts(std::chrono::milliseconds grace) {
 // The end of training as smdebug's readers see it: the marker in the trial and the profiler folder
 // (the hooks write it when they close; a killed host never does).
 void Supervisor::write_end_markers() {
-  for (const fs::path& dir : {paths_.debug_output(), paths_.profiler_output()}) {
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec) || fs::exists(dir / kEndMarker, ec)) continue;
-    (void)publish_file(dir / kEndMarker, dir / (std::string(kEndMarker) + ".tmp"),
+  const fs::path debug = paths_.debug_output();
+  std::error_code ec;
+  if (fs::is_directory(debug, ec) && !fs::exists(debug / kEndMarker, ec))
+    (void)publish_file(debug / kEndMarker, debug / (std::string(kEndMarker) + ".tmp"),
                        fmt::format("{}\n", int64_t(epoch_seconds_now())));
-  }
+  // The profiler output's markers lie in its system/ and framework/ folders (format spec §8.6).
+  if (fs::is_directory(paths_.profiler_output(), ec))
+    for (auto folder : {profiler::ProfilerFolder::System, profiler::ProfilerFolder::Framework})
+      (void)profiler::mark_training_ended(paths_.profiler_output(), folder);
 }
 
 std::string Supervisor::failure_reason(size_t host, int code) const {

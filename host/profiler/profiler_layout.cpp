@@ -1,12 +1,13 @@
 #include "profiler/profiler_layout.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <regex>
 
 #include <fmt/format.h>
+
+#include "format/trial_layout.h"
 
 namespace vigil::profiler {
 namespace {
@@ -23,6 +24,10 @@ std::string utc_hour_folder(int64_t time_us) {
   std::tm utc{};
   ::gmtime_r(&seconds, &utc);
   return fmt::format("{:04}{:02}{:02}{:02}", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour);
+}
+
+std::string end_marker_relpath(ProfilerFolder folder) {
+  return fmt::format("{}/{}", folder == ProfilerFolder::System ? "system" : "framework", format::kEndOfTrainingMarker);
 }
 
 std::string trace_file_relpath(int64_t end_us, std::string_view node_id, std::string_view suffix) {

@@ -34,6 +34,12 @@ std::string node_id_from_trace_file_name(std::string_view path);
 // a ".json.tmp" matches too).
 std::optional<int64_t> parse_system_file_timestamp_us(std::string_view path);
 
+// Where a profiler output says that training has ended (§8.6: the profiler trial ends when either
+// exists): "system/training_job_end.ts", written when the system monitor ends, and
+// "framework/training_job_end.ts", written when a hook's profiler closes.
+enum class ProfilerFolder { System, Framework };
+std::string end_marker_relpath(ProfilerFolder folder);
+
 // The units smdebug's profiler queries accept (smdebug's TimeUnits).
 enum class TimeUnit { Seconds, Milliseconds, Microseconds, Nanoseconds };
 // `value` in `unit` as whole µs since the epoch (truncated toward zero, as Python's int()).

@@ -1,17 +1,34 @@
 #include "profiler/profiler_trial.h"
 
-#include <algorithm>
+#include <fcntl.h>
+#include <unistd.h>
 
-#include "format/trial_layout.h"
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "profiler/profiler_layout.h"
 
 namespace vigil::profiler {
 
 bool training_job_ended(const storage::ObjectStore& store) {
-  const auto marker_in = [&](std::string_view folder) {
-    auto exists = store.exists(std::string(folder) + std::string(format::kEndOfTrainingMarker));
+  const auto marker_in = [&](ProfilerFolder folder) {
+    auto exists = store.exists(end_marker_relpath(folder));
     return exists && *exists;
   };
-  return marker_in("system/") || marker_in("framework/");
+  return marker_in(ProfilerFolder::System) || marker_in(ProfilerFolder::Framework);
+}
+
+Result<void> mark_training_ended(const std::filesystem::path& root, ProfilerFolder folder) {
+  const std::filesystem::path marker = root / end_marker_relpath(folder);
+  std::error_code ec;
+  std::filesystem::create_directories(marker.parent_path(), ec);
+  if (ec) return fail(Error::io(marker.parent_path().string(), ec.message()));
+  // Empty, so it cannot be seen half written: created in place, as every host of a job may end at once.
+  const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return fail(Error::io(marker.string(), std::strerror(errno)));
+  ::close(fd);
+  return {};
 }
 
 ProfilerTrial::ProfilerTrial(std::shared_ptr<const storage::ObjectStore> store, int64_t buffer_us)

@@ -3,12 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "common/error.h"
 #include "profiler/framework_metrics_reader.h"
+#include "profiler/profiler_layout.h"
 #include "profiler/system_metrics_reader.h"
 #include "storage/object_store.h"
 
@@ -17,6 +20,9 @@ namespace vigil::profiler {
 // Whether training_job_end.ts exists under system/ or framework/. A marker that cannot be looked up
 // (the store failing) counts as absent: the job is followed on, and the next listing reports the fault.
 bool training_job_ended(const storage::ObjectStore& store);
+// Says so in a local profiler output `root`: the one writer of the markers above (the hooks' profiler
+// when it closes, the system monitor's end, vigil monitor's, vigil train's supervisor).
+[[nodiscard]] Result<void> mark_training_ended(const std::filesystem::path& root, ProfilerFolder folder);
 
 class ProfilerTrial {
  public:

@@ -134,13 +134,14 @@ TEST(RuleActionRunner, ACommandThatClosesItsInputAndExitsIsAuditedNotASigpipe) {
   Fixture f;
   const auto out = f.dir.path() / "sent.txt";
   NotificationSink sink;
-  sink.command = "exec 0<&-; echo sent >> '" + out.string() + "'";
+  // The variable carries the message's first 32 KiB (a variable over 128 KiB would stop the command).
+  sink.command = "exec 0<&-; printf %s \"$VIGIL_NOTIFY_MESSAGE\" | wc -c > '" + out.string() + "'";
   const std::string details(256 * 1024, 'd');
   {
     auto runner = f.runner(sink);
     runner.on_issues_found("r1", "Rule", R"({"name": "email", "endpoint": "ops@example.com"})", details);
   }
-  EXPECT_EQ(test::read_file(out), "sent\n");
+  EXPECT_EQ(test::read_file(out), "32768\n");
   const auto lines = audit_lines(f.audit());
   ASSERT_EQ(lines.size(), 1u);
   const std::string outcome = lines[0]["Outcome"];

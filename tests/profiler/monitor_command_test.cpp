@@ -35,6 +35,7 @@ Run run_shell(const std::string& script) {
 size_t metric_lines(const fs::path& root) {
   size_t lines = 0;
   for (const auto& rel : test::list_files(root)) {
+    if (rel == "system/training_job_end.ts") continue;  // the end of training, once the monitor ends
     EXPECT_TRUE(rel.starts_with("system/incremental/") && rel.ends_with(".algo-1.json")) << rel;
     const std::string text = test::read_file(root / rel);
     EXPECT_TRUE(text.ends_with("\n"));
@@ -80,6 +81,8 @@ TEST(MonitorCommand, RunsForADuration) {
   EXPECT_NE(run.output.find("the duration passed"), std::string::npos) << run.output;
   EXPECT_LT(took, 5.0);
   EXPECT_GT(metric_lines(dir / "prof"), 0u);
+  // The profiler rules following the folder end with the monitor (format spec §8.6).
+  EXPECT_TRUE(fs::exists(dir / "prof" / "system" / "training_job_end.ts"));
 }
 
 TEST(MonitorCommand, StopsOnSigterm) {
@@ -89,6 +92,7 @@ TEST(MonitorCommand, StopsOnSigterm) {
   EXPECT_NE(run.output.find("SIGTERM"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("rc=0"), std::string::npos) << run.output;
   EXPECT_GT(metric_lines(dir.path()), 0u);  // the open file was published on the way out
+  EXPECT_TRUE(fs::exists(dir / "system" / "training_job_end.ts"));
 }
 
 TEST(MonitorCommand, StopsWhenTheWatchedProcessEnds) {
@@ -100,6 +104,7 @@ TEST(MonitorCommand, StopsWhenTheWatchedProcessEnds) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("ended"), std::string::npos) << run.output;
   EXPECT_LT(took, 10.0);
+  EXPECT_TRUE(fs::exists(dir / "system" / "training_job_end.ts"));
 }
 
 TEST(MonitorCommand, UnwritableOutIsExit1) {
@@ -108,6 +113,7 @@ TEST(MonitorCommand, UnwritableOutIsExit1) {
   const auto run = run_shell("$VIGIL monitor --out '" + (dir / "file").string() + "' --interval-ms 100 --duration 5");
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find("the system monitor stops"), std::string::npos) << run.output;
+  EXPECT_FALSE(fs::exists(dir / "file" / "system" / "training_job_end.ts"));  // a monitor that failed ends nothing
 }
 
 }  // namespace

@@ -6,6 +6,7 @@ import logging
 import os
 import pstats
 import re
+import subprocess
 import time
 
 import pytest
@@ -221,7 +222,7 @@ def test_pandas_frame_and_the_profiler_trial_read_the_run(tmp_path, profiled):
     assert 1 in set(by_time["step"]) and 3 not in set(by_time["step"])
 
     trial = create_trial(str(root), profiler=True)
-    assert isinstance(trial, ProfilerTrial) and not trial.job_finished()
+    assert isinstance(trial, ProfilerTrial) and trial.job_finished()  # the hook closed: the run has ended
     first = trial.get_first_timestamp()
     assert first is not None and first == pf.start_time
     assert trial.get_latest_timestamp() >= first
@@ -318,6 +319,43 @@ def test_no_config_file_means_no_profiling_and_no_patch(tmp_path, monkeypatch):
         (hook._profiler.framework_on, hook._profiler.monitor, _profiling._observers.installed)))
     assert seen == [(False, None, False)] * 3
     assert not os.path.exists(str(tmp_path / "profiler"))
+
+
+# ---- the end of training -----------------------------------------------------------------------------------
+
+def test_a_finished_run_ends_the_profiler_rules_that_follow_it(tmp_path, profiled, vigil_exe):
+    """The hook's close marks the profiler output ended (framework/ from the hook, system/ from the
+    process that ran the monitor), so `vigil evaluate` following it finishes by itself, without
+    --no-follow (it once waited until killed)."""
+    cfg, root = profiled
+    write_config(cfg, root, dataloader='{"StartStep": 0, "NumSteps": 100}')
+    train(tmp_path, steps=6)
+    assert (root / "framework" / "training_job_end.ts").is_file()
+    assert (root / "system" / "training_job_end.ts").is_file()
+    assert not (root / "training_job_end.ts").exists()  # the debugger's place, not the profiler's
+    status = tmp_path / "status.json"
+    started = time.monotonic()
+    done = subprocess.run([vigil_exe, "evaluate", "--quiet", "--profiler-trial", str(root), "--rule", "Dataloader",
+                           "--rule", "ProfilerReport", "--status-file", str(status)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 60
+    statuses = json.loads(status.read_text())["ProfilerRuleEvaluationStatuses"]
+    assert {s["RuleConfigurationName"] for s in statuses} == {"Dataloader", "ProfilerReport"}
+    for s in statuses:
+        assert s["RuleEvaluationStatus"] in ("NoIssuesFound", "IssuesFound"), s
+    assert (tmp_path / "ProfilerReport" / "profiler-output" / "profiler-report.html").is_file()
+
+
+def test_in_a_sagemaker_job_the_platform_marks_the_end_not_the_hook(tmp_path, profiled, monkeypatch):
+    """As for the debug trial's marker (format spec §1.5): with TRAINING_JOB_NAME set the hook leaves
+    it to the platform (vigil train's supervisor writes both)."""
+    cfg, root = profiled
+    write_config(cfg, root)
+    monkeypatch.setenv("TRAINING_JOB_NAME", "job-a")
+    monkeypatch.setenv("SM_CURRENT_HOST", "algo-1")
+    train(tmp_path, steps=3)
+    assert list(root.rglob("training_job_end.ts")) == []
 
 
 # ---- faults never reach training ---------------------------------------------------------------------------

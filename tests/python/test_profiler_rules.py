@@ -155,12 +155,14 @@ def job(rules, scan_us=1000000, report=False):
     return {"ProfilerRuleConfigurations": configs}
 
 
-def evaluate(tmp, root, job_doc, name="status"):
+def evaluate(tmp, root, job_doc, name="status", follow=False):
+    """The job's statuses. follow: as a live job is followed (no --no-follow), which ends only because
+    the hook marked the end of training in the profiler output."""
     job_file, status = tmp / f"{name}.job.json", tmp / f"{name}.json"
     job_file.write_text(json.dumps(job_doc))
-    done = subprocess.run([VIGIL, "evaluate", "--quiet", "--no-follow", "--job", str(job_file), "--profiler-trial",
-                           str(root), "--status-file", str(status)], capture_output=True, text=True, timeout=300,
-                          cwd=tmp)
+    done = subprocess.run([VIGIL, "evaluate", "--quiet"] + ([] if follow else ["--no-follow"]) +
+                          ["--job", str(job_file), "--profiler-trial", str(root), "--status-file", str(status)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp)
     assert done.returncode == 0, done.stderr
     return {s["RuleConfigurationName"]: s for s in json.loads(status.read_text())["ProfilerRuleEvaluationStatuses"]}
 
@@ -178,7 +180,7 @@ def runs(tmp_path_factory):
         trained = subprocess.run(["/usr/bin/python3", "-c", TRAINING, scenario, str(tmp), str(workers)], env=env,
                                  capture_output=True, text=True, timeout=300)
         assert trained.returncode == 0, trained.stderr
-        out[scenario] = (tmp, root, evaluate(tmp, root, job(SHORT_RUN, report=True)))
+        out[scenario] = (tmp, root, evaluate(tmp, root, job(SHORT_RUN, report=True), follow=True))
     return out
 
 

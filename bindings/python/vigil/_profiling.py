@@ -15,6 +15,7 @@ import threading
 import time
 
 from . import _vigil
+from ._hook import is_sagemaker_job
 from .modes import ModeKeys
 
 PYTHON_STATS_FILE = "python_stats"
@@ -106,6 +107,9 @@ class FrameworkProfiler:
         self._python_off = False
         self._observing_dataloaders = False
         self._lock = threading.Lock()  # data-loader fetches may come from another thread
+        self._profiled_roots = set()  # the LocalPaths this profiler wrote into: marked ended at close
+        self._monitored_roots = set()  # those where it ran the system monitor
+        self._marked_end = False
         self.refresh_config(initial=True)
 
     # ---- config ----------------------------------------------------------------------------------------
@@ -127,6 +131,8 @@ class FrameworkProfiler:
 
     def _apply(self, config):
         self.config = config
+        if config.system_monitor_enabled or config.framework_profiling_enabled:
+            self._profiled_roots.add(config.local_path)
         for problem in config.problems:
             self._log_once("profiler config: " + problem)
         self._apply_monitor(config)
@@ -170,6 +176,8 @@ class FrameworkProfiler:
             if not self._monitor.start():
                 self._drain_monitor_log()
                 self._monitor = None
+            else:
+                self._monitored_roots.add(config.local_path)
 
     def _stop_monitor(self):
         monitor, self._monitor = self._monitor, None
@@ -402,19 +410,38 @@ class FrameworkProfiler:
 
     # ---- the end ---------------------------------------------------------------------------------------------
     def close(self):
-        """Writes what is outstanding, publishes the trace file, stops the monitor and the observers."""
-        if self.stopped:
+        """Writes what is outstanding, publishes the trace file, stops the monitor and the observers,
+        then marks the end of training in the profiler output (also after the profiler stepped aside:
+        the training did end, and the rules following the output must end with it)."""
+        if not self.stopped:
+            try:
+                if self._framework_on:
+                    self.log_outstanding_timeline_metrics()
+                self._stop_cprofile("end")
+                self._flush()
+            except Exception as e:  # noqa: BLE001
+                self.step_aside("close failed: {}: {}".format(type(e).__name__, e))
+            else:
+                self._teardown()
+                self.stopped = True
+        self._mark_training_ended()
+
+    def _mark_training_ended(self):
+        """<LocalPath>/framework/training_job_end.ts from every profiler that wrote there, and
+        system/training_job_end.ts from the one that ran the monitor (format spec §8.6). In a SageMaker
+        job the platform writes them (vigil train's supervisor), as the debug trial's marker."""
+        if self._marked_end:
             return
-        try:
-            if self._framework_on:
-                self.log_outstanding_timeline_metrics()
-            self._stop_cprofile("end")
-            self._flush()
-        except Exception as e:  # noqa: BLE001
-            self.step_aside("close failed: {}: {}".format(type(e).__name__, e))
+        self._marked_end = True
+        if is_sagemaker_job():
             return
-        self._teardown()
-        self.stopped = True
+        for root in sorted(self._profiled_roots):
+            for folder in ("framework", "system") if root in self._monitored_roots else ("framework",):
+                try:
+                    _vigil.mark_profiler_training_ended(root, folder)
+                except Exception as e:  # noqa: BLE001 - the training has ended; only the rules wait on
+                    self._log_once("cannot mark the end of training in {}: {}: {}".format(
+                        root, type(e).__name__, e))
 
     def step_aside(self, message):
         """The first internal fault: logged once; profiling stops, what was published stays."""
