@@ -288,18 +288,21 @@ class BaseHook:
         self._ensure_writer()
 
     def _initialize_writers(self):
-        """Opens the current step in the trial."""
-        if self._step_open or not self._ensure_writer():
+        """Opens the current step in the trial. Before the first step (step -1) there is none to open."""
+        if self._step_open or self.step < 0 or not self._ensure_writer():
             return
         self._writer.begin_step(self.step, int(self.mode), self.mode_steps[self.mode])
         self._step_open = True
 
-    def _close_writers(self):
-        """Ends the current step: the scalars saved during it, then publication (on the writer thread)."""
+    def _close_writers(self, scalars_wait_for_a_saved_step=False):
+        """Ends the current step: the scalars saved so far, then publication (on the writer thread).
+        With ``scalars_wait_for_a_saved_step`` (PyTorch's step boundary: smdebug flushes there only a
+        writer that is open) scalars wait while no step is open, and land in the next step that saves."""
         if self.dry_run:
             self.scalar_cache = []
             return
-        self._write_scalars()
+        if self._step_open or not scalars_wait_for_a_saved_step:
+            self._write_scalars()
         if self._step_open:
             self._writer.end_step()
             self._step_open = False
@@ -307,6 +310,14 @@ class BaseHook:
         self._check_writer()
 
     def _write_scalars(self):
+        if self.step < 0:
+            # Saved before the first step: they wait for it (smdebug writes them at step 0); a hook
+            # closed before any step has nowhere to put them.
+            if self._closed and self.scalar_cache:
+                self.logger.warning("%d scalar(s) saved before the first step are not written: the hook "
+                                    "closed before any step", len(self.scalar_cache))
+                self.scalar_cache = []
+            return
         for s in self.scalar_cache:
             tb = self._tb_writer(s.mode)
             if tb is not None and s.value.size == 1:

@@ -216,7 +216,8 @@ class Hook(CallbackHook):
         return make_numpy_array(value)
 
     def _prepare_collections(self):
-        super()._prepare_collections()
+        # The modules become regexes first: a collection configured only by add_module_tensors is
+        # configured (smdebug's order), so the base check must see the regexes.
         for c in self.collection_manager.get_collections().values():
             for module, (inputs, outputs) in getattr(c, "modules", {}).items():
                 name = self.module_maps.get(module, type(module).__name__)
@@ -224,6 +225,7 @@ class Hook(CallbackHook):
                     c.include(name + self.INPUT_TENSOR_SUFFIX)
                 if outputs:
                     c.include(name + self.OUTPUT_TENSOR_SUFFIX)
+        super()._prepare_collections()
 
     # ---- registration ----------------------------------------------------------------------------------
     def register_module(self, module):
@@ -285,7 +287,7 @@ class Hook(CallbackHook):
         if self._profiler is not None:  # the step boundary: never raises
             self._profiler.step_start(self.mode, self.mode_steps.get(self.mode, self.init_step) + 1, self.step + 1,
                                       self.module_maps.get(module, type(module).__name__))
-        self._close_writers()
+        self._close_writers(scalars_wait_for_a_saved_step=True)
         if not self.prepared_collections:
             self._prepare_collections()
         self._increment_step()

@@ -1,0 +1,179 @@
+"""The hook keeps smdebug's hook contract (issue 35): valid smdebug usage never disables Vigil's hook.
+
+Each scenario is one training script written against smdebug's names. It runs twice: under the real
+smdebug 1.0.34 (its own environment, the reference) and under Debian's Python with
+``vigil.compat.install()``; then the real smdebug reads both trials and must get the same answer
+(names, steps per mode, values, collections), and Vigil's run must not log "vigil hook disabled".
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import vigil
+
+VIGIL_PATH = os.path.dirname(os.path.dirname(os.path.abspath(vigil.__file__)))
+
+PRELUDE = textwrap.dedent("""
+    import os, sys, time
+    import torch
+    import smdebug.pytorch as smd
+    out = sys.argv[1]
+    torch.manual_seed(0)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = torch.nn.Linear(4, 8)
+            self.relu = torch.nn.ReLU()
+            self.fc2 = torch.nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.fc2(self.relu(self.fc1(x)))
+
+    model, crit = Net(), torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 4), torch.randint(0, 3, (16,))
+
+    def train(steps):
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = crit(model(x), y)
+            loss.backward()
+            opt.step()
+
+    def evaluate(steps):
+        with torch.no_grad():
+            for _ in range(steps):
+                crit(model(x), y)
+""")
+
+# What the real smdebug reads from a trial: every tensor's value at each step of each mode (sha256
+# for arrays), the wall time of each saved event, and the collections file.
+READER = textwrap.dedent("""
+    import glob, hashlib, json, os, sys
+    from smdebug.trials import create_trial
+    from smdebug.core.modes import ModeKeys
+    from smdebug.core.tfevent.event_file_reader import EventFileReader
+
+    t = create_trial(sys.argv[1])
+    values = {}
+    for name in t.tensor_names():
+        tensor = t.tensor(name)
+        for mode in (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT, ModeKeys.GLOBAL):
+            for step in tensor.steps(mode=mode):
+                v = tensor.value(step, mode=mode)
+                shown = v.tolist() if v.size <= 4 else hashlib.sha256(v.tobytes()).hexdigest()
+                values.setdefault(name, []).append([mode.name, step, shown])
+    wall_times = {}
+    for path in sorted(glob.glob(os.path.join(sys.argv[1], "events", "*", "*.tfevents"))):
+        for event in EventFileReader(path).read_events():
+            for v in event.summary.value:
+                wall_times["{}@{}".format(v.tag, event.step)] = event.wall_time
+    collections = {n: dict(include_regex=c.include_regex, tensor_names=sorted(c.tensor_names),
+                           save_histogram=c.save_histogram,
+                           reduction_config=c.reduction_config.to_json_dict() if c.reduction_config else None)
+                   for n, c in t.collections().items()}
+    print(json.dumps(dict(names=sorted(t.tensor_names()), steps=t.steps(), values=values,
+                          wall_times=wall_times, collections=collections,
+                          ended=os.path.exists(os.path.join(sys.argv[1], "training_job_end.ts")))))
+""")
+
+# Runs a script written for smdebug on Vigil: smdebug's names resolve to Vigil (vigil.compat).
+ON_VIGIL = "import sys, runpy, vigil.compat; vigil.compat.install(); " \
+           "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+
+
+def _run(cmd, env=None, timeout=180):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    assert r.returncode == 0, "{} failed:\n{}\n{}".format(cmd, r.stdout[-3000:], r.stderr[-3000:])
+    return r
+
+
+def _vigil_env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = VIGIL_PATH
+    return env
+
+
+def run_on_vigil(script_path, out):
+    r = _run([sys.executable, "-c", ON_VIGIL, script_path, out], env=_vigil_env())
+    log = r.stdout + r.stderr
+    assert "vigil hook disabled" not in log, log[-3000:]
+    return log
+
+
+def run_on_smdebug(smdebug_python, script_path, out):
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    return _run([smdebug_python, script_path, out], env=env)
+
+
+def read_with_smdebug(smdebug_python, trial, tmp_path):
+    reader = tmp_path / "read_trial.py"
+    reader.write_text(READER)
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    r = _run([smdebug_python, str(reader), str(trial)], env=env)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def both(smdebug_python, tmp_path, body):
+    """(what smdebug reads from smdebug's own run, from Vigil's run) of PRELUDE + body."""
+    script = tmp_path / "train.py"
+    script.write_text(PRELUDE + textwrap.dedent(body))
+    run_on_smdebug(smdebug_python, str(script), str(tmp_path / "ref"))
+    run_on_vigil(str(script), str(tmp_path / "vigil"))
+    ref = read_with_smdebug(smdebug_python, tmp_path / "ref", tmp_path)
+    got = read_with_smdebug(smdebug_python, tmp_path / "vigil", tmp_path)
+    return ref, got
+
+
+def same_answer(ref, got, wall_times=False):
+    keys = ["names", "steps", "values", "collections", "ended"] + (["wall_times"] if wall_times else [])
+    for k in keys:
+        assert got[k] == ref[k], "{}: smdebug's hook gives {}\nVigil's gives {}".format(k, ref[k], got[k])
+
+
+# ---- item 1: a collection configured only by modules ---------------------------------------------------
+
+def test_a_collection_of_modules_only(smdebug_python, tmp_path):
+    ref, got = both(smdebug_python, tmp_path, """
+        hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=2),
+                        include_collections=["relu_activations", "losses"])
+        hook.get_collection("relu_activations").add_module_tensors(model.relu, inputs=True)
+        hook.get_collection("fc2_reduced").add_module_tensors(model.fc2)
+        hook.get_collection("fc2_reduced").reduction_config = smd.ReductionConfig(reductions=["max"])
+        hook.register_module(model)
+        hook.register_loss(crit)
+        hook.set_mode(smd.modes.TRAIN)
+        train(4)
+        hook.close()
+    """)
+    same_answer(ref, got)
+    assert got["values"]["relu_input_0"][0][:2] == ["TRAIN", 0]
+    assert got["collections"]["relu_activations"]["include_regex"] == ["relu_input_", "relu_output_"]
+
+
+# ---- item 2: save_scalar before a mode's first step ------------------------------------------------------
+
+def test_scalars_saved_before_a_modes_first_step(smdebug_python, tmp_path):
+    ref, got = both(smdebug_python, tmp_path, """
+        hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=2))
+        hook.register_module(model)
+        hook.register_loss(crit)
+        hook.save_scalar("count", 16)          # before any step: global 0 = TRAIN 0
+        hook.set_mode(smd.modes.TRAIN)
+        train(2)                               # TRAIN 1 saves nothing
+        hook.save_scalar("summary", 0.25)      # after training, before EVAL's first step: EVAL 0
+        hook.set_mode(smd.modes.EVAL)
+        evaluate(3)
+        hook.save_scalar("at_close", 1.5)      # written by close, at the last step
+        hook.close()
+    """)
+    same_answer(ref, got)
+    assert got["values"]["scalar/count"][0] == ["TRAIN", 0, [16]]
+    assert got["values"]["scalar/summary"][0] == ["EVAL", 0, [0.25]]
