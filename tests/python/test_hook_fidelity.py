@@ -177,3 +177,41 @@ def test_scalars_saved_before_a_modes_first_step(smdebug_python, tmp_path):
     same_answer(ref, got)
     assert got["values"]["scalar/count"][0] == ["TRAIN", 0, [16]]
     assert got["values"]["scalar/summary"][0] == ["EVAL", 0, [0.25]]
+
+
+# ---- item 6: smdebug's own ModeKeys, side by side with Vigil's hook -------------------------------------
+
+MODES_SCRIPT = PRELUDE.replace("import smdebug.pytorch as smd", "import smdebug.pytorch as smd_real") + textwrap.dedent("""
+    from smdebug.core.modes import ModeKeys        # the real smdebug's enum, whichever hook runs
+    if sys.argv[2] == "vigil":
+        import vigil.pytorch as smd
+    else:
+        smd = smd_real
+    config = smd.SaveConfig(mode_save_configs={ModeKeys.TRAIN: smd.SaveConfigMode(save_interval=2),
+                                               ModeKeys.EVAL: smd.SaveConfigMode(save_steps=[1])})
+    hook = smd.Hook(out_dir=out, save_config=config)
+    hook.register_module(model)
+    hook.register_loss(crit)
+    hook.set_mode(ModeKeys.TRAIN)
+    train(3)
+    hook.set_mode(ModeKeys.EVAL)
+    evaluate(3)
+    hook.close()
+""")
+
+
+def test_smdebugs_own_mode_keys(smdebug_python, tmp_path):
+    script = tmp_path / "modes.py"
+    script.write_text(MODES_SCRIPT)
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    _run([smdebug_python, str(script), str(tmp_path / "ref"), "smdebug"], env=env)
+    env["PYTHONPATH"] = VIGIL_PATH  # Vigil's package (built for the same Python) next to the real smdebug
+    r = _run([smdebug_python, str(script), str(tmp_path / "vigil"), "vigil"], env=env)
+    assert "vigil hook disabled" not in r.stdout + r.stderr, r.stderr[-3000:]
+    ref = read_with_smdebug(smdebug_python, tmp_path / "ref", tmp_path)
+    got = read_with_smdebug(smdebug_python, tmp_path / "vigil", tmp_path)
+    same_answer(ref, got)
+    assert [v[:2] for v in got["values"]["CrossEntropyLoss_output_0"]] == [
+        ["TRAIN", 0], ["TRAIN", 2], ["EVAL", 0], ["EVAL", 1], ["GLOBAL", 0], ["GLOBAL", 2], ["GLOBAL", 3],
+        ["GLOBAL", 4]]  # EVAL: step 0 by the default interval (500), step 1 by save_steps

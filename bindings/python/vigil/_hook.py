@@ -18,9 +18,9 @@ import numpy as np
 from . import _upload, _vigil
 from .collection import (NON_HISTOGRAM_COLLECTIONS, NON_REDUCTION_COLLECTIONS, SCALAR_COLLECTIONS, CollectionKeys,
                          CollectionManager, match_inc)
-from .exceptions import InvalidCollectionConfiguration
+from .exceptions import InvalidCollectionConfiguration, SMDebugValueError
 from .locations import get_reduction_tensor_name
-from .modes import ALLOWED_MODES, ModeKeys
+from .modes import ALLOWED_MODES, ModeKeys, as_mode_key
 from .reduction_config import ReductionConfig
 from .save_config import SaveConfig
 
@@ -42,8 +42,16 @@ def is_sagemaker_job():
     return "TRAINING_JOB_NAME" in os.environ
 
 
+def misuse(exc):
+    """Marks an exception as the caller's misuse, which smdebug's hook refuses with that exception:
+    never_raises lets it through to the caller, and the hook stays enabled."""
+    exc.vigil_misuse = True
+    return exc
+
+
 def never_raises(method):
-    """A hook method: any exception is the hook's own fault; it is logged once and the hook steps aside."""
+    """A hook method: any exception is the hook's own fault; it is logged once and the hook steps aside.
+    Only a misuse (see ``misuse``) reaches the caller, as smdebug raises it."""
     @functools.wraps(method)
     def guarded(self, *args, **kwargs):
         if self._disabled:
@@ -51,6 +59,8 @@ def never_raises(method):
         try:
             return method(self, *args, **kwargs)
         except Exception as e:  # noqa: BLE001 - the training loop must never see it
+            if getattr(e, "vigil_misuse", False):
+                raise
             self._fault("{} failed: {}: {}".format(method.__name__, type(e).__name__, e))
             return None
     return guarded
@@ -190,10 +200,12 @@ class BaseHook:
     # ---- steps and modes -----------------------------------------------------------------------------
     @never_raises
     def set_mode(self, mode):
-        if mode not in ALLOWED_MODES:
-            raise ValueError("Invalid mode {}. Valid modes are {}.".format(
-                mode, ",".join(m.name for m in ALLOWED_MODES)))
-        self.mode = ModeKeys(mode)
+        """A ModeKeys, Vigil's or smdebug's own (by name and value)."""
+        key = as_mode_key(mode)
+        if key is None:
+            raise misuse(SMDebugValueError("Invalid mode {}. Valid modes are {}.".format(
+                mode, ",".join(m.name for m in ALLOWED_MODES))))
+        self.mode = key
         self.mode_steps.setdefault(self.mode, self.init_step)
         self._collections_to_save_for_step = None
 

@@ -1,5 +1,5 @@
 """Training modes, numbered exactly like smdebug's ``smdebug.core.modes.ModeKeys``."""
-from enum import IntEnum
+from enum import Enum, IntEnum
 
 
 class ModeKeys(IntEnum):
@@ -15,12 +15,25 @@ MODE_STEP_PLUGIN_NAME = "mode_step"
 MODE_PLUGIN_NAME = "mode"
 
 
+def as_mode_key(mode):
+    """The ModeKeys ``mode`` names, or None: Vigil's ModeKeys, or another ``ModeKeys`` enum whose member
+    has a name and value of ours (smdebug's own, imported side by side with Vigil's hook). Plain ints
+    and strings are not modes here, as in smdebug's hook."""
+    if isinstance(mode, ModeKeys):
+        return mode
+    if isinstance(mode, Enum) and type(mode).__name__ == "ModeKeys":
+        ours = ModeKeys.__members__.get(mode.name)
+        if ours is not None and ours.value == mode.value:
+            return ours
+    return None
+
+
 def to_mode(mode):
     """A ModeKeys from a ModeKeys, an int 1..4 or a mode name ("TRAIN"); None is GLOBAL."""
     if mode is None:
         return ModeKeys.GLOBAL
-    if isinstance(mode, ModeKeys):
-        return mode
+    if as_mode_key(mode) is not None:
+        return as_mode_key(mode)
     if isinstance(mode, str):
         try:
             return ModeKeys[mode.strip().upper()]

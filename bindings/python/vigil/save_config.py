@@ -4,7 +4,7 @@ union with the interval (smdebug-format §6.1), ``end_step`` is exclusive."""
 import json
 
 from .exceptions import SMDebugTypeError, SMDebugValueError
-from .modes import ModeKeys
+from .modes import ModeKeys, as_mode_key
 
 DEFAULT_SAVE_CONFIG_INTERVAL = 500
 DEFAULT_SAVE_CONFIG_START_STEP = 0
@@ -31,6 +31,12 @@ def _as_int_list(steps):
     if isinstance(steps, str):
         return [int(s) for s in steps.split(",") if s.strip()]
     return [int(s) for s in steps]
+
+
+def _mode(mode):
+    """Vigil's ModeKeys for a ModeKeys (Vigil's or smdebug's) or a mode number."""
+    key = as_mode_key(mode)
+    return key if key is not None else ModeKeys(mode)
 
 
 class SaveConfigMode:
@@ -87,11 +93,12 @@ class SaveConfig:
     ``merge_default_save_config`` (how a collection's config falls back on the hook's)."""
 
     def __init__(self, mode_save_configs=None, save_interval=None, start_step=None, end_step=None, save_steps=None):
-        given = dict(mode_save_configs or {})
-        for mode, cfg in given.items():
-            if not isinstance(mode, ModeKeys) or not (cfg is None or isinstance(cfg, SaveConfigMode)):
+        given = {}
+        for mode, cfg in (mode_save_configs or {}).items():
+            if as_mode_key(mode) is None or not (cfg is None or isinstance(cfg, SaveConfigMode)):
                 raise SMDebugValueError("mode_save_configs must map ModeKeys to SaveConfigMode, got {!r}: {!r}"
                                         .format(mode, cfg))
+            given[as_mode_key(mode)] = cfg
         self._explicit = {m for m, cfg in given.items() if cfg is not None}
         self.mode_save_configs = {}
         for mode in ModeKeys:
@@ -104,13 +111,13 @@ class SaveConfig:
             self._explicit = set(ModeKeys)
 
     def get_save_config(self, mode):
-        return self.mode_save_configs[ModeKeys(mode)]
+        return self.mode_save_configs[_mode(mode)]
 
     def set_save_config(self, mode, save_config_mode):
         if not isinstance(save_config_mode, SaveConfigMode):
             raise SMDebugValueError("save_config_mode={} must be a SaveConfigMode".format(save_config_mode))
-        self.mode_save_configs[ModeKeys(mode)] = save_config_mode
-        self._explicit.add(ModeKeys(mode))
+        self.mode_save_configs[_mode(mode)] = save_config_mode
+        self._explicit.add(_mode(mode))
 
     def should_save_step(self, mode, step_num):
         return self.get_save_config(mode).should_save_step(step_num)
@@ -137,7 +144,7 @@ class SaveConfig:
         modes = {}
         for key, value in params.items():
             try:
-                mode = ModeKeys[key.strip().upper()] if isinstance(key, str) else ModeKeys(key)
+                mode = ModeKeys[key.strip().upper()] if isinstance(key, str) else _mode(key)
             except (KeyError, ValueError):
                 raise SMDebugValueError("unknown mode {!r} in a save configuration".format(key)) from None
             if isinstance(value, dict) or value is None:
