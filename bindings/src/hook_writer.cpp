@@ -43,8 +43,9 @@ class PyQueuedWriter {
   // `value`: a numpy array (C-contiguous views are read in place). `bfloat16`: the array holds
   // bfloat16 bits as uint16 (numpy has no bfloat16).
   void write(const std::string& name, py::array value, bool save_shape,
-             const std::vector<std::pair<std::string, bool>>& reductions, bool save_raw, bool bfloat16) {
-    writer::TensorRequest request{name, save_shape, {}, save_raw};
+             const std::vector<std::pair<std::string, bool>>& reductions, bool save_raw, bool bfloat16,
+             std::optional<double> wall_time) {
+    writer::TensorRequest request{name, save_shape, {}, save_raw, wall_time};
     for (const auto& [op, abs] : reductions) request.reductions.push_back({op, abs});
     TensorData data;
     const std::optional<ElementType> type = bfloat16 ? ElementType::BFloat16 : element_type_of_numpy(value.dtype());
@@ -128,7 +129,7 @@ void register_hook_writer(py::module_& m) {
       .def("begin_step", &PyQueuedWriter::begin_step, py::arg("global_step"), py::arg("mode"), py::arg("mode_step"),
            py::arg("expected_bytes") = 0)
       .def("write", &PyQueuedWriter::write, py::arg("name"), py::arg("value"), py::arg("save_shape"),
-           py::arg("reductions"), py::arg("save_raw"), py::arg("bfloat16") = false)
+           py::arg("reductions"), py::arg("save_raw"), py::arg("bfloat16") = false, py::arg("wall_time") = py::none())
       .def("end_step", &PyQueuedWriter::end_step)
       .def("publish_collections", &PyQueuedWriter::publish_collections)
       .def("close", &PyQueuedWriter::close, py::arg("end_marker"))

@@ -73,7 +73,8 @@ struct QueuedWriter::State {
     if (rq.save_shape)
       if (auto r = writer->write_shape(rq.name, t.shape); !r) return r;
     if (auto r = writer->write_reductions(rq.name, data, rq.reductions); !r) return r;
-    if (rq.save_raw) return writer->write_tensor(rq.name, data);
+    if (rq.save_raw)
+      return rq.wall_time ? writer->write_tensor(rq.name, data, *rq.wall_time) : writer->write_tensor(rq.name, data);
     return {};
   }
 

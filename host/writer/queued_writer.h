@@ -37,6 +37,7 @@ struct TensorRequest {
   bool save_shape = false;
   std::vector<format::ReductionSpec> reductions;  // written as 0-d values, in this order
   bool save_raw = true;
+  std::optional<double> wall_time;  // of the raw value's event; unset: when it is written
 };
 
 struct QueueStats {

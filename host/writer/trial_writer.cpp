@@ -295,13 +295,14 @@ struct TrialWriter::State {
     return {};
   }
 
-  [[nodiscard]] Result<void> write_tensor(const std::string& name, const TensorData& data) {
+  [[nodiscard]] Result<void> write_tensor(const std::string& name, const TensorData& data,
+                                         std::optional<double> wall_time = std::nullopt) {
     if (auto r = require_step(); !r) return r;
     auto count = validate(name, data);
     if (!count) return fail(count.error());
     if (*count == 0) return {};  // smdebug never writes zero-size arrays (§3.6)
     format::TensorEventSpec spec;
-    spec.wall_time = now();
+    spec.wall_time = wall_time ? *wall_time : now();
     spec.step = step->global_step;
     spec.tag = name;
     spec.shape = data.shape;
@@ -454,8 +455,12 @@ struct TrialWriter::State {
 
   // The marker is empty, so it cannot be seen half written: created in place, not through a .tmp
   // file, which every worker of a multi-worker run would share (and race to rename).
+  // A trial folder removed while the run went on is made again for it, as smdebug's close does.
   [[nodiscard]] Result<void> write_end_marker() {
     const fs::path marker = out_dir / format::kEndOfTrainingMarker;
+    std::error_code ec;
+    fs::create_directories(out_dir, ec);
+    if (ec) return fail(Error::io(out_dir.string(), ec.message()));
     const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) return fail(io_error(marker, errno));
     ::close(fd);
@@ -669,6 +674,9 @@ Result<void> TrialWriter::write_reductions(std::string_view name, const TensorDa
 
 Result<void> TrialWriter::write_tensor(std::string_view name, const TensorData& data) {
   return state_->write_tensor(std::string(name), data);
+}
+Result<void> TrialWriter::write_tensor(std::string_view name, const TensorData& data, double wall_time) {
+  return state_->write_tensor(std::string(name), data, wall_time);
 }
 
 Result<void> TrialWriter::write_reduction(std::string_view name, std::string_view op, bool abs,

@@ -116,6 +116,8 @@ class TrialWriter {
                            std::span<const std::string> collections = {});
   // Low-level writes at the current step, unconditionally.
   [[nodiscard]] Result<void> write_tensor(std::string_view name, const TensorData& data);
+  // With the event's wall time given (seconds since the epoch), e.g. smdebug's save_scalar(timestamp=).
+  [[nodiscard]] Result<void> write_tensor(std::string_view name, const TensorData& data, double wall_time);
   [[nodiscard]] Result<void> write_reduction(std::string_view name, std::string_view op, bool abs, const TensorData& value);
   // Computes each reduction of `data` with the host's reductions and writes it (0-d, numpy's dtype).
   [[nodiscard]] Result<void> write_reductions(std::string_view name, const TensorData& data,

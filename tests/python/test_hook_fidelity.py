@@ -215,3 +215,125 @@ def test_smdebugs_own_mode_keys(smdebug_python, tmp_path):
     assert [v[:2] for v in got["values"]["CrossEntropyLoss_output_0"]] == [
         ["TRAIN", 0], ["TRAIN", 2], ["EVAL", 0], ["EVAL", 1], ["GLOBAL", 0], ["GLOBAL", 2], ["GLOBAL", 3],
         ["GLOBAL", 4]]  # EVAL: step 0 by the default interval (500), step 1 by save_steps
+
+
+# ---- item 7: the out_dir removed before an unclosed hook's atexit close --------------------------------
+
+def _files(root):
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)
+
+
+def test_a_removed_out_dir_gets_its_end_marker_at_exit(smdebug_python, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(PRELUDE + textwrap.dedent("""
+        import shutil
+        hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=2))
+        hook.register_module(model)
+        hook.register_loss(crit)
+        hook.set_mode(smd.modes.TRAIN)
+        train(2)                # the last step saves nothing: no step is open
+        shutil.rmtree(out)      # and no close(): the hook closes at exit
+    """))
+    run_on_smdebug(smdebug_python, str(script), str(tmp_path / "ref"))
+    log = run_on_vigil(str(script), str(tmp_path / "vigil"))
+    assert "cannot write" not in log, log
+    assert "training_job_end.ts" in _files(tmp_path / "ref")
+    assert _files(tmp_path / "ref") == ["training_job_end.ts"]
+    # Vigil's writer thread may publish the collections file queued before the removal after it.
+    assert set(_files(tmp_path / "vigil")) - {"collections/000000000/worker_0_collections.json"} == {
+        "training_job_end.ts"}
+
+
+# ---- item 4: names scripts and smdebug's examples call ---------------------------------------------------
+
+def test_cleanup_record_trace_events_and_collection_manager_names(smdebug_python, tmp_path):
+    ref, got = both(smdebug_python, tmp_path, """
+        import json
+        from smdebug.core.collection_manager import CollectionManager
+        hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=1))
+        hook.register_module(model)
+        hook.register_loss(crit)
+        hook.set_mode(smd.modes.TRAIN)
+        train(2)
+        hook.record_trace_events(timestamp=time.time(), training_phase="data", op_name="load", duration=0.01)
+        hook._cleanup()                          # how smdebug's examples end training
+        made = CollectionManager()
+        made.add("mine")
+        made.add("mine")                         # an existing one is kept
+        made.get("mine").include("^fc")
+        made.export(out + "_export", "worker_0_collections.json")
+        again = CollectionManager.load(os.path.join(out + "_export", "collections", "000000000",
+                                                    "worker_0_collections.json"))
+        assert again == made and not (again != made), (again, made)
+        again.add("other")
+        assert again != made
+    """)
+    same_answer(ref, got)
+    assert got["ended"]
+    with open(tmp_path / "vigil_export" / "collections" / "000000000" / "worker_0_collections.json") as f:
+        exported = json.load(f)
+    with open(tmp_path / "ref_export" / "collections" / "000000000" / "worker_0_collections.json") as f:
+        assert exported == json.load(f)
+
+
+# ---- item 5: smdebug's module paths under vigil.compat --------------------------------------------------
+
+HOOK_MODULES = ["smdebug.pytorch.hook", "smdebug.pytorch.collection", "smdebug.pytorch.singleton_utils",
+                "smdebug.core.collection_manager", "smdebug.core.json_config"]
+
+
+def test_smdebugs_hook_module_paths(smdebug_python):
+    """Each public name these smdebug modules define (listed from the real smdebug, not by hand) imports
+    under vigil.compat, but the JSON-config parsing helpers, which only smdebug's own hook calls."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    r = _run([smdebug_python, "-c", textwrap.dedent("""
+        import importlib, json
+        names = {}
+        for m in MODULES:
+            mod = importlib.import_module(m)
+            names[m] = sorted(n for n, v in vars(mod).items()
+                              if not n.startswith("_") and getattr(v, "__module__", None) == m)
+        print(json.dumps(names))
+    """).replace("MODULES", repr(HOOK_MODULES))], env=env)
+    real = json.loads(r.stdout.strip().splitlines()[-1])
+    from vigil import compat
+    compat.install()
+    try:
+        import importlib
+        assert importlib.import_module("smdebug.pytorch").__path__ is not None  # a package
+        for module, names in real.items():
+            mod = importlib.import_module(module)
+            for name in names:
+                if module == "smdebug.core.json_config" and name != "create_hook_from_json_config":
+                    continue
+                assert hasattr(mod, name), "{}.{}".format(module, name)
+        from smdebug.pytorch.hook import Hook
+        import vigil.pytorch
+        assert Hook is vigil.pytorch.Hook
+    finally:
+        compat.uninstall()
+
+
+# ---- item 3: save_scalar(timestamp=) is the event's wall time -------------------------------------------
+
+def test_save_scalar_timestamp_is_the_wall_time(smdebug_python, tmp_path):
+    ref, got = both(smdebug_python, tmp_path, """
+        hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=1))
+        hook.register_module(model)
+        hook.register_loss(crit)
+        hook.set_mode(smd.modes.TRAIN)
+        train(1)
+        hook.save_scalar("given", 2.0, timestamp=1234567890.5)
+        before = time.time()
+        hook.save_scalar("now", 3.0)
+        time.sleep(0.3)                          # written later: its wall time is the call's
+        train(1)
+        hook.close()
+        with open(out + "_times", "w") as f:
+            f.write(str(before))
+    """)
+    same_answer(ref, got)
+    assert got["wall_times"]["scalar/given@0"] == ref["wall_times"]["scalar/given@0"] == 1234567890.5
+    before = float((tmp_path / "vigil_times").read_text())
+    assert before <= got["wall_times"]["scalar/now@0"] < before + 0.25

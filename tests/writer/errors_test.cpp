@@ -137,6 +137,23 @@ TEST(WriterErrors, SavesOutsideAStepAreRefused) {
   EXPECT_FALSE(w.save_tensor("a", value()));  // the step has ended
 }
 
+TEST(WriterErrors, CloseRecreatesARemovedTrialFolderForTheEndMarker) {
+  // smdebug's close makes the folder again and writes the marker: a reader waiting for the end
+  // of a run whose folder was cleared must still see it end.
+  ScratchDir dir;
+  auto writer = TrialWriter::create(dir / "trial");
+  ASSERT_TRUE(writer);
+  auto& w = **writer;
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(w.begin_step(Mode::Train));
+    ASSERT_TRUE(w.write_tensor("a", value()));
+    ASSERT_TRUE(w.end_step());
+  }
+  fs::remove_all(dir / "trial");
+  ASSERT_TRUE(w.close());
+  EXPECT_EQ(list_files(dir / "trial"), std::vector<std::string>{"training_job_end.ts"});
+}
+
 TEST(WriterErrors, StepsOnlyMoveForward) {
   ScratchDir dir;
   auto writer = TrialWriter::create(dir.path());

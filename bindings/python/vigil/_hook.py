@@ -18,7 +18,7 @@ import numpy as np
 from . import _upload, _vigil
 from .collection import (NON_HISTOGRAM_COLLECTIONS, NON_REDUCTION_COLLECTIONS, SCALAR_COLLECTIONS, CollectionKeys,
                          CollectionManager, match_inc)
-from .exceptions import InvalidCollectionConfiguration, SMDebugValueError
+from .exceptions import InvalidCollectionConfiguration, SMDebugTypeError, SMDebugValueError
 from .locations import get_reduction_tensor_name
 from .modes import ALLOWED_MODES, ModeKeys, as_mode_key
 from .reduction_config import ReductionConfig
@@ -67,10 +67,10 @@ def never_raises(method):
 
 
 class _ScalarCache:
-    __slots__ = ("name", "value", "mode")
+    __slots__ = ("name", "value", "mode", "timestamp")
 
-    def __init__(self, name, value, mode):
-        self.name, self.value, self.mode = name, value, mode
+    def __init__(self, name, value, mode, timestamp):
+        self.name, self.value, self.mode, self.timestamp = name, value, mode, timestamp
 
 
 class BaseHook:
@@ -333,19 +333,20 @@ class BaseHook:
         for s in self.scalar_cache:
             tb = self._tb_writer(s.mode)
             if tb is not None and s.value.size == 1:
-                tb.add_scalar(s.name, float(s.value.reshape(-1)[0]), self.step, time.time())
+                tb.add_scalar(s.name, float(s.value.reshape(-1)[0]), self.step, s.timestamp)
             self._initialize_writers()
-            self._write_raw_tensor_simple(s.name, s.value)
+            self._write_raw_tensor_simple(s.name, s.value, wall_time=s.timestamp)
         self.scalar_cache = []
 
-    def _write_raw_tensor_simple(self, tensor_name, tensor_value, save_shape=False, reductions=(), save_raw=True):
+    def _write_raw_tensor_simple(self, tensor_name, tensor_value, save_shape=False, reductions=(), save_raw=True,
+                                 wall_time=None):
         array = tensor_value if isinstance(tensor_value, np.ndarray) else self._make_numpy_array(tensor_value)
         if array.size == 0 and not save_shape:
             return  # smdebug writes nothing for zero-size values
         if self.dry_run or not self._step_open:
             return
         self._writer.write(tensor_name, array, save_shape, list(reductions) if array.size else [],
-                           save_raw and array.size > 0)
+                           save_raw and array.size > 0, wall_time=wall_time)
 
     def _save_for_tensor(self, tensor_name, tensor_value, check_before_write=True):
         colls = self._get_collections_with_tensor(tensor_name)
@@ -417,11 +418,14 @@ class BaseHook:
     # ---- smdebug's public saving API ------------------------------------------------------------------------
     @never_raises
     def save_scalar(self, name, value, sm_metric=False, timestamp=None):
-        """Saves ``scalar/<name>`` at the current step (written when the step ends)."""
+        """Saves ``scalar/<name>``, written when the step ends; its wall time is ``timestamp``, else
+        the time of this call (smdebug's)."""
         val = self._make_numpy_array(value)
         if val.size != 1:
-            raise TypeError("{} has non scalar value of type: {}".format(name, type(value)))
-        self.scalar_cache.append(_ScalarCache(self.SCALAR_PREFIX + name, val, self.mode))
+            raise misuse(SMDebugTypeError("{} has non scalar value of type: {}".format(
+                self.SCALAR_PREFIX + name, type(value))))
+        self.scalar_cache.append(_ScalarCache(self.SCALAR_PREFIX + name, val, self.mode,
+                                              float(timestamp) if timestamp else time.time()))
 
     @never_raises
     def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT):
@@ -470,6 +474,10 @@ class BaseHook:
         except Exception as e:  # noqa: BLE001
             self._fault("close failed: {}: {}".format(type(e).__name__, e))
         self._finish_uploads()
+
+    def _cleanup(self):
+        """How smdebug's examples end training: close() (the framework hook's)."""
+        self.close()
 
     def _atexit_close(self):
         if not self._closed:

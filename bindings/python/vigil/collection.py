@@ -8,6 +8,7 @@ import re
 
 from . import _vigil
 from .exceptions import SMDebugValueError
+from .locations import get_path_to_collections
 from .reduction_config import ReductionConfig
 from .save_config import SaveConfig
 
@@ -172,14 +173,18 @@ class CollectionManager:
         return self.collections.get(name)
 
     def add(self, arg):
-        """Adds a Collection, or each of a list of them."""
+        """Adds a Collection (replacing one of its name), a new empty collection by name (an existing
+        one is kept), or each of a list of them."""
         if isinstance(arg, (list, tuple)):
             for c in arg:
                 self.add(c)
+        elif isinstance(arg, str):
+            if arg not in self.collections:
+                self.create_collection(arg)
         elif isinstance(arg, Collection):
             self.collections[arg.name] = arg
         else:
-            raise TypeError("Can only add a Collection or a list of them, not {}".format(type(arg).__name__))
+            raise TypeError("Can only add a Collection, a name or a list of them, not {}".format(type(arg).__name__))
 
     def get_collections(self):
         return self.collections
@@ -199,8 +204,9 @@ class CollectionManager:
         return {"collections": {name: c.to_json_dict() for name, c in self.collections.items()}, "_meta": self._meta}
 
     def export(self, out_dir, filename):
-        """Writes the collection file ``<out_dir>/<filename>`` (a temporary file, then renamed)."""
-        path = os.path.join(out_dir, filename)
+        """Writes the collection file ``<out_dir>/collections/000000000/<filename>``, where a trial's
+        collection files are (a temporary file, then renamed)."""
+        path = os.path.join(get_path_to_collections(out_dir), filename)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
@@ -223,6 +229,13 @@ class CollectionManager:
     def load(cls, filename, collection_class=Collection):
         with open(filename) as f:
             return cls.load_from_string(f.read(), collection_class)
+
+    def __eq__(self, other):
+        if not isinstance(other, CollectionManager):
+            return NotImplemented
+        return self.collections == other.collections
+
+    __hash__ = None  # mutable, compared by value
 
     def __repr__(self):
         return "<CollectionManager {}>".format(sorted(self.collections))

@@ -10,6 +10,7 @@ import types
 from . import collection as _collection
 from . import config_constants as _constants
 from . import exceptions as _exceptions
+from . import hook_config as _hook_config
 from . import locations as _locations
 from . import modes as _modes
 from . import profiler as _profiler
@@ -112,6 +113,11 @@ def _modules():
                                           RequiredTensorsForTrial=_rules.RequiredTensorsForTrial,
                                           **_exception_names("TensorUnavailable")),
         "smdebug.pytorch": _pytorch_names,
+        "smdebug.pytorch.hook": lambda: _pytorch_names("Hook"),
+        "smdebug.pytorch.collection": lambda: _pytorch_names("Collection", "CollectionManager"),
+        "smdebug.pytorch.singleton_utils": lambda: _pytorch_names("get_hook", "set_hook", "del_hook"),
+        "smdebug.core.collection_manager": dict(CollectionManager=C.CollectionManager, Collection=C.Collection),
+        "smdebug.core.json_config": dict(create_hook_from_json_config=_hook_config.create_hook_from_json_config),
         "smdebug.xgboost": _xgboost_names,
         "smdebug.profiler": dict(TimeUnits=P.TimeUnits),
         "smdebug.profiler.profiler_constants": dict(TimeUnits=P.TimeUnits),
@@ -137,10 +143,11 @@ def _modules():
     }
 
 
-def _pytorch_names():
-    """vigil.pytorch's names, imported only when a script imports smdebug.pytorch (it imports torch)."""
+def _pytorch_names(*names):
+    """vigil.pytorch's names (all, or those given), imported only when a script imports
+    smdebug.pytorch or one of its modules (it imports torch)."""
     from . import pytorch
-    return {n: getattr(pytorch, n) for n in pytorch.__all__}
+    return {n: getattr(pytorch, n) for n in (names or pytorch.__all__)}
 
 
 def _xgboost_names():

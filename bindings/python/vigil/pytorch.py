@@ -172,6 +172,14 @@ class Hook(CallbackHook):
                 event.training_phase, event.op_name, int(event.start_time * 1e6), int(event.end_time * 1e6),
                 dict(args)))
 
+    def record_trace_events(self, timestamp, training_phase="", op_name="", phase="X", duration=1, **kwargs):
+        """smdebug's timeline call: a span from ``timestamp`` lasting ``duration`` (seconds), written at
+        the next step boundary while framework profiling is on; ``kwargs`` are its args."""
+        if self._profiler is not None and self._profiler.framework_on:
+            start_us = int(timestamp * 1e6)
+            self._profiler.log_trace_event(_profiling._Span(training_phase, op_name, start_us,
+                                                            start_us + int(duration * 1e6), dict(kwargs)))
+
     def log_outstanding_forward_stats_and_reset(self, log_step_event=True):
         if self._profiler is not None:
             self._profiler.log_outstanding_forward_stats_and_reset(log_step_event)
