@@ -40,6 +40,18 @@ sys.path.insert(0, os.path.dirname(__file__))
 os.environ["VIGIL_CACHE_DIR"] = tempfile.mkdtemp(prefix="vigil-test-cache-")
 
 
+# Runs a script written for smdebug with `import smdebug...` resolving to Vigil's package (vigil.compat),
+# its own folder on sys.path as `python script.py` would have it.
+_COMPAT_RUN = ("import os, runpy, sys; sys.argv = sys.argv[1:]; "
+               "sys.path[:0] = [{python!r}, os.path.dirname(os.path.abspath(sys.argv[0]))]; "
+               "import vigil.compat; vigil.compat.install(); runpy.run_path(sys.argv[0], run_name='__main__')")
+
+
+def compat_command(script, *args):
+    """The command line that runs `script` (a training script for smdebug's hook) on Vigil's hook."""
+    return [sys.executable, "-c", _COMPAT_RUN.format(python=PYTHON_DIR), script, *args]
+
+
 def fixture_names():
     names = []
     for f in sorted(glob.glob(os.path.join(FIXTURES, "*.expected.json"))):
