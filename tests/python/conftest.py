@@ -40,6 +40,33 @@ sys.path.insert(0, os.path.dirname(__file__))
 os.environ["VIGIL_CACHE_DIR"] = tempfile.mkdtemp(prefix="vigil-test-cache-")
 
 
+# Runs a script written for smdebug with `import smdebug...` resolving to Vigil's package (vigil.compat),
+# its own folder on sys.path as `python script.py` would have it.
+_COMPAT_RUN = ("import os, runpy, sys; sys.argv = sys.argv[1:]; "
+               "sys.path[:0] = [{python!r}, os.path.dirname(os.path.abspath(sys.argv[0]))]; "
+               "import vigil.compat; vigil.compat.install(); runpy.run_path(sys.argv[0], run_name='__main__')")
+
+
+def compat_command(script, *args):
+    """The command line that runs `script` (a training script for smdebug's hook) on Vigil's hook."""
+    return [sys.executable, "-c", _COMPAT_RUN.format(python=PYTHON_DIR), script, *args]
+
+
+def reference_blas_env(env):
+    """`env` with Debian's reference BLAS and LAPACK (packages libblas3, liblapack3) first on
+    LD_LIBRARY_PATH. The smdebug-real fixtures were computed with them; OpenBLAS, the default
+    libblas.so.3 wherever it is installed, rounds matrix products differently, so a run that must
+    give the fixtures' values bit for bit loads the reference libraries."""
+    dirs = []
+    for lib, folder, package in (("libblas.so.3", "blas", "libblas3"), ("liblapack.so.3", "lapack", "liblapack3")):
+        found = sorted(glob.glob(os.path.join("/usr/lib", "*", folder, lib)))
+        if not found:
+            pytest.fail("Debian's reference {} is missing (package {}): the fixtures' values were computed "
+                        "with it".format(lib, package))
+        dirs.append(os.path.dirname(found[0]))
+    return dict(env, LD_LIBRARY_PATH=os.pathsep.join(dirs + [p for p in [env.get("LD_LIBRARY_PATH")] if p]))
+
+
 def fixture_names():
     names = []
     for f in sorted(glob.glob(os.path.join(FIXTURES, "*.expected.json"))):

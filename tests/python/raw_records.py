@@ -1,6 +1,8 @@
 """An independent, test-only decoder of smdebug's raw tensor records (TFRecord framing + Event /
 Summary / TensorProto wire format), used to build reference answers where Vigil deliberately differs
-from smdebug (int8 read as int8, int16 decoded). Written from the format spec, not from Vigil."""
+from smdebug (int8 read as int8, int16 decoded), and a reader of the index files as they lie on disk.
+Written from the format spec, not from Vigil."""
+import glob
 import json
 import os
 import struct
@@ -119,3 +121,18 @@ def read_raw_tensor(trial_dir, tensor, step, worker):
                         if vnum == 8 and vwt == 2:  # Summary.Value.tensor
                             return _tensor_proto(vv)
     return None
+
+
+def index_files(trial_dir):
+    """Each index file of a trial: {path inside the trial: (meta, tensor names in order, shape names in
+    order)}. Asserts that the records lie in their event file in the index's order."""
+    files = {}
+    for path in sorted(glob.glob(os.path.join(trial_dir, "index", "*", "*.json"))):
+        with open(path) as f:
+            doc = json.load(f)
+        tensors = doc.get("tensor_payload", [])
+        starts = [t["start_idx"] for t in tensors]
+        assert starts == sorted(set(starts)), "%s: records out of the index's order: %s" % (path, starts)
+        files[os.path.relpath(path, trial_dir)] = (doc["meta"], [t["tensorname"] for t in tensors],
+                                                   [t["tensorname"] for t in doc.get("shape_payload", [])])
+    return files

@@ -7,11 +7,12 @@ Each fixture runs four times: over the host directly (vigil.create_trial -> _vig
 the plugin ABI's host table (_vigil.ApiTrialCore, what Python rules see inside `vigil evaluate`),
 "captured": on the trial that the fixture's own generator script (generators/, written for smdebug's
 PyTorch hook) writes when it runs unchanged on vigil.compat with Vigil's hook (same torch, same
-seeds, one thread), and "s3": the fixture uploaded to the loopback S3 server
-(tests/support/s3_test_server.py, one for the session, through its SigV4-checking proxy) and read
-back with vigil.create_trial("s3://trials/<fixture>"), which must answer exactly as "direct" does.
-Captured values are bit for bit the fixture's; saved reductions, which Vigil's hook computes in C++
-where smdebug's used torch, are compared with the computed-reduction tolerance.
+seeds, one thread, Debian's reference BLAS as when the fixtures were made), and "s3": the fixture
+uploaded to the loopback S3 server (tests/support/s3_test_server.py, one for the session, through its
+SigV4-checking proxy) and read back with vigil.create_trial("s3://trials/<fixture>"), which must
+answer exactly as "direct" does. Captured values are bit for bit the fixture's; saved reductions,
+which Vigil's hook computes in C++ where smdebug's used torch, are compared with the
+computed-reduction tolerance; the captured index files are the fixture's (test_captured_index_order).
 
 Where Vigil deliberately differs from smdebug (docs/compatibility.md) the right answer is asserted,
 built independently from the fixture's raw records (raw_records.py):
@@ -35,7 +36,7 @@ import numpy as np
 import pytest
 
 import raw_records
-from conftest import FIXTURES, PYTHON_DIR, expected, fixture_names, trial_dir
+from conftest import FIXTURES, compat_command, expected, fixture_names, reference_blas_env, trial_dir
 from summaries import as_float, close, compare_summary, reduction_tolerance, reference_reduction, summarize
 
 import vigil
@@ -46,9 +47,6 @@ from vigil.trials import HostTrial, Trial
 MODES = ["GLOBAL", "TRAIN", "EVAL", "PREDICT"]
 KINDS = ["direct", "api", "captured", "s3"]
 GENERATORS = os.path.join(FIXTURES, "generators")
-# Runs a generator script with smdebug's names resolving to Vigil.
-_RUN_GENERATOR = ("import runpy, sys; sys.path[:0] = [{python!r}, {generators!r}]; import vigil.compat; "
-                  "vigil.compat.install(); sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')")
 
 _trials = {}
 _captured_root = None
@@ -116,10 +114,9 @@ def captured_dir(fixture):
     out = os.path.join(_captured_root, fixture)
     if not os.path.isdir(out):
         script = os.path.join(GENERATORS, "gen_{}.py".format(fixture))
-        code = _RUN_GENERATOR.format(python=PYTHON_DIR, generators=GENERATORS)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        r = subprocess.run([sys.executable, "-c", code, script, out], cwd=GENERATORS, env=env, capture_output=True,
-                           text=True, timeout=300)
+        env = reference_blas_env(dict(os.environ, OMP_NUM_THREADS="1"))
+        r = subprocess.run(compat_command(script, out), cwd=GENERATORS, env=env, capture_output=True, text=True,
+                           timeout=300)
         assert r.returncode == 0, "gen_{}.py on vigil.compat failed:\n{}{}".format(fixture, r.stdout, r.stderr)
         assert "vigil hook disabled" not in r.stderr, r.stderr
     return out
@@ -135,12 +132,14 @@ def get_trial(fixture, kind):
                 trial = vigil.create_trial(location)
             assert type(trial).__name__ == "S3Trial" and trial._core.path == location, (type(trial), trial._core.path)
             _trials[key] = trial
-        elif kind != "api":
-            _trials[key] = vigil.create_trial(trial_dir(fixture))
         elif kind == "captured":
             _trials[key] = vigil.create_trial(captured_dir(fixture))
-        else:
+        elif kind == "direct":
+            _trials[key] = vigil.create_trial(trial_dir(fixture))
+        elif kind == "api":
             _trials[key] = HostTrial(fixture, _vigil.open_api_trial(trial_dir(fixture), copy_values=True))
+        else:
+            raise AssertionError("unknown kind " + kind)
     return _trials[key]
 
 
@@ -445,6 +444,22 @@ def test_tensor_entries(fixture, kind):
     rep.done()
 
 
+@pytest.mark.parametrize("fixture", fixture_names())
+def test_captured_index_order(fixture):
+    """The generator run on Vigil's hook writes the fixture's index files: the same steps, each with
+    its mode and mode step, event file, and tensors and shapes in the same order (the order in which
+    smdebug's hook wrote them)."""
+    rep = Report(fixture, "captured", "IndexOrder")
+    want, got = raw_records.index_files(trial_dir(fixture)), raw_records.index_files(captured_dir(fixture))
+    rep.check(sorted(got) == sorted(want), "index files", "expected %s, got %s" % (sorted(want), sorted(got)))
+    for path in sorted(set(want) & set(got)):
+        (wm, wt, ws), (gm, gt, gs) = want[path], got[path]
+        rep.check(gm == wm, path + " meta", "expected %s, got %s" % (wm, gm))
+        rep.check(gt == wt, path + " tensor order", "expected %s, got %s" % (wt, gt))
+        rep.check(gs == ws, path + " shape order", "expected %s, got %s" % (ws, gs))
+    rep.done()
+
+
 @pytest.mark.parametrize("fixture,kind", params, ids=ids)
 def test_computed_reductions(fixture, kind):
     rep = Report(fixture, kind, "ComputedReductions")
@@ -561,12 +576,16 @@ def test_probes(fixture, kind):
             elif res is not None:
                 if rep.check(outcome[0], w, repr(outcome[1])):
                     got = np.asarray(outcome[1])
-                    if kind != "api":
+                    e = res["values"][0] if "values" in res else res.get("sum")
+                    if kind == "api":
+                        rep.check(close(e, float(got), 1e-6 * abs(as_float(e))), w, "expected %r, got %r" % (e, got))
+                    elif kind == "captured":  # a saved reduction is Vigil's hook's (docs/compatibility.md)
+                        tol = reduction_tolerance(op, res["dtype"], e, None)
+                        rep.check(got.shape == () and got.dtype.name == res["dtype"] and close(e, float(got), tol), w,
+                                  "expected %r %s, got %r (tolerance %g)" % (e, res["dtype"], got, tol))
+                    else:
                         problems = compare_summary(res, summarize(got))
                         rep.check(not problems, w + " (as a 0-d array)", "; ".join(problems))
-                    else:
-                        e = res["values"][0] if "values" in res else res.get("sum")
-                        rep.check(close(e, float(got), 1e-6 * abs(as_float(e))), w, "expected %r, got %r" % (e, got))
             else:
                 rep.expect_exception(w, outcome, exc)
         elif api == "shape":

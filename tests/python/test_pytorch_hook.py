@@ -149,6 +149,79 @@ def test_save_scalar_save_tensor_dry_run_and_a_second_loss_call(tmp_path):
     assert not os.path.exists(tmp_path / "dry" / "index")
 
 
+def test_module_and_gradient_hooks_are_attached_only_while_they_can_write(tmp_path):
+    """The forward hooks of the modules and the gradient hooks of the parameters cost a call into
+    Python each: they are attached on the steps that save, and the gradient hooks also while a
+    save_tensor value waits for its flush point (test_hook_vs_smdebug.py checks where values land)."""
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=3),
+                    include_collections=["weights", "gradients", "losses"])
+    model, crit = Net(), torch.nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(crit)
+    hook.set_mode(smd.modes.TRAIN)
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    n_modules, n_params = len(list(model.modules())), len(list(model.parameters()))
+
+    def attached():
+        return (sum(len(m._forward_hooks) for m in model.modules()),
+                sum(len(p._backward_hooks or {}) for p in model.parameters()))
+
+    seen = []
+    for step in range(5):  # steps 0 and 3 save
+        out = model(x)
+        seen.append(attached())
+        if step == 1:  # before the loss: dropped by this step's backward pass
+            hook.save_tensor("pending_1", torch.ones(2), "default")
+            seen.append(attached())
+        crit(out, y).backward()
+        if step == 2:  # after backward: written at step 3's first module hook
+            hook.save_tensor("pending_2", torch.ones(2), "default")
+            seen.append(attached())
+    hook.close()
+    assert seen == [(n_modules, n_params), (0, 0), (0, n_params), (0, 0), (0, n_params), (n_modules, n_params),
+                    (0, 0)]
+    assert attached() == (0, 0)  # close() removes them
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    assert tr.steps() == [0, 3] and not tr.has_tensor("pending_1") and tr.tensor("pending_2").steps() == [3]
+
+
+def test_a_model_registered_mid_run_is_hooked_from_then_on(tmp_path):
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["gradients", "losses", "outs"])
+    hook.get_collection("outs").include("_output_0$")
+    first, crit = Net(), torch.nn.CrossEntropyLoss()
+    hook.register_module(first)
+    hook.register_loss(crit)
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    crit(first(x), y).backward()  # step 0
+    second = torch.nn.Sequential(torch.nn.Linear(4, 3))
+    hook.register_module(second)
+    crit(second(x), y).backward()  # step 1
+    hook.close()
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    assert tr.tensor("gradient/Sequential_0.weight").steps() == [1]
+    assert tr.tensor("0_output_0").steps() == [1] and tr.tensor("fc2_output_0").steps() == [0]
+
+
+def test_save_tensor_into_a_collection_made_late_is_written(tmp_path):
+    """smdebug fails on a collection that did not exist when the first step began (its
+    reduction_config is None); Vigil makes it and writes the value."""
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1))
+    model, crit = Net(), torch.nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(crit)
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    for step in range(2):
+        out = model(x)
+        hook.save_tensor("late_value", torch.full((2,), float(step)), "made_late")
+        crit(out, y).backward()
+    hook.close()
+    assert not hook._disabled and "made_late" in hook.get_collections()
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    t = tr.tensor("late_value")
+    assert t.steps() == [0, 1] and [t.value(s).tolist() for s in (0, 1)] == [[0.0, 0.0], [1.0, 1.0]]
+
+
 def test_constructor_refusals_and_singleton(tmp_path, monkeypatch):
     monkeypatch.delenv("TRAINING_JOB_NAME", raising=False)
     with pytest.raises(ValueError, match="out_dir is required"):

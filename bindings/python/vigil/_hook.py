@@ -429,8 +429,9 @@ class BaseHook:
 
     @never_raises
     def save_tensor(self, tensor_name, tensor_value, collections_to_write=CollectionKeys.DEFAULT):
-        """Saves a tensor of the user's into the named collections; like smdebug's hook, it is written
-        at the next hook event (the backward pass, else the start of the next step)."""
+        """Saves a tensor of the user's into the named collections. It is pending until the hook's
+        next flush point (each framework hook says where: ``_save_custom_tensors_post_step``), and
+        written there if the step then open saves anything, else dropped."""
         try:
             self._make_numpy_array(tensor_value)
         except TypeError as e:
@@ -439,8 +440,15 @@ class BaseHook:
         if isinstance(collections_to_write, str):
             collections_to_write = [collections_to_write]
         self.custom_tensors_to_save[tensor_name] = (tensor_value, list(collections_to_write))
+        self._custom_tensor_pending()
+
+    def _custom_tensor_pending(self):
+        """Called when save_tensor leaves a value pending: a framework hook that observes its flush
+        points only when needed makes sure they are observed now."""
 
     def _save_custom_tensors_post_step(self):
+        """A flush point: each pending value joins its collections and is written into the open
+        step; with no step open (the step saves nothing) it is dropped, as smdebug drops it."""
         pending, self.custom_tensors_to_save = self.custom_tensors_to_save, {}
         for name, (value, coll_names) in pending.items():
             colls = [self.collection_manager.get(c) for c in coll_names]

@@ -96,8 +96,8 @@ class Hook(CallbackHook):
         self.has_registered_module = False
         self.has_registered_loss_module = False
         self._handles = []  # for as long as the hook lives
-        self._step_modules, self._step_params = [], []  # hooked only on steps that save
-        self._step_handles = []
+        self._step_modules, self._step_params = [], []  # hooked only when needed (_sync_step_hooks)
+        self._forward_handles, self._gradient_handles = [], []
         self._profiled_modules = []  # (module, name): observed while framework profiling is on
         self._profile_handles = []
         self._profiler = None
@@ -248,33 +248,59 @@ class Hook(CallbackHook):
             self.module_maps[sub] = name
         self.module_maps[module] = top
         self._handles.append(module.register_forward_pre_hook(self.forward_pre_hook))
-        # The modules' forward hooks and the parameters' gradient hooks make PyTorch call into Python
-        # at every module and parameter, so they are attached only for the steps that save something
-        # (_attach_step_hooks). One gradient hook stays on every step: smdebug's hook sees the
-        # backward pass of every step, which decides where a save_tensor value lands.
+        # Forward hooks on every module and gradient hooks on every parameter make PyTorch call into
+        # Python at each of them, so they are attached only while they can do something
+        # (_sync_step_hooks).
         self._step_modules.extend(module.modules())
-        params = [(top + "_" + name, p) for name, p in module.named_parameters() if p.requires_grad]
-        self._step_params.extend(params)
-        if params:
-            self._handles.append(params[-1][1].register_hook(self._backward_seen))
+        self._step_params.extend((top + "_" + name, p) for name, p in module.named_parameters() if p.requires_grad)
+        if self.prepared_collections:  # a model registered mid-run: its hooks too, from now on
+            self._detach_step_hooks()
+            self._sync_step_hooks()
         self._model = module
         self._profiled_modules.extend((sub, self.module_maps[sub]) for sub in module.modules())
         if self._profiler is not None:
             self._profile_modules(self._profiler.framework_on)
         self.has_registered_module = True
 
-    def _attach_step_hooks(self):
-        if self._step_handles:
-            return
-        for m in self._step_modules:
-            self._step_handles.append(m.register_forward_hook(self.forward_hook))
-        for name, p in self._step_params:
-            self._step_handles.append(p.register_hook(self.backward_hook(name)))
+    def _sync_step_hooks(self):
+        """Attaches the modules' forward hooks and the parameters' gradient hooks exactly while they
+        can change what is written, so that every value lands where smdebug's hook (whose hooks are
+        always attached) puts it:
+          * a module's forward hook saves and flushes the pending save_tensor values only on a step
+            that saves something (smdebug's returns at once on the others);
+          * a gradient hook saves the gradient on such a step, and on every step flushes the pending
+            values (into the open step, or dropping them), which matters only while some are pending.
+        Called when a step begins, when the mode changes (the current step's answer may change) and
+        when save_tensor leaves a value pending."""
+        saving = self.prepared_collections and bool(self._get_collections_to_save_for_step())
+        if not saving:
+            self._remove(self._forward_handles)
+        elif not self._forward_handles:
+            self._forward_handles = [m.register_forward_hook(self.forward_hook) for m in self._step_modules]
+        if not (saving or self.custom_tensors_to_save):
+            self._remove(self._gradient_handles)
+        elif not self._gradient_handles:
+            self._gradient_handles = [p.register_hook(self.backward_hook(name)) for name, p in self._step_params]
 
-    def _detach_step_hooks(self):
-        handles, self._step_handles = self._step_handles, []
+    @staticmethod
+    def _remove(handles):
         for h in handles:
             h.remove()
+        handles.clear()
+
+    def _detach_step_hooks(self):
+        self._remove(self._forward_handles)
+        self._remove(self._gradient_handles)
+
+    def _custom_tensor_pending(self):
+        if self.prepared_collections and not self._gradient_handles:
+            self._sync_step_hooks()
+
+    @never_raises
+    def set_mode(self, mode):
+        super().set_mode(mode)
+        if not self._disabled and self.prepared_collections:
+            self._sync_step_hooks()
 
     register_hook = register_module  # smdebug's name for the zero-code-change patches
 
@@ -299,20 +325,21 @@ class Hook(CallbackHook):
         if not self.prepared_collections:
             self._prepare_collections()
         self._increment_step()
-        if not self._get_collections_to_save_for_step():
-            self._detach_step_hooks()
-        else:
-            self._attach_step_hooks()
+        # No flush here (smdebug's pre-hook has none): values pending from the last step wait for
+        # this step's first module or gradient hook.
+        if self._get_collections_to_save_for_step():
             self._initialize_writers()
             for name, param in module.named_parameters():
                 self._save_for_tensor(type(module).__name__ + "_" + name, param.data)
-        self._save_custom_tensors_post_step()
+        self._sync_step_hooks()
         if self.last_saved_step is not None and not self.exported_collections:
             self.export_collections()
             self.exported_collections = True
 
     @never_raises
     def forward_hook(self, module, inputs, outputs):
+        """Every module's, the loss module's too: on a step that saves, its inputs and outputs, then
+        the pending save_tensor values (a flush point)."""
         if not self.prepared_collections or not self._get_collections_to_save_for_step():
             return
         name = self.module_maps.get(module)
@@ -320,6 +347,7 @@ class Hook(CallbackHook):
             return
         self._write_inputs(name, inputs)
         self._write_outputs(name, outputs)
+        self._save_custom_tensors_post_step()
         self.last_saved_step = self.step
 
     def backward_hook(self, tname):
@@ -328,17 +356,15 @@ class Hook(CallbackHook):
             return None  # the gradient is left as it is
         return back
 
-    def _backward_seen(self, grad):
-        self._on_gradient(None, grad)
-        return None
-
     @never_raises
     def _on_gradient(self, tname, grad):
+        """A parameter's gradient: saved on a step that saves, then the pending save_tensor values
+        are flushed (on any step)."""
         if not self.prepared_collections:
             return
-        self._save_custom_tensors_post_step()
-        if tname is not None and grad is not None and self._get_collections_to_save_for_step():
+        if grad is not None and self._get_collections_to_save_for_step():
             self._save_for_tensor(self.GRADIENT_PREFIX + tname, grad)
+        self._save_custom_tensors_post_step()
 
     @never_raises
     def record_tensor_value(self, tensor_name, tensor_value):
