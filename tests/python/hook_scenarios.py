@@ -191,7 +191,7 @@ def several_collections(out_dir):
 
 
 def scalars_on_non_saving_steps(out_dir):
-    """save_scalar on every step of a run saving every 2nd step (a documented difference)."""
+    """save_scalar on every step of a run saving every 2nd step."""
     r = Run(out_dir, save_interval=2)
     r.hook.set_mode(TRAIN)
     for _ in range(4):
