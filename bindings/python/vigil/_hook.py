@@ -89,13 +89,11 @@ class BaseHook:
             if not is_sagemaker_job():
                 raise ValueError("out_dir is required outside a SageMaker training job (TRAINING_JOB_NAME unset)")
             out_dir = DEFAULT_SAGEMAKER_OUTDIR
-        if include_workers not in ("one", "all"):
-            raise ValueError("include_workers must be 'one' or 'all', not {!r}".format(include_workers))
         out_dir = str(out_dir)
         self.out_dir = out_dir if _upload.is_remote(out_dir) else os.path.expanduser(out_dir)
         self.tensorboard_dir = _tensorboard_dir(export_tensorboard, tensorboard_dir, self.out_dir)
         self.dry_run = bool(dry_run)
-        self.save_all_workers = include_workers == "all"
+        self.save_all_workers = include_workers == "all"  # anything else is "one", as in smdebug
         self.chief_worker = DEFAULT_WORKER_NAME
         self.worker = None
         include_collections = list(_flat(include_collections)) if include_collections is not None \
@@ -230,7 +228,7 @@ class BaseHook:
         defaults = self._get_default_collections()
         for name, c in self.collection_manager.get_collections().items():
             if name not in defaults and not c.include_regex and not c.tensor_names:
-                raise InvalidCollectionConfiguration(name)
+                raise misuse(InvalidCollectionConfiguration(name))  # smdebug raises it into the loop
             if CollectionKeys.ALL in self.include_collections or name in self.include_collections:
                 self._collections_to_save.add(c)
         for name, c in self.collection_manager.get_collections().items():

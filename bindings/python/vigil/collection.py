@@ -7,7 +7,7 @@ import os
 import re
 
 from . import _vigil
-from .exceptions import SMDebugValueError
+from .exceptions import SMDebugError, SMDebugValueError
 from .locations import get_path_to_collections
 from .reduction_config import ReductionConfig
 from .save_config import SaveConfig
@@ -168,9 +168,11 @@ class CollectionManager:
         return self.collections[name]
 
     def get(self, name, create=True):
-        if name not in self.collections and create:
+        if name not in self.collections:
+            if not create:
+                raise SMDebugError("Collection {} has not been created".format(name))
             self.create_collection(name)
-        return self.collections.get(name)
+        return self.collections[name]
 
     def add(self, arg):
         """Adds a Collection (replacing one of its name), a new empty collection by name (an existing

@@ -21,6 +21,7 @@ from ._hook import CallbackHook, hook_singleton, never_raises
 from .collection import Collection as _BaseCollection
 from .collection import CollectionKeys
 from .collection import CollectionManager as _BaseCollectionManager
+from .exceptions import SMDebugError
 from .modes import ModeKeys
 from .reduction_config import ReductionConfig
 from .save_config import SaveConfig, SaveConfigMode
@@ -240,7 +241,7 @@ class Hook(CallbackHook):
         """Hooks a model: a step begins at each forward call of `module`; every submodule's outputs,
         and the parameters' gradients, are offered to the collections."""
         if not isinstance(module, torch.nn.Module):
-            raise ValueError("Module type {} must be type torch.nn.Module".format(type(module).__name__))
+            raise SMDebugError("Module type {} must be type torch.nn.Module".format(type(module).__name__))
         if self._disabled:
             return
         top = type(module).__name__
@@ -308,7 +309,9 @@ class Hook(CallbackHook):
         """Hooks a loss module (``criterion = nn.CrossEntropyLoss()``): its output is saved as
         ``<LossClass>_output_0`` (collection losses)."""
         if not isinstance(loss_module, torch.nn.Module):
-            raise ValueError("loss_module={} must be a torch.nn.Module".format(loss_module))
+            # smdebug's class for it (its assert); a module that is not a _Loss is taken, where
+            # smdebug refuses it (docs/compatibility.md)
+            raise AssertionError("loss_module={} must be a torch.nn.Module".format(loss_module))
         if self._disabled:
             return
         self.module_maps[loss_module] = type(loss_module).__name__
