@@ -28,7 +28,10 @@ namespace {
 constexpr size_t kBlock = 512;
 constexpr size_t kRecord = 20 * kBlock;  // tar's default blocking factor: archives end on a 10240-byte record
 constexpr size_t kChunk = 1 << 20;       // bytes read from a file at a time
-constexpr int kMaxDepth = 64;
+constexpr int kMaxTarDepth = 64;
+// The uploader walks a staging folder 32 folders deep; the uncompressed model lies one below the
+// artifacts folder it uploads: deeper folders would not be uploaded, so they are not copied, and said.
+constexpr int kMaxCopyDepth = 30;
 
 // ---- the merged walk ------------------------------------------------------------------------
 
@@ -52,7 +55,8 @@ std::string_view kind_name(mode_t mode) {
 
 class MergedWalk {
  public:
-  MergedWalk(MergeReport& report, Visitor visit) : report_(report), visit_(std::move(visit)) {}
+  MergedWalk(MergeReport& report, int max_depth, Visitor visit)
+      : report_(report), max_depth_(max_depth), visit_(std::move(visit)) {}
 
   Result<void> run(std::span<const fs::path> roots) {
     for (const fs::path& root : roots) {
@@ -105,8 +109,8 @@ class MergedWalk {
       if (fresh)
         if (auto r = visit_(Entry{rel, source, *kind, st}); !r) return r;
       if (*kind != Kind::Folder) continue;
-      if (depth >= kMaxDepth) {
-        report_.skipped.push_back(fmt::format("{}: deeper than {} folders", source.string(), kMaxDepth));
+      if (depth >= max_depth_) {
+        report_.skipped.push_back(fmt::format("{}: deeper than {} folders", source.string(), max_depth_));
         continue;
       }
       if (auto r = walk(source, rel, depth + 1); !r) return r;
@@ -115,6 +119,7 @@ class MergedWalk {
   }
 
   MergeReport& report_;
+  int max_depth_;
   Visitor visit_;
   const fs::path* root_ = nullptr;
   std::map<std::string, Kind> taken_;
@@ -297,7 +302,7 @@ Result<MergeReport> write_merged_tar_gz(std::span<const fs::path> roots, const f
     if (!gz) return fail(gz.error());
     GzipFile& out = **gz;
     MergeReport report;
-    MergedWalk walk(report, [&](const Entry& e) -> Result<void> {
+    MergedWalk walk(report, kMaxTarDepth, [&](const Entry& e) -> Result<void> {
       const uint32_t mode = uint32_t(e.st.st_mode);
       const int64_t mtime = int64_t(e.st.st_mtim.tv_sec);
       if (e.kind == Kind::Folder) return out.write(entry_headers(e.rel + "/", "", mode, 0, mtime, '5'));
@@ -350,7 +355,7 @@ Result<MergeReport> copy_merged(std::span<const fs::path> roots, const fs::path&
     fs::create_directories(folder, ec);
     if (ec) return fail(Error::io_write(folder.string(), ec.message()));
     MergeReport report;
-    MergedWalk walk(report, [&](const Entry& e) -> Result<void> {
+    MergedWalk walk(report, kMaxCopyDepth, [&](const Entry& e) -> Result<void> {
       const fs::path target = folder / fs::path(e.rel);
       if (e.kind == Kind::Folder) {
         std::error_code made;

@@ -36,7 +36,8 @@ struct MergeReport {
 
 // Copies everything under `roots` into `folder` (made when missing), merged the same way: the
 // uncompressed model of CompressionType NONE. Only folders and regular files are copied (an object
-// store holds no links); symbolic links and other kinds are reported in `skipped`.
+// store holds no links), and only 30 folders deep (what the uploader walks); symbolic links, other
+// kinds and deeper folders are reported in `skipped`.
 [[nodiscard]] Result<MergeReport> copy_merged(std::span<const std::filesystem::path> roots,
                                               const std::filesystem::path& folder);
 

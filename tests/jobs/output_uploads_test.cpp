@@ -143,10 +143,18 @@ TEST(JobOutputUploads, TheUncompressedModelGoesAsItsFiles) {
   ASSERT_VIGIL_OK(uploads);
   write(job.paths.host_root(0) / "model/model.pt", "weights");
   write(job.paths.host_root(1) / "model/tokenizer/vocab.txt", "a b");
+  // As deep as the uploader walks, and one folder deeper than the copy goes.
+  std::string deep;
+  for (int i = 1; i <= 29; ++i) deep += fmt::format("f{}/", i);
+  write(job.paths.host_root(0) / "model" / (deep + "deep.bin"), "d");
+  write(job.paths.host_root(0) / "model" / (deep + "f30/too-deep.bin"), "x");
   (*uploads)->finish(job.host_roots(), /*compress_model=*/false, Clock::now() + 10s);
   const fs::path dest = job.dir / "dest/job-1/output";
-  EXPECT_EQ(test::list_files(dest), (std::vector<std::string>{"model/model.pt", "model/tokenizer/vocab.txt", "output.tar.gz"}));
+  EXPECT_EQ(test::list_files(dest), (std::vector<std::string>{"model/" + deep + "deep.bin", "model/model.pt",
+                                                               "model/tokenizer/vocab.txt", "output.tar.gz"}));
+  EXPECT_EQ(record((*uploads)->records(), "output")->status, "Uploaded");
   EXPECT_EQ((*uploads)->model_artifacts(), "file://" + dest.string() + "/model/");
+  EXPECT_NE(log.all().find("f30: deeper than 30 folders"), std::string::npos) << log.all();
 }
 
 TEST(JobOutputUploads, DestinationsAreCheckedBeforeTheJobAndARefusalLeavesNothing) {
