@@ -83,7 +83,8 @@ std::optional<std::string> rule_output_name_problem(std::string_view name) {
   return std::nullopt;
 }
 
-Result<std::vector<JobOutput>> plan_job_outputs(const TrainingJobRequest& request, const JobPaths& paths, const fs::path& cwd) {
+Result<std::vector<JobOutput>> plan_job_outputs(const TrainingJobRequest& request, const JobPaths& paths,
+                                                const fs::path& cwd) try {
   const nlohmann::json& doc = request.document;
   auto base = parse_output_location(output_path_of(doc, "OutputDataConfig"), cwd);
   if (!base) return fail(base.error());
@@ -125,6 +126,8 @@ Result<std::vector<JobOutput>> plan_job_outputs(const TrainingJobRequest& reques
   }
   if (auto r = add("output", paths.artifacts(), "", UploadTime::AtEnd); !r) return fail(r.error());
   return outputs;
+} catch (const std::exception& e) {  // not expected: the request is validated
+  return fail(Error::internal(fmt::format("planning the job's outputs: {}", e.what())));
 }
 
 bool compresses_model(const TrainingJobRequest& request) {

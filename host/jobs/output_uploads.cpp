@@ -120,7 +120,7 @@ Result<std::unique_ptr<JobOutputUploads>> JobOutputUploads::prepare(std::vector<
   }
 }
 
-Result<void> JobOutputUploads::start_live() {
+Result<void> JobOutputUploads::start_live() try {
   std::optional<Error> first;
   for (auto& up : uploads_) {
     if (up->output.when != UploadTime::Live || up->uploader) continue;
@@ -138,6 +138,8 @@ Result<void> JobOutputUploads::start_live() {
   }
   if (first) return fail(*first);
   return {};
+} catch (const std::exception& e) {
+  return fail(Error::internal(fmt::format("starting the job's uploads: {}", e.what())));
 }
 
 Result<void> JobOutputUploads::build_artifacts(std::span<const fs::path> host_roots, bool compress_model) {
