@@ -16,6 +16,7 @@ packages=(
   libtorch-dev                           # vigil::torch::Hook (hooks/libtorch) and its example
   python3-xgboost python3-pandas         # vigil.xgboost (capture) and its tests; trees_to_dataframe needs pandas
   libcurl4-openssl-dev                   # the S3 client (host/storage/s3_client.cpp): HTTP(S) with OpenSSL
+  zlib1g-dev                             # vigil train's model.tar.gz and output.tar.gz (host/jobs/output_archive.cpp)
   nodejs                                 # the S3 test server (tests/support/s3_test_server.py runs s3rver, an npm package)
   tmux                                   # tests/python/test_training_jobs.py: vigil attach driven on a terminal (send-keys, capture-pane)
   util-linux                             # setpriv: the remote-debug tests connect as another user

@@ -7,7 +7,8 @@ the DebugHookConfig that vigil train wrote for this host).
 Hyperparameters (HyperParameters, as strings; SM_HPS): steps (default 40), step-delay (seconds per
 step, default 0.02), lr (default 0.05; "0" gives a loss that never falls), hang ("true": sleep after
 training instead of ending). The host's view of its environment is written to
-$SM_OUTPUT_DATA_DIR/environment.json, the model to $SM_MODEL_DIR/model.pt.
+$SM_OUTPUT_DATA_DIR/environment-<host>.json (a name of its own: SageMaker merges every host's
+output/data into one output.tar.gz), the model to $SM_MODEL_DIR/model.pt by rank 0 alone.
 
 usage: vigil train examples/training_job/two_host_job.json -- /usr/bin/python3 examples/training_job/train_ddp.py
 """
@@ -33,7 +34,8 @@ def main():
     # Proof that the hosts really talk to each other: the sum of the ranks over the group.
     rank_sum = torch.tensor([float(rank)])
     dist.all_reduce(rank_sum)
-    with open(os.path.join(os.environ["SM_OUTPUT_DATA_DIR"], "environment.json"), "w") as f:
+    host = os.environ.get("SM_CURRENT_HOST", "algo-1")
+    with open(os.path.join(os.environ["SM_OUTPUT_DATA_DIR"], "environment-{}.json".format(host)), "w") as f:
         json.dump({"rank": rank, "world_size": world, "rank_sum": rank_sum.item(), "cwd": os.getcwd(),
                    "env": {k: v for k, v in os.environ.items() if k.startswith(("SM_", "TRAINING_JOB", "MASTER_", "RANK",
                                                                                 "WORLD_SIZE", "SMDEBUG", "SMPROFILER"))}},

@@ -37,7 +37,7 @@ namespace vigil::cli {
 namespace {
 
 constexpr std::string_view kUsage = R"(usage: vigil evaluate [--trial PATH] [--profiler-trial PATH] (--job FILE | --group NAME | --rule NAME [--param KEY=VALUE]...)...
-                      [--profile NAME] [--plugins DIR]... [--allow-insecure-plugins] [--status-file FILE] [--no-follow]
+                      [--profile NAME] [--plugins DIR]... [--allow-insecure-plugins] [--status-file FILE] [--output-dir DIR] [--no-follow]
                       [--idle-timeout SECONDS] [--quiet] [--check] [--isolate [--rule-timeout SECONDS] [--rule-memory-limit MIB]]
 
 Runs debugger rules over a trial with smdebug's invoke_rule semantics: steps in order from each
@@ -82,6 +82,9 @@ running:
   --status-file FILE    write {"DebugRuleEvaluationStatuses": [...], "ProfilerRuleEvaluationStatuses":
                         [...]} here (the second list when there are profiler rules), atomically, on
                         every change
+  --output-dir DIR      where rules write files of their own, each under DIR/<RuleConfigurationName>/
+                        (ProfilerReport: .../profiler-output/profiler-report.html); default: the status
+                        file's folder, else the working directory
   --no-follow           treat what exists as the whole trial (a writer that never wrote the marker)
   --idle-timeout SECS   end when no new step has arrived for this long
   --quiet               print only the final statuses
@@ -270,7 +273,7 @@ std::optional<std::string> profiler_output_beside(const std::string& trial) {
 }  // namespace
 
 int run_evaluate(const std::vector<std::string>& args) {
-  std::optional<std::string> job_file, trial, profiler_trial, status_file, profile;
+  std::optional<std::string> job_file, trial, profiler_trial, status_file, profile, output_dir;
   std::vector<std::string> plugin_dirs;
   std::vector<CommandLineRule> cli_rules;
   std::vector<std::string> groups;
@@ -304,7 +307,8 @@ int run_evaluate(const std::vector<std::string>& args) {
       allow_insecure = true;
     } else if (a == "--job" || a == "--trial" || a == "--status-file" || a == "--plugins" || a == "--rule" ||
                a == "--param" || a == "--name" || a == "--idle-timeout" || a == "--group" || a == "--rule-timeout" ||
-               a == "--rule-memory-limit" || a == "--plugin-file" || a == "--profile" || a == "--profiler-trial") {
+               a == "--rule-memory-limit" || a == "--plugin-file" || a == "--profile" || a == "--profiler-trial" ||
+               a == "--output-dir") {
       auto v = value();
       if (!v) return usage_error(a + " needs a value");
       if (a == "--job") job_file = *v;
@@ -324,6 +328,7 @@ int run_evaluate(const std::vector<std::string>& args) {
       else if (a == "--trial") trial = *v;
       else if (a == "--profiler-trial") profiler_trial = *v;
       else if (a == "--status-file") status_file = *v;
+      else if (a == "--output-dir") output_dir = *v;
       else if (a == "--plugins") plugin_dirs.push_back(*v);
       else if (a == "--rule") cli_rules.push_back({*v, *v, {}});
       else if (a == "--group") groups.push_back(*v);
@@ -347,8 +352,8 @@ int run_evaluate(const std::vector<std::string>& args) {
     }
   }
   if (isolated_child) {
-    if (isolate || job_file || trial || profiler_trial || status_file || !plugin_dirs.empty() || !cli_rules.empty() || !groups.empty() ||
-        plugin_files.empty())
+    if (isolate || job_file || trial || profiler_trial || status_file || output_dir || !plugin_dirs.empty() || !cli_rules.empty() ||
+        !groups.empty() || plugin_files.empty())
       return usage_error("--isolated-child is internal to --isolate and takes only --plugin-file, "
                          "--allow-insecure-plugins and --quiet");
     return run_isolated_child(plugin_files, load_options(allow_insecure), quiet);
@@ -392,6 +397,7 @@ int run_evaluate(const std::vector<std::string>& args) {
   print_refusals(registry, stderr);
 
   if (status_file) options.status_file = *status_file;
+  if (output_dir) options.output_directory = std::filesystem::absolute(*output_dir);
   if (!quiet) options.on_status = print_status;
   print_logs(options, quiet);
 

@@ -121,6 +121,16 @@ Keeps the job's status (describe-training-job), enforces StoppingCondition.MaxRu
 the rules' actions (StopTraining; Email and SMS to $VIGIL_NOTIFY_COMMAND or $VIGIL_NOTIFY_WEBHOOK) and,
 with RemoteDebugConfig, lets `vigil attach` open a shell in a host. See docs/training-jobs.md.
 
+The job's outputs go where the request's S3OutputPaths say, under <S3OutputPath>/<TrainingJobName>/ as
+SageMaker lays them out: debug-output/, profiler-output/, tensorboard-output/ and rule-output/<rule>/
+while the job runs, output/model.tar.gz and output/output.tar.gz (the hosts' /opt/ml/model and
+/opt/ml/output/data) when it ends. s3:// locations are uploaded (credentials, region and endpoint as
+AWS tools find them: docs/object-storage.md); file://FOLDER locations are copied to, as in SageMaker
+local mode (a relative FOLDER is relative to here). Each destination is checked before the job starts
+(refused when it holds files already or cannot be reached); the job folder keeps a copy of everything.
+The end waits $VIGIL_UPLOAD_TIMEOUT_SECONDS (default 60) for the last uploads; a job whose outputs did
+not all arrive ends Failed with "ClientError: Artifact upload failed:...".
+
 options:
   --access-policy FILE  who may attach, update or stop the job (IAM policy grammar bound to local users,
                         docs/remote-debug.md); default: only this user
@@ -129,6 +139,13 @@ options:
   --rule-wait SECONDS   how long the rules may take to finish after training ends (default 120)
   --quiet               the hosts' output only to their logs, not also here
   -h, --help            show this help
+)";
+
+// After the options (the --jobs-dir line comes last among them).
+constexpr std::string_view kTrainExitStatus = R"(
+exit status: 0 when the job ends Completed; else the first failing host's (128 + the signal that ended
+it); 2 when the request is refused (no job is created); 3 when the job's records cannot be written; 4
+when the job's outputs did not all reach their destinations.
 )";
 
 int run_train_command(const std::vector<std::string>& args) {
@@ -144,6 +161,7 @@ int run_train_command(const std::vector<std::string>& args) {
     } else if (a == "-h" || a == "--help") {
       std::fputs(kTrainUsage.data(), stdout);
       std::fputs(kJobsDirHelp.data(), stdout);
+      std::fputs(kTrainExitStatus.data(), stdout);
       return kExitOk;
     } else if (a == "--quiet") {
       options.quiet = true;
@@ -179,7 +197,9 @@ constexpr std::string_view kDescribeUsage = R"(usage: vigil describe-training-jo
 
 A training job's DescribeTrainingJob: its request as sent, TrainingJobStatus, SecondaryStatus and its
 transitions, FailureReason, the rules' DebugRuleEvaluationStatuses and ProfilerRuleEvaluationStatuses,
-RemoteDebugConfig, and where its output and logs are (VigilLocalPaths). --json prints SageMaker's shape.
+RemoteDebugConfig, ModelArtifacts (once the model is at its destination), where each output went and
+how far its upload got (VigilOutputs), and where the job folder's copies and logs are
+(VigilLocalPaths). --json prints SageMaker's shape.
 
 options:
   --json                the whole answer as JSON
@@ -213,6 +233,14 @@ int run_describe_command(const std::vector<std::string>& args) {
         std::printf("  rule %s: %s%s%s\n", r["RuleConfigurationName"].get<std::string>().c_str(),
                     r["RuleEvaluationStatus"].get<std::string>().c_str(), details.empty() ? "" : ": ", details.c_str());
       }
+  if (d->contains("ModelArtifacts"))
+    std::printf("  model: %s\n", (*d)["ModelArtifacts"]["S3ModelArtifacts"].get<std::string>().c_str());
+  if (d->contains("VigilOutputs"))
+    for (const auto& o : (*d)["VigilOutputs"]) {
+      const std::string error = o.value("Error", "");
+      std::printf("  output %s: %s, %s%s%s\n", o["Name"].get<std::string>().c_str(), o["Status"].get<std::string>().c_str(),
+                  o["Destination"].get<std::string>().c_str(), error.empty() ? "" : ": ", error.c_str());
+    }
   std::printf("  remote debugging: %s\n", (*d)["RemoteDebugConfig"]["EnableRemoteDebug"].get<bool>() ? "on" : "off");
   std::printf("  job folder: %s\n", (*d)["VigilLocalPaths"]["JobFolder"].get<std::string>().c_str());
   return kExitOk;

@@ -25,6 +25,10 @@ fs::path JobPaths::tensorboard_output() const { return output() / "tensorboard-o
 fs::path JobPaths::rule_output(std::string_view rule_configuration_name) const {
   return output() / "rule-output" / fs::path(std::string(rule_configuration_name));
 }
+fs::path JobPaths::artifacts() const { return output() / "output"; }
+fs::path JobPaths::model_archive() const { return artifacts() / "model.tar.gz"; }
+fs::path JobPaths::output_archive() const { return artifacts() / "output.tar.gz"; }
+fs::path JobPaths::model_folder() const { return artifacts() / "model"; }
 fs::path JobPaths::host_root(int host_index) const { return root / "hosts" / host_name(host_index); }
 fs::path JobPaths::host_config_dir(int host_index) const { return host_root(host_index) / "input" / "config"; }
 fs::path JobPaths::log_dir() const { return root / "logs"; }

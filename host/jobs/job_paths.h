@@ -25,6 +25,12 @@ struct JobPaths {
   fs::path profiler_output() const;     // output/profiler-output
   fs::path tensorboard_output() const;  // output/tensorboard-output
   fs::path rule_output(std::string_view rule_configuration_name) const;  // output/rule-output/<name>
+  // output/output: what goes to <OutputDataConfig.S3OutputPath>/<job>/output/ at the end, built from
+  // the hosts' /opt/ml/model and /opt/ml/output/data.
+  fs::path artifacts() const;
+  fs::path model_archive() const;   // artifacts/model.tar.gz
+  fs::path output_archive() const;  // artifacts/output.tar.gz
+  fs::path model_folder() const;    // artifacts/model: the merged model, uncompressed (CompressionType NONE)
   fs::path host_root(int host_index) const;        // root/hosts/algo-<i+1>: the host's /opt/ml
   fs::path host_config_dir(int host_index) const;  // host_root/input/config
   fs::path log_dir() const;                        // root/logs

@@ -70,6 +70,28 @@ void JobState::transition(std::string secondary, std::string message, double now
   last_modified_time = now;
 }
 
+namespace {
+
+// VigilOutputs / the state record's Outputs.
+nlohmann::json outputs_json(const std::vector<OutputRecord>& outputs) {
+  auto out = nlohmann::json::array();
+  for (const auto& o : outputs) {
+    nlohmann::json e{{"Name", o.name},
+                     {"LocalPath", o.local_path},
+                     {"Destination", o.destination},
+                     {"Status", o.status},
+                     {"FilesUploaded", o.files_uploaded},
+                     {"BytesUploaded", o.bytes_uploaded},
+                     {"FilesLeft", o.files_left}};
+    if (!o.some_files_left.empty()) e["SomeFilesLeft"] = o.some_files_left;
+    if (o.error) e["Error"] = *o.error;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const JobState& s) {
   nlohmann::json j;
   j["TrainingJobName"] = s.name;
@@ -96,6 +118,8 @@ nlohmann::json to_json(const JobState& s) {
     if (h.exit_code) e["ExitCode"] = *h.exit_code;
     hosts.push_back(std::move(e));
   }
+  if (!s.outputs.empty()) local["Outputs"] = outputs_json(s.outputs);
+  if (s.model_artifacts) local["ModelArtifacts"] = *s.model_artifacts;
   j["Vigil"] = std::move(local);
   return j;
 }
@@ -124,6 +148,19 @@ Result<JobState> job_state_from_json(const nlohmann::json& j) {
     s.control_socket = local.at("ControlSocket").get<std::string>();
     if (local.contains("StopReason")) s.stop_reason = local["StopReason"].get<std::string>();
     if (local.contains("ExitCode")) s.exit_code = local["ExitCode"].get<int>();
+    if (local.contains("ModelArtifacts")) s.model_artifacts = local["ModelArtifacts"].get<std::string>();
+    // Records written before outputs were uploaded have none.
+    if (local.contains("Outputs"))
+      for (const auto& o : local["Outputs"]) {
+        OutputRecord r{o.at("Name").get<std::string>(), o.at("LocalPath").get<std::string>(),
+                       o.at("Destination").get<std::string>(), o.at("Status").get<std::string>()};
+        r.files_uploaded = o.value("FilesUploaded", uint64_t(0));
+        r.bytes_uploaded = o.value("BytesUploaded", uint64_t(0));
+        r.files_left = o.value("FilesLeft", uint64_t(0));
+        if (o.contains("SomeFilesLeft")) r.some_files_left = o["SomeFilesLeft"].get<std::vector<std::string>>();
+        if (o.contains("Error")) r.error = o["Error"].get<std::string>();
+        s.outputs.push_back(std::move(r));
+      }
     for (const auto& h : local.at("Hosts")) {
       HostState e{h.at("Host").get<std::string>(), h.at("Pid").get<pid_t>(), std::nullopt, h.at("LogStream").get<std::string>()};
       if (h.contains("ExitCode")) e.exit_code = h["ExitCode"].get<int>();
@@ -211,11 +248,8 @@ Result<nlohmann::json> describe_training_job(const JobPaths& paths) {
     const bool disabled = pc.is_object() && pc.value("DisableProfiler", false);
     d["ProfilingStatus"] = disabled ? "Disabled" : "Enabled";
   }
-  if (const auto out = request.value("OutputDataConfig", nlohmann::json::object()); out.contains("S3OutputPath")) {
-    std::string prefix = out["S3OutputPath"].get<std::string>();
-    if (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-    d["ModelArtifacts"] = {{"S3ModelArtifacts", fmt::format("{}/{}/output/model.tar.gz", prefix, s.name)}};
-  }
+  // Where the model is, once it is there (s3://... or file://...).
+  if (s.model_artifacts) d["ModelArtifacts"] = {{"S3ModelArtifacts", *s.model_artifacts}};
 
   // One status per configured rule, in configuration order: the evaluator's record where it wrote
   // one, else InProgress since the job was created.
@@ -244,8 +278,11 @@ Result<nlohmann::json> describe_training_job(const JobPaths& paths) {
                           {"DebugOutput", paths.debug_output().string()},
                           {"ProfilerOutput", paths.profiler_output().string()},
                           {"TensorBoardOutput", paths.tensorboard_output().string()},
+                          {"RuleOutput", (paths.output() / "rule-output").string()},
+                          {"Artifacts", paths.artifacts().string()},
                           {"RuleStatus", paths.rule_status().string()},
                           {"Logs", paths.log_dir().string()}};
+  if (!s.outputs.empty()) d["VigilOutputs"] = outputs_json(s.outputs);
   if (s.stop_reason) d["VigilStopReason"] = *s.stop_reason;
   if (s.exit_code) d["VigilExitCode"] = *s.exit_code;
   return d;

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -41,6 +42,18 @@ struct HostState {
   std::string log_stream;   // <job>/algo-1-<epoch seconds>
 };
 
+// One of the job's outputs (jobs/job_outputs.h) and how far it got to its destination.
+struct OutputRecord {
+  std::string name;         // "debug-output", "rule-output/<rule>", "output", ...
+  std::string local_path;   // the job folder's copy
+  std::string destination;  // s3://bucket/prefix/<job>/<name> or file:///folder/<job>/<name>
+  std::string status = "Pending";  // Pending (an end output before the end), Uploading, Uploaded, Failed
+  uint64_t files_uploaded = 0, bytes_uploaded = 0;
+  uint64_t files_left = 0;                // not at the destination when the job ended
+  std::vector<std::string> some_files_left;  // the first of them (at most 10)
+  std::optional<std::string> error;       // why, when Failed
+};
+
 struct JobState {
   std::string name;
   std::string status = "InProgress";       // TrainingJobStatus
@@ -57,6 +70,8 @@ struct JobState {
   std::string control_socket;
   std::vector<HostState> hosts;
   std::optional<int> exit_code;             // vigil train's exit status once the job ended
+  std::vector<OutputRecord> outputs;
+  std::optional<std::string> model_artifacts;  // ModelArtifacts.S3ModelArtifacts, once the model is there
 
   bool ended() const { return status != "InProgress" && status != "Stopping"; }
   // Moves to a new SecondaryStatus (closing the open transition) at `now`.
@@ -80,8 +95,9 @@ std::vector<JobState> list_jobs(const std::filesystem::path& jobs_dir);
 JobState with_supervisor_checked(JobState state);
 
 // DescribeTrainingJob's answer: the request's members as sent, the status, the transitions,
-// DebugRuleEvaluationStatuses / ProfilerRuleEvaluationStatuses from the evaluator, the output
-// locations, RemoteDebugConfig as updated.
+// DebugRuleEvaluationStatuses / ProfilerRuleEvaluationStatuses from the evaluator, ModelArtifacts
+// (once the model is at its destination), RemoteDebugConfig as updated, and Vigil's own
+// VigilOutputs (each output's destination and upload status) and VigilLocalPaths.
 [[nodiscard]] Result<nlohmann::json> describe_training_job(const JobPaths& paths);
 
 double epoch_seconds_now();

@@ -10,6 +10,7 @@
 
 #include "evaluate/job_config.h"
 #include "format/json_limits.h"
+#include "jobs/job_outputs.h"
 
 namespace vigil::jobs {
 
@@ -24,6 +25,7 @@ enum class Pattern {
   Anything,         // [\S\s]*
   TrainingJobName,  // [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
   S3Uri,            // (https|s3)://([^/]+)/?(.*)
+  OutputUri,        // S3Uri, or file://.* (SageMaker local mode's output paths); shown as S3Uri
   RoleArn,          // arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+
   EnvironmentKey,   // [a-zA-Z_][a-zA-Z0-9_]*
   ChannelName,      // [A-Za-z0-9\.\-_]+
@@ -35,7 +37,8 @@ std::string_view pattern_text(Pattern p) {
     case Pattern::AnyLine: return ".*";
     case Pattern::Anything: return "[\\S\\s]*";
     case Pattern::TrainingJobName: return "[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}";
-    case Pattern::S3Uri: return "(https|s3)://([^/]+)/?(.*)";
+    case Pattern::S3Uri:
+    case Pattern::OutputUri: return "(https|s3)://([^/]+)/?(.*)";
     case Pattern::RoleArn: return "arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+";
     case Pattern::EnvironmentKey: return "[a-zA-Z_][a-zA-Z0-9_]*";
     case Pattern::ChannelName: return "[A-Za-z0-9\\.\\-_]+";
@@ -82,6 +85,8 @@ bool matches(Pattern p, std::string_view s) {
       // The host part may hold anything but '/'; what follows it (after one optional '/') is `.*`.
       return slash == std::string_view::npos || !has_line_terminator(rest.substr(slash + 1));
     }
+    case Pattern::OutputUri:
+      return matches(Pattern::S3Uri, s) || (s.starts_with("file://") && !has_line_terminator(s));
     case Pattern::RoleArn: {
       if (!s.starts_with("arn:aws")) return false;
       std::string_view rest = s.substr(7);
@@ -121,6 +126,8 @@ struct StringShape {
 constexpr StringShape kTrainingJobName{1, 63, Pattern::TrainingJobName};
 constexpr StringShape kRoleArn{20, 2048, Pattern::RoleArn};
 constexpr StringShape kS3Uri{0, 1024, Pattern::S3Uri};
+// The S3OutputPath members: where vigil train puts the job's outputs (jobs/job_outputs.h).
+constexpr StringShape kOutputUri{0, 1024, Pattern::OutputUri};
 constexpr StringShape kDirectoryPath{0, 4096, Pattern::AnyLine};
 constexpr StringShape kAlgorithmImage{0, 255, Pattern::AnyLine};
 constexpr StringShape kRuleConfigurationName{1, 256, Pattern::AnyLine};
@@ -426,7 +433,7 @@ void check_output_data_config(Validator& v, const json& request) {
   const json* output = v.object_member(request, "OutputDataConfig", "", /*required=*/true);
   if (!output) return;
   v.string_member(*output, "KmsKeyId", "outputDataConfig", kKmsKeyId);
-  v.string_member(*output, "S3OutputPath", "outputDataConfig", kS3Uri, /*required=*/true);
+  v.string_member(*output, "S3OutputPath", "outputDataConfig", kOutputUri, /*required=*/true);
   v.enum_member(*output, "CompressionType", "outputDataConfig", kOutputCompressionTypes);
 }
 
@@ -462,7 +469,7 @@ void check_debug_hook_config(Validator& v, const json& request) {
   if (!hook) return;
   const std::string path = "debugHookConfig";
   v.string_member(*hook, "LocalPath", path, kDirectoryPath);
-  v.string_member(*hook, "S3OutputPath", path, kS3Uri, /*required=*/true);
+  v.string_member(*hook, "S3OutputPath", path, kOutputUri, /*required=*/true);
   v.map_member(*hook, "HookParameters", path, kHookParameters);
   const json* collections = v.list_member(*hook, "CollectionConfigurations", path, 0, kMaxCollections);
   if (!collections) return;
@@ -492,7 +499,7 @@ void check_rule_configurations(Validator& v, const json& request, std::string_vi
     }
     v.string_member(rule, "RuleConfigurationName", path, kRuleConfigurationName, /*required=*/true);
     v.string_member(rule, "LocalPath", path, kDirectoryPath);
-    v.string_member(rule, "S3OutputPath", path, kS3Uri);
+    v.string_member(rule, "S3OutputPath", path, kOutputUri);
     v.string_member(rule, "RuleEvaluatorImage", path, kAlgorithmImage, /*required=*/true);
     const auto& types = processing_instance_types();
     v.enum_member(rule, "InstanceType", path, Enum(types.data(), types.size()));
@@ -505,14 +512,14 @@ void check_tensorboard_output_config(Validator& v, const json& request) {
   const json* tensorboard = v.object_member(request, "TensorBoardOutputConfig", "");
   if (!tensorboard) return;
   v.string_member(*tensorboard, "LocalPath", "tensorBoardOutputConfig", kDirectoryPath);
-  v.string_member(*tensorboard, "S3OutputPath", "tensorBoardOutputConfig", kS3Uri, /*required=*/true);
+  v.string_member(*tensorboard, "S3OutputPath", "tensorBoardOutputConfig", kOutputUri, /*required=*/true);
 }
 
 void check_profiler_config(Validator& v, const json& request) {
   const json* profiler = v.object_member(request, "ProfilerConfig", "");
   if (!profiler) return;
   const std::string path = "profilerConfig";
-  v.string_member(*profiler, "S3OutputPath", path, kS3Uri);
+  v.string_member(*profiler, "S3OutputPath", path, kOutputUri);
   if (auto interval = v.integer_member(*profiler, "ProfilingIntervalInMilliseconds", path,
                                        std::numeric_limits<int64_t>::min(), std::nullopt, /*is_long=*/true);
       interval && std::find(std::begin(kProfilingIntervalsMs), std::end(kProfilingIntervalsMs), *interval) ==
@@ -577,6 +584,36 @@ Result<void> check_unique_rule_names(const json& request) {
   return {};
 }
 
+// Where the job's outputs go, beyond the pattern (a local check, in the format of §9.1): each
+// S3OutputPath must be a location vigil train can write (an s3:// location with a valid bucket name,
+// or a file:// folder), and each rule's name must name its output folder rule-output/<name>/.
+Result<void> check_output_locations(const json& request) {
+  Validator v;
+  auto check = [&](const json& object, const std::string& path) {
+    auto it = object.find("S3OutputPath");
+    if (it == object.end() || !it->is_string()) return;
+    if (auto problem = output_location_problem(it->get_ref<const std::string&>()))
+      v.violation(&*it, child_path(path, "S3OutputPath"), *problem);
+  };
+  for (const char* member : {"OutputDataConfig", "DebugHookConfig", "TensorBoardOutputConfig", "ProfilerConfig"})
+    if (auto it = request.find(member); it != request.end() && it->is_object()) check(*it, lower_camel(member));
+  for (const char* list : {"DebugRuleConfigurations", "ProfilerRuleConfigurations"}) {
+    auto rules = request.find(list);
+    if (rules == request.end() || !rules->is_array()) continue;
+    for (size_t i = 0; i < rules->size(); ++i) {
+      const std::string path = fmt::format("{}.{}.member", lower_camel(list), i + 1);
+      check((*rules)[i], path);
+      const json& name = (*rules)[i].at("RuleConfigurationName");
+      if (auto problem = rule_output_name_problem(name.get_ref<const std::string&>()))
+        v.violation(&name, child_path(path, "RuleConfigurationName"),
+                    "Member must name one folder (rule-output/<RuleConfigurationName>/): not '.' or '..', no '/'");
+    }
+  }
+  if (v.violations.empty()) return {};
+  return fail(validation_exception(fmt::format("{} validation error{} detected: {}", v.violations.size(),
+                                               v.violations.size() == 1 ? "" : "s", fmt::join(v.violations, "; "))));
+}
+
 std::map<std::string, std::string> string_map(const json& request, std::string_view name) {
   std::map<std::string, std::string> out;
   if (auto it = request.find(name); it != request.end() && it->is_object())
@@ -613,6 +650,7 @@ Result<TrainingJobRequest> parse_request(std::string_view json_text) {
     return fail(validation_exception(fmt::format("{} validation error{} detected: {}", violations.size(),
                                                  violations.size() == 1 ? "" : "s", fmt::join(violations, "; "))));
   if (auto r = check_unique_rule_names(doc); !r) return fail(r.error());
+  if (auto r = check_output_locations(doc); !r) return fail(r.error());
   // What needs smdebug's hook, or the evaluator (which applies the same refusals to any job file
   // with rules): a profiler without rules, or remote debugging, runs in any setup.
   const bool uses_debugger = present(doc, "DebugHookConfig") || present(doc, "TensorBoardOutputConfig") ||

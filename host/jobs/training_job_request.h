@@ -54,7 +54,11 @@ inline constexpr int64_t kProfilingIntervalsMs[] = {100, 200, 500, 1000, 5000, 6
 //   set: [...]": the hosts' profiler refuses the file otherwise); values are printed as text,
 //   numbers in decimal, maps as Java's {k=v, ...}, lists and objects as compact JSON;
 // * then, for a request without such violations, a RuleConfigurationName used twice over the two
-//   rule lists (local wording) and, for a request with DebugHookConfig, TensorBoardOutputConfig
+//   rule lists (local wording); output paths vigil train cannot write, in the format of §9.1 with
+//   local constraint texts (jobs/job_outputs.h: every S3OutputPath must be an s3:// location with a
+//   valid bucket name or a file:// folder — file:// is accepted beside the model's pattern, as
+//   SageMaker local mode takes it —, https:// is refused, and a RuleConfigurationName must name one
+//   folder); and, for a request with DebugHookConfig, TensorBoardOutputConfig
 //   (what smdebug's hook serves) or rules (what the evaluator runs; it refuses the same setups),
 //   Debugger's unsupported setups with SageMaker's wording (evaluate::check_debugger_supported, e.g. "ValidationException: SMDebug Does
 //   Not Currently Support Distributed Training Jobs With Checkpointing Enabled").

@@ -26,12 +26,14 @@
 #include "jobs/child_process.h"
 #include "jobs/container_environment.h"
 #include "jobs/control_server.h"
+#include "jobs/job_outputs.h"
 #include "jobs/job_paths.h"
-#include "profiler/profiler_trial.h"
 #include "jobs/job_store.h"
+#include "jobs/output_uploads.h"
 #include "jobs/peer_identity.h"
 #include "jobs/rule_action_runner.h"
 #include "jobs/training_job_request.h"
+#include "profiler/profiler_trial.h"
 
 namespace vigil::jobs {
 namespace fs = std::filesystem;
@@ -41,6 +43,7 @@ namespace {
 
 constexpr int kExitRefused = 2;
 constexpr int kExitRecords = 3;
+constexpr int kExitUploads = 4;
 constexpr std::string_view kTargetPrefix = "sagemaker-training-job:";
 constexpr std::string_view kEndMarker = "training_job_end.ts";
 
@@ -141,11 +144,32 @@ class OutputRelay {
   std::thread thread_;
 };
 
+// The uploads' messages: to stderr and to the job's logs/<job>/uploads.log. Shared with the
+// uploaders' threads, which may outlive the supervisor's wait for a store that hangs.
+class UploadLog {
+ public:
+  explicit UploadLog(fs::path file) : file_(std::move(file)) {}
+  void write(std::string_view message) {
+    std::lock_guard lock(mutex_);
+    std::fprintf(stderr, "vigil train: %.*s\n", int(message.size()), message.data());
+    if (std::FILE* f = std::fopen(file_.c_str(), "ae")) {
+      std::fprintf(f, "%.3f %.*s\n", epoch_seconds_now(), int(message.size()), message.data());
+      std::fclose(f);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  fs::path file_;
+};
+
 class Supervisor {
  public:
-  Supervisor(const TrainOptions& options, TrainingJobRequest request, JobPaths paths, std::optional<AccessPolicy> policy)
+  Supervisor(const TrainOptions& options, TrainingJobRequest request, JobPaths paths, std::optional<AccessPolicy> policy,
+             std::unique_ptr<JobOutputUploads> uploads, std::chrono::milliseconds upload_timeout)
       : options_(options), request_(std::move(request)), paths_(std::move(paths)), policy_(std::move(policy)),
-        owner_{::geteuid(), user_name_of(::geteuid())}, arn_(training_job_arn(request_.name)) {}
+        owner_{::geteuid(), user_name_of(::geteuid())}, arn_(training_job_arn(request_.name)), uploads_(std::move(uploads)),
+        upload_timeout_(upload_timeout) {}
 
   int run();
 
@@ -195,6 +219,7 @@ class Supervisor {
   void watch_rules();
   void stop_hosts(std::chrono::milliseconds grace);
   void write_end_markers();
+  void record_outputs();
   std::expected<SessionPlan, std::string> start_session(const PeerIdentity& peer, const nlohmann::json& request);
   nlohmann::json handle(const PeerIdentity& peer, const nlohmann::json& request);
   std::string failure_reason(size_t host, int code) const;
@@ -221,6 +246,9 @@ class Supervisor {
   std::unique_ptr<RuleActionRunner> actions_;
   std::set<std::string> rules_acted_on_;
   fs::file_time_type rule_status_seen_{};
+  std::unique_ptr<JobOutputUploads> uploads_;
+  std::chrono::milliseconds upload_timeout_;
+  std::chrono::steady_clock::time_point outputs_recorded_{};
 };
 
 Result<void> Supervisor::prepare_hosts() {
@@ -272,6 +300,9 @@ std::optional<pid_t> Supervisor::start_evaluator() {
   std::vector<std::string> argv{options_.vigil_executable.string(), "evaluate", "--trial", paths_.debug_output().string(),
                                 "--job", paths_.request().string(), "--status-file", paths_.rule_status().string()};
   if (request_.profiler_rules > 0) argv.insert(argv.end(), {"--profiler-trial", paths_.profiler_output().string()});
+  // Rules' own files (ProfilerReport's report) go to rule-output/<RuleConfigurationName>/, uploaded
+  // to <S3OutputPath>/<job>/rule-output/<RuleConfigurationName>/ as SageMaker's rule jobs do.
+  argv.insert(argv.end(), {"--output-dir", (paths_.output() / "rule-output").string()});
   argv.insert(argv.end(), options_.evaluator_arguments.begin(), options_.evaluator_arguments.end());
   const fs::path log = paths_.log_dir() / request_.name / "rules.log";
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -352,6 +383,18 @@ void Supervisor::write_end_markers() {
   if (fs::is_directory(paths_.profiler_output(), ec))
     for (auto folder : {profiler::ProfilerFolder::System, profiler::ProfilerFolder::Framework})
       (void)profiler::mark_training_ended(paths_.profiler_output(), folder);
+}
+
+// The outputs' upload statuses into the state record (describe-training-job's VigilOutputs), when
+// they changed.
+void Supervisor::record_outputs() {
+  auto records = uploads_->records();
+  outputs_recorded_ = std::chrono::steady_clock::now();
+  const JobState s = snapshot();
+  bool same = s.outputs.size() == records.size();
+  for (size_t i = 0; i < records.size() && same; ++i)
+    same = s.outputs[i].status == records[i].status && s.outputs[i].files_uploaded == records[i].files_uploaded;
+  if (!same) update([&](JobState& st) { st.outputs = std::move(records); });
 }
 
 std::string Supervisor::failure_reason(size_t host, int code) const {
@@ -514,6 +557,9 @@ int Supervisor::run() {
     return kExitRecords;
   }
   const std::optional<pid_t> evaluator = start_evaluator();
+  // The trial, profiler, TensorBoard and rule outputs reach their destinations while the job runs.
+  if (auto live = uploads_->start_live(); !live) std::fprintf(stderr, "vigil train: %s\n", live.error().message.c_str());
+  record_outputs();
 
   update([&](JobState& s) {
     s.training_start_time = epoch_seconds_now();
@@ -570,6 +616,7 @@ int Supervisor::run() {
       break;
     }
     watch_rules();
+    if (std::chrono::steady_clock::now() - outputs_recorded_ >= 2s) record_outputs();
     std::this_thread::sleep_for(100ms);
   }
   for (auto& relay : relays_) relay->stop();
@@ -597,13 +644,29 @@ int Supervisor::run() {
     if (!done) terminate_child(*evaluator, 5s);
   }
 
+  // The model and output archives, and the last of every output, whatever the job's end: nothing the
+  // hosts wrote is lost (SageMaker uploads a stopped job's model too).
+  std::vector<fs::path> host_roots;
+  for (int i = 0; i < request_.instance_count; ++i) host_roots.push_back(paths_.host_root(i));
+  uploads_->finish(host_roots, compresses_model(request_), std::chrono::steady_clock::now() + upload_timeout_);
+  const std::optional<std::string> upload_failure = uploads_->failure_reason();
+
   update([&](JobState& s) {
     const double now = epoch_seconds_now();
     s.training_end_time = now;
+    s.outputs = uploads_->records();
+    s.model_artifacts = uploads_->model_artifacts();
     if (failure) {
       s.status = "Failed";
       s.failure_reason = *failure;
       s.transition("Failed", "Training job failed", now);
+    } else if (upload_failure) {
+      // SageMaker fails a job whose outputs it could not upload (ClientError: Artifact upload failed:...).
+      s.status = "Failed";
+      s.failure_reason = *upload_failure;
+      if (stop_requested_) s.stop_reason = stop_reason_;
+      s.transition("Failed", "Training job failed", now);
+      exit_code = kExitUploads;
     } else if (stop_requested_) {
       s.status = "Stopped";
       s.stop_reason = stop_reason_;
@@ -668,10 +731,22 @@ int run_training_job(const TrainOptions& options) {
     std::fprintf(stderr, "vigil train: no command to run (vigil train JOB.json -- COMMAND...)\n");
     return kExitRefused;
   }
+  auto upload_timeout = storage::upload_timeout_from_environment();
+  if (!upload_timeout) {
+    std::fprintf(stderr, "vigil train: %s\n", upload_timeout.error().message.c_str());
+    return kExitRefused;
+  }
 
   std::error_code ec;
   fs::create_directories(options.jobs_dir, ec);
   const JobPaths paths{options.jobs_dir / request->name};
+  // Relative file:// output paths are relative to where vigil train runs (SageMaker local mode's reading).
+  const fs::path cwd = fs::current_path(ec);
+  auto outputs = plan_job_outputs(*request, paths, cwd);
+  if (!outputs) {
+    std::fprintf(stderr, "vigil train: ValidationException: %s\n", outputs.error().message.c_str());
+    return kExitRefused;
+  }
   if (::mkdir(paths.root.c_str(), 0700) != 0) {
     if (errno == EEXIST)
       std::fprintf(stderr,
@@ -720,7 +795,19 @@ int run_training_job(const TrainOptions& options) {
     }
     fs::remove(out, ec);
   }
-  return Supervisor(options, std::move(*request), paths, std::move(policy)).run();
+
+  // Every destination is checked before anything runs: a job whose outputs could not go where the
+  // request says is refused, not run to be failed at the end.
+  auto upload_log = std::make_shared<UploadLog>(paths.log_dir() / request->name / "uploads.log");
+  storage::UploaderOptions upload_options;
+  upload_options.log = [upload_log](std::string_view message) { upload_log->write(message); };
+  auto uploads = JobOutputUploads::prepare(std::move(*outputs), paths, default_store_opener(), std::move(upload_options));
+  if (!uploads) {
+    fs::remove_all(paths.root, ec);
+    std::fprintf(stderr, "vigil train: %s\n", uploads.error().message.c_str());
+    return kExitRefused;
+  }
+  return Supervisor(options, std::move(*request), paths, std::move(policy), std::move(*uploads), *upload_timeout).run();
 }
 
 }  // namespace vigil::jobs

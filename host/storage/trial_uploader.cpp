@@ -15,6 +15,7 @@
 #include <span>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -100,6 +101,21 @@ std::optional<std::string> event_file_of_index(std::string_view relpath) {
     return std::nullopt;
   const std::string_view stem = base.substr(0, base.size() - 5);
   return fmt::format("events/{}/{}.tfevents", base.substr(0, kStepDigits), stem);
+}
+
+// The end-of-training markers, each uploaded only after a scan in which every other file made it:
+// the trial's (format spec §1) and the profiler output's, in its system/ and framework/ folders
+// (§8.6), so that a profiler output uploaded as a whole has its markers last too.
+const std::vector<std::string>& end_markers() {
+  static const std::vector<std::string> markers = {std::string(format::kEndOfTrainingMarker),
+                                                   fmt::format("system/{}", format::kEndOfTrainingMarker),
+                                                   fmt::format("framework/{}", format::kEndOfTrainingMarker)};
+  return markers;
+}
+
+bool is_end_marker(std::string_view relpath) {
+  const auto& markers = end_markers();
+  return std::find(markers.begin(), markers.end(), relpath) != markers.end();
 }
 
 void log_to_stderr(std::string_view message) {
@@ -197,21 +213,24 @@ struct TrialUploader::State {
     return note("write", std::move(written.error()));
   }
 
-  // Lists the marker, then index/, then the rest: the writer publishes in the opposite order, so a
+  // Lists the markers, then index/, then the rest: the writer publishes in the opposite order, so a
   // file one listing sees has its predecessors in the listings after it.
   struct ScanListing {
-    std::optional<Staged> marker;
+    std::vector<Staged> markers;
     Listing index;
     Listing data;
   };
   ScanListing list() const {
     ScanListing out;
-    const std::string marker(format::kEndOfTrainingMarker);
-    struct stat st {};
-    if (::lstat((staging / marker).c_str(), &st) == 0 && S_ISREG(st.st_mode)) out.marker = Staged{marker, version_of(st)};
+    for (const std::string& marker : end_markers()) {
+      struct stat st {};
+      if (::lstat((staging / marker).c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        out.markers.push_back(Staged{marker, version_of(st)});
+    }
     walk(staging, "index", 1, {}, out.index);
     const std::string_view skip[] = {"index", format::kEndOfTrainingMarker};
     walk(staging, "", 0, skip, out.data);
+    std::erase_if(out.data.files, [](const Staged& f) { return is_end_marker(f.relpath); });
     sort_by_relpath(out.index.files);
     sort_by_relpath(out.data.files);
     return out;
@@ -254,8 +273,9 @@ struct TrialUploader::State {
       }
       if (!upload(f, first)) clean = false;
     }
-    if (listing.marker && needs_upload(*listing.marker)) {
-      if (!clean || stopping() || !upload(*listing.marker, first)) clean = false;
+    for (const Staged& marker : listing.markers) {
+      if (!needs_upload(marker)) continue;
+      if (!clean || stopping() || !upload(marker, first)) clean = false;
     }
     std::lock_guard lock(mutex);
     ++counters.scans;
@@ -321,7 +341,7 @@ struct TrialUploader::State {
       auto it = uploaded.find(f.relpath);
       if (it == uploaded.end() || !(it->second == f.version)) r.files_left.push_back(f.relpath);
     };
-    if (listing.marker) add(*listing.marker);
+    for (const Staged& marker : listing.markers) add(marker);
     for (const Listing* l : {&listing.index, &listing.data}) {
       for (const Staged& f : l->files) add(f);
       r.files_left.insert(r.files_left.end(), l->unreadable.begin(), l->unreadable.end());

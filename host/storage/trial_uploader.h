@@ -3,11 +3,13 @@
 // locally (published through "<name>.tmp", then renamed).
 //
 // Readers of the destination must only ever see a consistent trial, so each scan lists the end
-// marker, then index/, then everything else (the writer publishes an event file before its index
+// markers, then index/, then everything else (the writer publishes an event file before its index
 // and both before the marker, so whatever the first listing sees has its predecessors in the later
 // ones), and uploads in the opposite order: data files (events/, collections/, framework/, system/,
 // tensorboard files, anything else), then index files in sorted order (each only once its own event
-// file is uploaded), then training_job_end.ts, only after a scan in which every other file made it.
+// file is uploaded), then the end markers — training_job_end.ts, and a profiler output's
+// system/training_job_end.ts and framework/training_job_end.ts — only after a scan in which every
+// other file made it.
 //
 // It never harms training: no method throws or blocks past its timeout, faults are logged once per
 // kind and the failed files retried at the next scan.

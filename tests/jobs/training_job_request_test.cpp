@@ -269,7 +269,7 @@ TEST(TrainingJobRequest, ListAndMapLimits) {
     return m;
   };
   request = minimal();
-  request["DebugHookConfig"] = {{"S3OutputPath", "s3://b/p"}, {"HookParameters", map_of(21)}};
+  request["DebugHookConfig"] = {{"S3OutputPath", "s3://bucket/p"}, {"HookParameters", map_of(21)}};
   EXPECT_EQ(constraint_of(request), "debugHookConfig.hookParameters' failed to satisfy constraint: Member must have length less than or equal to 20");
   request["DebugHookConfig"]["HookParameters"] = map_of(20);
   EXPECT_EQ(refusal(request), "");

@@ -1,18 +1,28 @@
 """`vigil train` and the training-job commands, end to end: real training processes (two hosts with
 torch.distributed on 127.0.0.1), the rule evaluator beside them, rule actions, MaxRuntimeInSeconds,
-SageMaker's refusals, and remote debugging (`vigil attach`, driven under tmux)."""
+SageMaker's refusals, the job's outputs at their destinations (a file:// folder and the S3 test
+server of tests/support/s3_test_server.py), and remote debugging (`vigil attach`, driven under tmux)."""
 import atexit
 import http.server
+import io
 import json
 import os
 import shutil
 import subprocess
+import sys
+import tarfile
 import threading
 import time
+import urllib.parse
+import urllib.request
+import xml.etree.ElementTree as ET
 
 import pytest
 
 from conftest import BUILD, REPO
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from s3_test_server import S3TestServer  # noqa: E402
 
 VIGIL = os.path.join(BUILD, "bin", "vigil")
 SCRIPT = os.path.join(REPO, "examples", "training_job", "train_ddp.py")
@@ -54,14 +64,19 @@ class Jobs:
             json.dump(job, f)
         return path
 
+    # vigil train runs in the test's folder: the example's relative file:// output path lands there.
     def train(self, job, *options, env=None, timeout=240):
         return subprocess.run([VIGIL, "train", self.write(job), "--jobs-dir", self.dir, *options, "--", *COMMAND],
-                              capture_output=True, text=True, env=environment(env), timeout=timeout)
+                              capture_output=True, text=True, env=environment(env), timeout=timeout, cwd=self.root)
 
     def start(self, job, *options, env=None):
         return subprocess.Popen([VIGIL, "train", self.write(job), "--jobs-dir", self.dir, "--quiet", *options, "--",
                                  *COMMAND], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=environment(env))
+                                env=environment(env), cwd=self.root)
+
+    def outputs(self, name):
+        """Where the example's file:// output path puts job `name`'s outputs."""
+        return os.path.join(str(self.root), "build", "training-job-outputs", name)
 
     def vigil(self, *args, user=None, timeout=60):
         command = [VIGIL, *args, "--jobs-dir", self.dir]
@@ -82,7 +97,8 @@ class Jobs:
         """Until every host has started training (its environment file written)."""
         deadline = time.time() + timeout
         while time.time() < deadline:
-            if all(os.path.exists(os.path.join(self.host_root(name, h), "output", "data", "environment.json"))
+            if all(os.path.exists(os.path.join(self.host_root(name, h), "output", "data",
+                                               "environment-algo-{}.json".format(h)))
                    for h in range(1, hosts + 1)):
                 assert self.describe(name)["SecondaryStatus"] == "Training"
                 return
@@ -114,7 +130,8 @@ def test_a_two_host_job_with_torch_distributed_runs_to_completed_with_its_rule_s
 
     # Each host ran in its own container's environment, and the two really formed one process group.
     for host in (1, 2):
-        with open(os.path.join(jobs.host_root("two-hosts", host), "output", "data", "environment.json")) as f:
+        with open(os.path.join(jobs.host_root("two-hosts", host), "output", "data",
+                               "environment-algo-{}.json".format(host))) as f:
             seen = json.load(f)
         assert seen["rank"] == host - 1 and seen["world_size"] == 2 and seen["rank_sum"] == 1.0
         assert seen["env"]["SM_CURRENT_HOST"] == "algo-{}".format(host)
@@ -132,6 +149,35 @@ def test_a_two_host_job_with_torch_distributed_runs_to_completed_with_its_rule_s
 
     listed = json.loads(jobs.vigil("list-training-jobs", "--json").stdout)["TrainingJobSummaries"]
     assert [(j["TrainingJobName"], j["TrainingJobStatus"]) for j in listed] == [("two-hosts", "Completed")]
+
+    # The outputs where the request's file:// path says (relative to where vigil train ran), as
+    # SageMaker lays them out under <S3OutputPath>/<job>/.
+    dest = jobs.outputs("two-hosts")
+    assert sorted(os.listdir(dest)) == ["debug-output", "output", "rule-output"]
+    assert files_under(os.path.join(dest, "debug-output")) == files_under(trial)
+    assert os.path.isfile(os.path.join(dest, "debug-output", "training_job_end.ts"))
+    assert d["ModelArtifacts"] == {"S3ModelArtifacts": "file://" + os.path.join(dest, "output", "model.tar.gz")}
+    with tarfile.open(os.path.join(dest, "output", "model.tar.gz")) as t:
+        assert t.getnames() == ["model.pt"]  # rank 0's alone
+    with tarfile.open(os.path.join(dest, "output", "output.tar.gz")) as t:  # both hosts' output/data
+        assert sorted(t.getnames()) == ["environment-algo-1.json", "environment-algo-2.json"]
+    assert [(o["Name"], o["Status"], o["FilesLeft"]) for o in d["VigilOutputs"]] == [
+        ("debug-output", "Uploaded", 0), ("rule-output/LossNotDecreasing", "Uploaded", 0),
+        ("rule-output/ExplodingTensor", "Uploaded", 0), ("output", "Uploaded", 0)]
+    assert d["VigilOutputs"][0]["Destination"] == "file://" + os.path.join(dest, "debug-output")
+    text = jobs.vigil("describe-training-job", "two-hosts").stdout
+    assert "  model: file://{}/output/model.tar.gz\n".format(dest) in text
+    assert "  output debug-output: Uploaded, file://{}/debug-output\n".format(dest) in text
+
+
+def files_under(root):
+    """Every file under `root`, relative and sorted, with its size."""
+    out = []
+    for folder, _, names in os.walk(root):
+        for n in names:
+            path = os.path.join(folder, n)
+            out.append((os.path.relpath(path, root), os.path.getsize(path)))
+    return sorted(out)
 
 
 class Webhook:
@@ -214,6 +260,11 @@ def test_max_runtime_in_seconds_stops_a_job_that_runs_too_long(jobs):
      "SMDebug Does Not Currently Support Distributed Training Jobs With Checkpointing Enabled"),
     ({"DebugRuleConfigurations": [{"RuleConfigurationName": "Nope", "RuleEvaluatorImage": "x",
                                    "RuleParameters": {"rule_to_invoke": "NoSuchRule"}}]}, "NoSuchRule"),
+    ({"OutputDataConfig": {"S3OutputPath": "https://example-bucket.s3.amazonaws.com/jobs"}},
+     "Value 'https://example-bucket.s3.amazonaws.com/jobs' at 'outputDataConfig.s3OutputPath' failed to satisfy "
+     "constraint: Member must be an s3://bucket/prefix or file://folder location"),
+    ({"OutputDataConfig": {"S3OutputPath": "file://jobs/refused/output"}},  # into the job's own folder
+     "overlaps the job's own folder"),
 ])
 def test_bad_jobs_are_refused_with_sagemakers_messages_and_leave_no_job(jobs, change, message):
     job = job_request("refused")
@@ -236,6 +287,150 @@ def test_a_second_job_with_the_same_name_is_refused(jobs):
     assert out.returncode == 2
     assert "ResourceInUse: Training job names must be unique" in out.stderr
     assert jobs.describe("once")["TrainingJobStatus"] == "Completed"
+
+
+# ---- outputs in S3 -----------------------------------------------------------------------------
+
+BUCKET = "job-outputs"
+
+
+@pytest.fixture(scope="module")
+def s3():
+    with S3TestServer(buckets=[BUCKET]) as server:  # fails the tests when it cannot start
+        yield server
+
+
+def s3_env(s3, **extra):
+    """vigil train's environment for the server: its credentials (checked by its proxy), no read cache."""
+    env = {k: v for k, v in s3.environment(through_proxy=True).items()}
+    env.update({"VIGIL_CACHE_MAX_BYTES": "0", "VIGIL_S3_MAX_ATTEMPTS": "2"})
+    env.update(extra)
+    return env
+
+
+def s3_keys(s3, prefix):
+    """The keys under `prefix`, read from s3rver directly (it checks no signature)."""
+    query = urllib.parse.urlencode({"list-type": "2", "prefix": prefix})
+    with urllib.request.urlopen("{}/{}?{}".format(s3.endpoint, BUCKET, query)) as r:
+        root = ET.fromstring(r.read())
+    ns = {"s3": root.tag.split("}")[0][1:]} if root.tag.startswith("{") else {}
+    keys = [e.text for e in root.iter("{%s}Key" % ns["s3"] if ns else "Key")]
+    return sorted(k[len(prefix):] for k in keys)
+
+
+def s3_get(s3, key):
+    with urllib.request.urlopen("{}/{}/{}".format(s3.endpoint, BUCKET, key)) as r:
+        return r.read()
+
+
+def test_outputs_reach_s3_while_the_job_runs_and_a_stopped_jobs_model_at_its_end(jobs, s3):
+    base = "s3://{}/runs/".format(BUCKET)
+    example = job_request("x")
+    job = job_request("to-s3", HyperParameters={"steps": "20", "step-delay": "0.02", "hang": "true"},
+                      OutputDataConfig={"S3OutputPath": base},
+                      DebugHookConfig=dict(example["DebugHookConfig"], S3OutputPath=base),
+                      ProfilerConfig={"ProfilingIntervalInMilliseconds": 500},  # beside the others: OutputDataConfig's
+                      ProfilerRuleConfigurations=[{"RuleConfigurationName": "ProfilerReport", "RuleEvaluatorImage": "local",
+                                                   "RuleParameters": {"rule_to_invoke": "ProfilerReport"}}])
+    process = jobs.start(job, "--stop-grace", "2", env=s3_env(s3))
+    try:
+        jobs.wait_training("to-s3")
+        # Both workers' steps reach S3 while the job still runs (the hosts hang after training).
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            keys = s3_keys(s3, "runs/to-s3/debug-output/")
+            if sum(k.startswith("index/") and k.endswith("_worker_1.json") for k in keys) >= 10:
+                break
+            time.sleep(0.2)
+        assert jobs.describe("to-s3")["TrainingJobStatus"] == "InProgress"
+        assert sum(k.startswith("index/") for k in keys) >= 10, keys
+        assert s3_keys(s3, "runs/to-s3/output/") == []  # the archives come at the end
+        assert jobs.vigil("stop-training-job", "to-s3").returncode == 0
+        out, err = process.communicate(timeout=180)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, err
+    d = jobs.describe("to-s3")
+    assert d["TrainingJobStatus"] == "Stopped", d.get("FailureReason")
+    # SageMaker uploads a stopped job's model too.
+    assert d["ModelArtifacts"] == {"S3ModelArtifacts": "s3://{}/runs/to-s3/output/model.tar.gz".format(BUCKET)}
+    with tarfile.open(fileobj=io.BytesIO(s3_get(s3, "runs/to-s3/output/model.tar.gz"))) as t:
+        assert t.getnames() == ["model.pt"]
+    with tarfile.open(fileobj=io.BytesIO(s3_get(s3, "runs/to-s3/output/output.tar.gz"))) as t:
+        assert sorted(t.getnames()) == ["environment-algo-1.json", "environment-algo-2.json"]
+    assert [(o["Name"], o["Status"]) for o in d["VigilOutputs"]] == [
+        ("debug-output", "Uploaded"), ("profiler-output", "Uploaded"), ("rule-output/LossNotDecreasing", "Uploaded"),
+        ("rule-output/ExplodingTensor", "Uploaded"), ("rule-output/ProfilerReport", "Uploaded"), ("output", "Uploaded")]
+    # Every file of the job folder's copies is in S3 under the layout of sagemaker-api §3.1 and §4.6.
+    local = d["VigilLocalPaths"]
+    for name, folder in [("debug-output", local["DebugOutput"]), ("profiler-output", local["ProfilerOutput"]),
+                         ("rule-output/ProfilerReport", os.path.join(local["RuleOutput"], "ProfilerReport"))]:
+        assert s3_keys(s3, "runs/to-s3/{}/".format(name)) == [f for f, _ in files_under(folder)], name
+    assert "training_job_end.ts" in s3_keys(s3, "runs/to-s3/debug-output/")
+    assert "profiler-output/profiler-report.html" in s3_keys(s3, "runs/to-s3/rule-output/ProfilerReport/")
+    # The trial in S3 reads as the local one, both workers and the end marker.
+    env = environment(s3_env(s3))
+    remote = subprocess.run([VIGIL, "inspect", "s3://{}/runs/to-s3/debug-output".format(BUCKET), "--json"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert remote.returncode == 0, remote.stderr
+    here = json.loads(subprocess.run([VIGIL, "inspect", local["DebugOutput"], "--json"], capture_output=True, text=True,
+                                     check=True).stdout)
+    there = json.loads(remote.stdout)
+    assert there["workers"] == here["workers"] and len(there["workers"]) == 2
+    assert there["steps"] == here["steps"]
+    # Nothing of the credentials in what the job wrote (the server's key and secret are "S3RVER").
+    logs = os.path.join(jobs.dir, "to-s3", "logs")
+    for folder, _, names in os.walk(logs):
+        for n in names:
+            with open(os.path.join(folder, n), errors="replace") as f:
+                assert "S3RVER" not in f.read(), n
+    assert "S3RVER" not in err
+
+
+def test_an_output_that_cannot_be_uploaded_fails_the_job_as_sagemaker_does_and_the_files_stay(jobs, s3):
+    base = "s3://{}/denied/".format(BUCKET)
+    job = job_request("denied", HyperParameters={"steps": "4"}, ResourceConfig={"InstanceCount": 1},
+                      DebugRuleConfigurations=None, DebugHookConfig=None, OutputDataConfig={"S3OutputPath": base})
+    s3.set_faults([{"match": "/denied/denied/output/model.tar.gz", "method": "PUT", "times": 1000, "action": "status",
+                    "status": 403, "code": "AccessDenied"}])
+    try:
+        out = jobs.train(job, env=s3_env(s3, VIGIL_UPLOAD_TIMEOUT_SECONDS="2"))
+    finally:
+        s3.set_faults([])
+    assert out.returncode == 4, out.stderr
+    d = jobs.describe("denied")
+    assert d["TrainingJobStatus"] == "Failed"
+    assert [t["Status"] for t in d["SecondaryStatusTransitions"]][-2:] == ["Uploading", "Failed"]
+    assert d["FailureReason"].startswith("ClientError: Artifact upload failed:"), d["FailureReason"]
+    assert "AccessDenied" in d["FailureReason"] and "S3RVER" not in d["FailureReason"]
+    assert "ModelArtifacts" not in d
+    # The job folder keeps the model; the output data made it.
+    assert os.path.isfile(os.path.join(d["VigilLocalPaths"]["Artifacts"], "model.tar.gz"))
+    assert s3_keys(s3, "denied/denied/output/") == ["output.tar.gz"]
+    assert "AccessDenied" in out.stderr
+
+
+def test_an_output_location_that_cannot_be_used_is_refused_before_the_job(jobs, s3, tmp_path):
+    base = "s3://{}/refused/".format(BUCKET)
+    job = job_request("refused", ResourceConfig={"InstanceCount": 1}, DebugRuleConfigurations=None,
+                      DebugHookConfig=None, OutputDataConfig={"S3OutputPath": base})
+    # No credentials anywhere: said before anything runs, naming where they were looked for.
+    no_credentials = {k: "" for k in s3.environment()}
+    no_credentials.update({"HOME": str(tmp_path), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+                           "AWS_CONFIG_FILE": str(tmp_path / "none")})
+    out = jobs.train(job, env=no_credentials)
+    assert out.returncode == 2
+    assert "vigil train: cannot upload to s3://{}/refused/refused/output:".format(BUCKET) in out.stderr, out.stderr
+    assert "AWS_ACCESS_KEY_ID" in out.stderr
+    assert not os.path.exists(os.path.join(jobs.dir, "refused"))
+    # Another job's outputs at the destination: never mixed.
+    urllib.request.urlopen(urllib.request.Request("{}/{}/refused/refused/output/model.tar.gz".format(s3.endpoint, BUCKET),
+                                                  data=b"an earlier job's", method="PUT")).read()
+    out = jobs.train(job, env=s3_env(s3))
+    assert out.returncode == 2
+    assert "s3://{}/refused/refused/output already holds files".format(BUCKET) in out.stderr, out.stderr
+    assert not os.path.exists(os.path.join(jobs.dir, "refused"))
 
 
 # ---- remote debugging --------------------------------------------------------------------------

@@ -233,6 +233,34 @@ TEST(TrialUploader, TheMarkerAndTheIndexWaitWhileTheirEventFileKeepsFailing) {
   EXPECT_NE(report->first_error->message.find(kEvent0), std::string::npos) << report->first_error->message;
 }
 
+// A profiler output (format spec §8.6) has its markers in system/ and framework/: they too wait for
+// a scan in which everything else made it, so a reader never sees one before the files it ends.
+TEST(TrialUploader, TheProfilerOutputsMarkersComeLastToo) {
+  ScratchDir staging;
+  const std::string system_file = "system/incremental/2026120402/1764813600.algo-1.json";
+  const std::string trace = "framework/pevents/2026120402/1764813600000000_0-algo-1_pythontimeline.json";
+  const std::string system_marker = std::string("system/") + kMarker;
+  const std::string framework_marker = std::string("framework/") + kMarker;
+  publish(staging.path(), system_file, "{}");
+  publish(staging.path(), trace, "[]");
+  publish(staging.path(), system_marker, "");
+  publish(staging.path(), framework_marker, "");
+  auto store = std::make_shared<FakeStore>();
+  store->fail_file(system_file, 3);
+  Logged log;
+  auto up = start(staging.path(), store, log.options(10ms));
+  ASSERT_TRUE(up);
+  auto report = up->finish(10s);
+  ASSERT_VIGIL_OK(report);
+  EXPECT_TRUE(report->complete());
+  const auto order = store->order();
+  ASSERT_EQ(order.size(), 4u);
+  // The trace went at the first scan; the markers only after the system file got through.
+  EXPECT_EQ(order[0], trace);
+  EXPECT_EQ(order[1], system_file);
+  EXPECT_EQ(std::set<std::string>(order.begin() + 2, order.end()), (std::set<std::string>{system_marker, framework_marker}));
+}
+
 TEST(TrialUploader, FailedFilesAreRetriedAtTheNextScan) {
   ScratchDir staging;
   stage_trial(staging.path());
