@@ -71,6 +71,31 @@ std::optional<ElementType> element_type_of_numpy(const py::dtype& dt);
 std::optional<Mode> mode_arg(int mode);
 Mode mode_or_global(int mode);
 
+// ---- the GIL ----
+
+// The GIL released for the object's life, except while the interpreter finalizes. Then, a thread
+// that gets the GIL is ended on the spot by CPython (pthread_exit), and one ended so inside a C++
+// noexcept frame aborts the whole process ("terminate called without an active exception": torch's
+// gloo workers do, when a finalizing interpreter lets them in). The destructors of objects that own
+// a thread or write files use it: those still alive at exit are destroyed during finalization, and
+// what they wait for (their own threads, file writes) never needs the GIL.
+class GilReleasedUnlessFinalizing {
+ public:
+  GilReleasedUnlessFinalizing() {
+    if (!interpreter_finalizing()) released_.emplace();
+  }
+
+ private:
+  static bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+  }
+  std::optional<py::gil_scoped_release> released_;
+};
+
 // ---- registration ----
 void register_errors(py::module_& m);
 void register_values(py::module_& m);

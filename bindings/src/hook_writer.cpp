@@ -32,7 +32,7 @@ class PyQueuedWriter {
   }
 
   ~PyQueuedWriter() {
-    py::gil_scoped_release nogil;
+    GilReleasedUnlessFinalizing nogil;
     writer_.reset();
   }
 

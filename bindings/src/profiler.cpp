@@ -132,7 +132,7 @@ class PySystemMonitor {
     monitor_ = std::make_unique<SystemMonitor>(std::move(options));
   }
   ~PySystemMonitor() {
-    py::gil_scoped_release nogil;
+    GilReleasedUnlessFinalizing nogil;
     monitor_.reset();
   }
   bool start() { return monitor_->start(); }

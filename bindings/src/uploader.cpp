@@ -50,7 +50,7 @@ class PyTrialUploader {
   }
 
   ~PyTrialUploader() {
-    py::gil_scoped_release nogil;
+    GilReleasedUnlessFinalizing nogil;
     uploader_.reset();
   }
 

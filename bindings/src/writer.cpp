@@ -86,7 +86,7 @@ class PyTrialWriter {
   }
 
   ~PyTrialWriter() {
-    py::gil_scoped_release nogil;  // closing may write (without the end marker)
+    GilReleasedUnlessFinalizing nogil;  // closing may write (without the end marker)
     writer_.reset();
   }
 
@@ -176,7 +176,7 @@ class PyTensorBoardWriter {
   }
 
   ~PyTensorBoardWriter() {
-    py::gil_scoped_release nogil;  // closing writes
+    GilReleasedUnlessFinalizing nogil;  // closing writes
     writer_.reset();
   }
 

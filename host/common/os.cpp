@@ -50,6 +50,16 @@ class SigpipeBlocked {
 
 void ignore_sigpipe_in_this_process() { ::signal(SIGPIPE, SIG_IGN); }
 
+void name_this_thread(const char* name) {
+  char truncated[16] = {};  // the kernel's limit, with the terminating zero
+  for (size_t i = 0; i + 1 < sizeof truncated && name[i] != '\0'; ++i) truncated[i] = name[i];
+#if defined(__APPLE__)
+  ::pthread_setname_np(truncated);
+#else
+  ::pthread_setname_np(::pthread_self(), truncated);
+#endif
+}
+
 void block_sigpipe_on_this_thread() {
   sigset_t set;
   sigemptyset(&set);

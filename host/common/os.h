@@ -23,6 +23,11 @@ namespace vigil::os {
 void ignore_sigpipe_in_this_process();
 void block_sigpipe_on_this_thread();
 
+// Names the calling thread (at most 15 characters kept), as ps -L, top -H, gdb and
+// /proc/<pid>/task/*/comm show it. The threads Vigil starts inside a training process are named
+// "vigil-..." so that one alive at the process's end can be told apart from the framework's.
+void name_this_thread(const char* name);
+
 struct WriteOutcome {
   size_t written = 0;  // bytes the reader got (or that sit in the pipe) before the error
   int error = 0;       // 0 when all was written; EPIPE when the reader is gone; ETIMEDOUT; or the errno

@@ -121,6 +121,7 @@ void SystemMonitor::stop() {
 
 void SystemMonitor::run(std::stop_token stop) noexcept {
   os::block_sigpipe_on_this_thread();
+  os::name_this_thread("vigil-monitor");
   try {
     sample_loop(stop);
   } catch (const std::exception& e) {

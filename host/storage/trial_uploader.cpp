@@ -293,6 +293,7 @@ struct TrialUploader::State {
   // while the last one ran).
   static void run(std::shared_ptr<State> s) noexcept {
     os::block_sigpipe_on_this_thread();
+    os::name_this_thread("vigil-upload");
     try {
       const auto retry = std::min(s->options.scan_interval, std::chrono::milliseconds(200));
       for (;;) {

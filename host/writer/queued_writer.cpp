@@ -101,6 +101,7 @@ struct QueuedWriter::State {
 
   void run() {
     os::block_sigpipe_on_this_thread();
+    os::name_this_thread("vigil-writer");
     std::unique_lock lock(mu);
     while (true) {
       wake.wait(lock, [&] { return stopping || !queue.empty(); });

@@ -157,10 +157,13 @@ TEST(SystemMonitor, SamplesThisMachine) {
     logs.push_back(m);
   };
   SystemMonitor monitor(options);
+  const size_t threads_before = test::threads_named("vigil-monitor");
   ASSERT_TRUE(monitor.start());
   EXPECT_FALSE(monitor.start());  // once only
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  EXPECT_EQ(test::threads_named("vigil-monitor"), threads_before + 1);
   monitor.stop();
+  EXPECT_EQ(test::threads_named("vigil-monitor"), threads_before);  // joined
   monitor.stop();
   EXPECT_FALSE(monitor.stepped_aside());
   EXPECT_GE(monitor.samples_written(), 5u);

@@ -185,9 +185,12 @@ TEST(TrialUploader, DataFilesFirstThenIndexSortedThenTheMarker) {
   stage_trial(staging.path());
   auto store = std::make_shared<FakeStore>();
   Logged log;
+  const size_t threads_before = test::threads_named("vigil-upload");
   auto up = start(staging.path(), store, log.options(1h));
   ASSERT_TRUE(up);
+  EXPECT_TRUE(test::wait_for_threads_named("vigil-upload", threads_before + 1, 30s));
   auto report = up->finish(10s);
+  EXPECT_EQ(test::threads_named("vigil-upload"), threads_before);  // finished: joined
   ASSERT_VIGIL_OK(report);
   EXPECT_TRUE(report->complete());
   EXPECT_FALSE(report->first_error.has_value());
@@ -365,8 +368,10 @@ TEST(TrialUploader, FinishReturnsByItsTimeoutWhenTheStoreHangs) {
   up.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - t1, 1s);
   // Released, the abandoned thread ends after the write it was in, uploading nothing more.
+  const size_t threads_hung = test::threads_named("vigil-upload");
+  EXPECT_GE(threads_hung, 1u);  // detached, still in the store
   store->hang(false);
-  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(test::wait_for_threads_named("vigil-upload", threads_hung - 1, 10s));
   EXPECT_LE(store->order().size(), 1u);
 }
 

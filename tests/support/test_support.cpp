@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "plugin_host/profiles.h"
 
@@ -35,6 +36,26 @@ std::string read_file(const fs::path& path) {
 std::string read_file_if_present(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+size_t threads_named(std::string_view name) {
+  size_t n = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc/self/task", ec), end; !ec && it != end; it.increment(ec)) {
+    std::string comm = read_file_if_present(it->path() / "comm");  // gone when the thread just ended
+    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    if (comm == name) ++n;
+  }
+  return n;
+}
+
+bool wait_for_threads_named(std::string_view name, size_t expected, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (threads_named(name) != expected) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
 }
 
 std::string from_hex(std::string_view hex) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -81,6 +82,14 @@ std::string from_hex(std::string_view hex);
 // Every regular file under `root` (relative, generic separators), sorted; a folder that vanishes
 // while it is listed ends the listing instead of throwing.
 std::vector<std::string> list_files(const fs::path& root);
+
+// ---- threads -------------------------------------------------------------------------------------
+
+// How many threads of this process are named `name` now (/proc/self/task/*/comm; common/os.h's
+// name_this_thread), and the wait, up to `timeout`, until that count is `expected`: a thread names
+// itself once it runs, and is gone once joined.
+size_t threads_named(std::string_view name);
+bool wait_for_threads_named(std::string_view name, size_t expected, std::chrono::milliseconds timeout);
 
 // ---- the shared fixtures (read in place, never copied into the project) ---------------------------
 // Only where the suite defines VIGIL_SHARED_DIR (the shared/ folder of the checkout).

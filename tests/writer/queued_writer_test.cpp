@@ -3,7 +3,9 @@
 // is reported (never thrown), and close() drains the queue first.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "trial/trial.h"
 #include "writer/queued_writer.h"
@@ -119,6 +121,38 @@ TEST(QueuedWriter, DestroyingAnOpenWriterPublishesWhatWasQueuedWithoutTheEndMark
   auto t = Trial::open(dir.path() / "t");
   ASSERT_TRUE(t);
   EXPECT_EQ((*t)->steps(Mode::Global, true).value().size(), 5u);
+}
+
+// The thread is "vigil-writer" while it runs, and joined by close(), by close() after the first
+// error, and by the destructor of a writer never closed: none outlives its writer (a joinable
+// std::thread at destruction is std::terminate, in the user's training process).
+TEST(QueuedWriter, ItsNamedThreadEndsWithCloseAfterAnErrorAndWithTheDestructor) {
+  using std::chrono_literals::operator""s;
+  ScratchDir dir;
+  const size_t before = test::threads_named("vigil-writer");
+  auto closed = QueuedWriter::create(dir.path() / "closed", options_with_budget(1 << 20));
+  ASSERT_TRUE(closed);
+  EXPECT_TRUE(test::wait_for_threads_named("vigil-writer", before + 1, 30s));
+  ASSERT_VIGIL_OK((*closed)->close(true));
+  EXPECT_EQ(test::threads_named("vigil-writer"), before);
+
+  auto failed = QueuedWriter::create(dir.path() / "failed", options_with_budget(1 << 20));
+  ASSERT_TRUE(failed);
+  fs::remove_all(dir.path() / "failed");
+  std::ofstream(dir.path() / "failed") << "not a folder";
+  (*failed)->publish_collections(std::string(kNoCollections));
+  EXPECT_TRUE(test::wait_for_threads_named("vigil-writer", before + 1, 30s));
+  for (int i = 0; i < 3000 && !(*failed)->error(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE((*failed)->error().has_value());
+  EXPECT_FALSE((*failed)->close(false));
+  EXPECT_EQ(test::threads_named("vigil-writer"), before);
+
+  {
+    auto dropped = QueuedWriter::create(dir.path() / "dropped", options_with_budget(1 << 20));
+    ASSERT_TRUE(dropped);
+    EXPECT_TRUE(test::wait_for_threads_named("vigil-writer", before + 1, 30s));
+  }
+  EXPECT_EQ(test::threads_named("vigil-writer"), before);
 }
 
 }  // namespace
