@@ -38,8 +38,8 @@ def test_smdebug_names_resolve_to_vigil():
         assert ModeKeys is vigil.ModeKeys is smdebug.ModeKeys is smdebug.core.modes.ModeKeys
         assert no_refresh is vigil.trials.no_refresh
         import sys
-        import smdebug.pytorch as smd
-        assert "torch" not in sys.modules  # loaded on first use of one of its names
+        assert "torch" not in sys.modules and "smdebug.pytorch" not in sys.modules
+        import smdebug.pytorch as smd  # made now, as smdebug's, with torch
         assert smd.Hook is __import__("vigil.pytorch").pytorch.Hook and "torch" in sys.modules
         try:
             import smdebug.tensorflow

@@ -3,7 +3,17 @@ in this process resolves to Vigil. ``MODULES`` below is the one table of what ea
 offers; docs/python.md lists it and tests/python/test_api_surface.py checks it against smdebug
 1.0.34's public API (`../shared/spec/smdebug-api-surface.txt`), with the omissions it documents.
 Any other smdebug module is not provided and its import fails with ModuleNotFoundError.
+
+The framework hooks' modules (``smdebug.pytorch`` and its submodules, ``smdebug.xgboost``) import
+their framework, so they are made when a script imports them, as smdebug's are: a missing framework
+fails that import (ModuleNotFoundError), and no module in ``sys.modules`` is ever half made, with an
+attribute lookup that imports (pickle, inspect and torch.compile's cache look names up on every
+module there, and expect AttributeError at worst).
 """
+import collections
+import importlib
+import importlib.abc
+import importlib.machinery
 import sys
 import types
 
@@ -112,13 +122,13 @@ def _modules():
         "smdebug.rules.req_tensors": dict(RequiredTensors=_rules.RequiredTensors,
                                           RequiredTensorsForTrial=_rules.RequiredTensorsForTrial,
                                           **_exception_names("TensorUnavailable")),
-        "smdebug.pytorch": _pytorch_names,
-        "smdebug.pytorch.hook": lambda: _pytorch_names("Hook"),
-        "smdebug.pytorch.collection": lambda: _pytorch_names("Collection", "CollectionManager"),
-        "smdebug.pytorch.singleton_utils": lambda: _pytorch_names("get_hook", "set_hook", "del_hook"),
+        "smdebug.pytorch": _Framework("vigil.pytorch"),
+        "smdebug.pytorch.hook": _Framework("vigil.pytorch", ("Hook",)),
+        "smdebug.pytorch.collection": _Framework("vigil.pytorch", ("Collection", "CollectionManager")),
+        "smdebug.pytorch.singleton_utils": _Framework("vigil.pytorch", ("get_hook", "set_hook", "del_hook")),
         "smdebug.core.collection_manager": dict(CollectionManager=C.CollectionManager, Collection=C.Collection),
         "smdebug.core.json_config": dict(create_hook_from_json_config=_hook_config.create_hook_from_json_config),
-        "smdebug.xgboost": _xgboost_names,
+        "smdebug.xgboost": _Framework("vigil.xgboost"),
         "smdebug.profiler": dict(TimeUnits=P.TimeUnits),
         "smdebug.profiler.profiler_constants": dict(TimeUnits=P.TimeUnits),
         "smdebug.profiler.metrics_reader_base": dict(MetricsReaderBase=P.MetricsReaderBase, TimeUnits=P.TimeUnits),
@@ -143,17 +153,9 @@ def _modules():
     }
 
 
-def _pytorch_names(*names):
-    """vigil.pytorch's names (all, or those given), imported only when a script imports
-    smdebug.pytorch or one of its modules (it imports torch)."""
-    from . import pytorch
-    return {n: getattr(pytorch, n) for n in (names or pytorch.__all__)}
-
-
-def _xgboost_names():
-    """vigil.xgboost's names, imported only when a script imports smdebug.xgboost (it imports xgboost)."""
-    from . import xgboost
-    return {n: getattr(xgboost, n) for n in xgboost.__all__}
+# A framework hook's module: `names` of the Vigil module `source` (None: its __all__), made when a
+# script imports it (_FrameworkModules), since `source` imports the framework.
+_Framework = collections.namedtuple("_Framework", "source names", defaults=(None,))
 
 
 def _parse_bool(arg, default):
@@ -180,35 +182,53 @@ def _parse_list_from_str(arg, delimiter=","):
 
 
 def _build():
+    """The modules made at install() (the framework hooks' are made on import), and the table of
+    the framework hooks' modules."""
+    table = _modules()
+    framework = {name: spec for name, spec in table.items() if isinstance(spec, _Framework)}
     modules = {}
-    for name, attrs in _modules().items():
-        m = types.ModuleType(name, "Vigil's {}".format(name))
-        if callable(attrs):
-            m.__getattr__ = _lazy(m, attrs)  # PEP 562: its names load on first use
-        else:
+    for name, attrs in table.items():
+        if name not in framework:
+            m = types.ModuleType(name, "Vigil's {}".format(name))
             m.__dict__.update(attrs)
-        setattr(m, _MARK, True)
-        modules[name] = m
-    for name, m in modules.items():  # packages and their submodules
+            setattr(m, _MARK, True)
+            modules[name] = m
+    for name in table:  # packages, and their submodules made now
         parent, _, leaf = name.rpartition(".")
-        if parent:
+        if parent in modules:
             modules[parent].__path__ = []
-            setattr(modules[parent], leaf, m)
-    modules["smdebug"].__path__ = []
-    return modules
+            if name in modules:
+                setattr(modules[parent], leaf, modules[name])
+    return modules, framework
 
 
-def _lazy(module, load):
-    def __getattr__(attr):
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        names = load()
-        module.__dict__.update(names)
-        del module.__dict__["__getattr__"]
-        if attr not in names:
-            raise AttributeError("module {} has no attribute {}".format(module.__name__, attr))
-        return names[attr]
-    return __getattr__
+class _FrameworkModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Makes a framework hook's module when a script imports it. The import machinery does the
+    rest as for any module: the parent first, sys.modules, the parent's attribute, and nothing left
+    behind when the framework is missing (its ModuleNotFoundError is the import's)."""
+
+    def __init__(self):
+        self.modules = {}  # name -> _Framework, set by install()
+
+    def find_spec(self, fullname, path=None, target=None):
+        spec = self.modules.get(fullname)  # called for every import of the process: a lookup only
+        if spec is None or not is_installed():
+            return None
+        package = any(n.startswith(fullname + ".") for n in self.modules)
+        return importlib.machinery.ModuleSpec(fullname, self, origin=spec.source, loader_state=spec,
+                                              is_package=package)
+
+    def create_module(self, spec):
+        return None  # a plain module
+
+    def exec_module(self, module):
+        spec = module.__spec__.loader_state
+        source = importlib.import_module(spec.source)
+        module.__dict__.update({n: getattr(source, n) for n in spec.names or source.__all__})
+        setattr(module, _MARK, True)
+
+
+_FINDER = _FrameworkModules()
 
 
 def install():
@@ -217,10 +237,15 @@ def install():
         return
     for name in [n for n in sys.modules if n == "smdebug" or n.startswith("smdebug.")]:
         del sys.modules[name]  # a real smdebug imported earlier: Vigil's names win from now on
-    sys.modules.update(_build())
+    modules, _FINDER.modules = _build()
+    sys.modules.update(modules)
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
 
 
 def uninstall():
+    if _FINDER in sys.meta_path:
+        sys.meta_path.remove(_FINDER)
     for name in [n for n in sys.modules if n == "smdebug" or n.startswith("smdebug.")]:
         if getattr(sys.modules[name], _MARK, False):
             del sys.modules[name]

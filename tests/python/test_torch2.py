@@ -1,0 +1,298 @@
+"""Vigil in the torch 2.13 environment (`torch2_python`: no pandas, no xgboost): the hook never kills
+the training it watches.
+
+* The package imports without its optional frameworks, and smdebug's framework-hook modules behave
+  as plain modules: pickle and inspect look names up on every module in ``sys.modules``, and
+  inductor's cache keys are pickled that way (torch.compile died of smdebug.xgboost's lazy lookup).
+* torch.compile under the hook, with inductor's FX-graph and AOT-autograd caches on.
+* FSDP2 (``fully_shard``) in two gloo processes: the hook steps aside (DTensor parameters), and every
+  rank ends with exit status 0 and no Vigil thread left when its interpreter finalizes.
+
+The scripts run in their own interpreter (torch 2.13) with Vigil's package on PYTHONPATH; the trials
+are read here.
+"""
+import json
+import os
+import socket
+import subprocess
+import textwrap
+
+import vigil
+from conftest import PYTHON_DIR
+
+TIMEOUT_S = 300
+
+
+def _env(**extra):
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": PYTHON_DIR, "OMP_NUM_THREADS": "1",
+           "HOME": os.environ.get("HOME", "/")}
+    env.update(extra)
+    return env
+
+
+def _run(python, code, *args, cwd, **env):
+    return subprocess.run([python, "-c", code, *map(str, args)], cwd=str(cwd), env=_env(**env),
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
+
+
+# ---- importing without the optional frameworks -------------------------------------------------------
+
+# Blocks the named top-level packages, so that the check holds even once the environment has them.
+IMPORT_PRELUDE = """
+    import importlib.abc, inspect, pickle, sys, types
+
+    BLOCKED = set(sys.argv[1].split(","))
+
+    class Blocked(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.partition(".")[0] in BLOCKED:
+                raise ModuleNotFoundError("No module named {!r}".format(name), name=name)
+            return None
+
+    sys.meta_path.insert(0, Blocked())
+
+    # A function without __module__: pickle finds its module by looking its name up on every module
+    # in sys.modules (pickle.whichmodule), which only AttributeError may answer; inductor's cache-key
+    # pickler does the same, and inspect.getmodule reads attributes of them all.
+    def orphan():
+        pass
+    orphan.__module__ = None
+
+    def plain_module_behaviour():
+        assert pickle.loads(pickle.dumps(orphan)) is orphan
+        assert inspect.getmodule(orphan) is None
+        ours = [n for n in sys.modules if n.partition(".")[0] in ("smdebug", "vigil")]
+        assert len(ours) > 30, ours
+        for name in ours:
+            module = sys.modules[name]
+            try:
+                getattr(module, "vigil_test_no_such_name")
+            except AttributeError:
+                pass
+            else:
+                raise AssertionError(name + " has vigil_test_no_such_name")
+        plain = types.ModuleType("plain")
+        for name in [n for n in sys.modules if n == "smdebug" or n.startswith("smdebug.")]:
+            for m in (sys.modules[name], plain):  # modules do not pickle: the same refusal as a plain one
+                try:
+                    pickle.dumps(m)
+                except TypeError as e:
+                    refusal = str(e).replace("'plain'", "'x'")
+                else:
+                    raise AssertionError(name + " pickled")
+            assert refusal == "cannot pickle 'module' object", (name, refusal)
+
+    def import_fails(name, missing):
+        try:
+            __import__(name)
+        except ModuleNotFoundError as e:
+            assert e.name == missing, (name, e.name)
+        else:
+            raise AssertionError(name + " imported")
+        assert name not in sys.modules  # nothing half-made is left behind
+        parent, _, leaf = name.rpartition(".")
+        assert not hasattr(sys.modules[parent], leaf)
+"""
+
+
+def test_vigil_and_compat_import_without_torch_xgboost_or_pandas(torch2_python, tmp_path):
+    r = _run(torch2_python, textwrap.dedent(IMPORT_PRELUDE) + textwrap.dedent("""
+        import vigil, vigil.compat
+        assert not BLOCKED & set(sys.modules), BLOCKED & set(sys.modules)
+        vigil.compat.install()
+        import smdebug, smdebug.rules.rule, smdebug.trials, smdebug.profiler.analysis.utils.profiler_data_to_pandas
+        assert smdebug.create_trial is vigil.create_trial
+        plain_module_behaviour()
+        import_fails("smdebug.xgboost", "xgboost")
+        import_fails("smdebug.pytorch", "torch")
+        plain_module_behaviour()
+        assert not BLOCKED & set(sys.modules)
+        print("ok")
+    """), "torch,xgboost,pandas", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+
+
+def test_vigil_pytorch_and_smdebug_pytorch_import_without_xgboost_or_pandas(torch2_python, tmp_path):
+    r = _run(torch2_python, textwrap.dedent(IMPORT_PRELUDE) + textwrap.dedent("""
+        import vigil, vigil.compat, vigil.pytorch
+        vigil.compat.install()
+        assert "smdebug.pytorch" not in sys.modules  # made when a script imports it, as smdebug's
+        import smdebug.pytorch as smd
+        assert smd.Hook is vigil.pytorch.Hook and smd.SaveConfig is vigil.pytorch.SaveConfig
+        assert set(vigil.pytorch.__all__) <= set(vars(smd))
+        assert pickle.loads(pickle.dumps(smd.Hook)) is vigil.pytorch.Hook
+        from smdebug import pytorch
+        assert pytorch is smd
+        plain_module_behaviour()
+        import_fails("smdebug.xgboost", "xgboost")
+        plain_module_behaviour()
+        vigil.compat.uninstall()
+        assert not [n for n in sys.modules if n.startswith("smdebug")]
+        try:
+            import smdebug.pytorch
+        except ModuleNotFoundError as e:  # uninstalled: no finder is left either
+            assert e.name == "smdebug", e.name
+        else:
+            raise AssertionError("smdebug.pytorch imported after uninstall()")
+        assert not BLOCKED & set(sys.modules)
+        print("ok")
+    """), "xgboost,pandas", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+
+
+# ---- torch.compile ---------------------------------------------------------------------------------------
+
+COMPILE_SCRIPT = """
+    import sys
+    import vigil.compat
+    vigil.compat.install()
+    import smdebug.pytorch as smd
+    import torch
+    from torch._dynamo.utils import counters
+
+    def main(out):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+        hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=1),
+                        include_collections=["weights", "gradients", "losses"])
+        hook.register_module(model)
+        loss_fn = torch.nn.MSELoss()
+        hook.register_loss(loss_fn)
+        compiled = torch.compile(model)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(3):
+            opt.zero_grad()
+            loss = loss_fn(compiled(torch.randn(16, 4)), torch.randn(16, 1))
+            loss.backward()
+            opt.step()
+        # The cache keys were computed: their pickling walked every module, smdebug's included.
+        print("caches", counters["inductor"]["fxgraph_cache_miss"], counters["aot_autograd"]["autograd_cache_miss"])
+        print("trained")
+
+    main(sys.argv[1])
+"""
+
+
+def test_torch_compile_under_the_hook_with_inductors_caches(torch2_python, tmp_path):
+    out = tmp_path / "trial"
+    # A fresh cache folder: every graph misses, so every key is computed (and pickled); the caches are
+    # forced on whatever the defaults; one compile thread keeps it to this process.
+    r = _run(torch2_python, textwrap.dedent(COMPILE_SCRIPT), out, cwd=tmp_path,
+             TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"), TORCHINDUCTOR_FX_GRAPH_CACHE="1",
+             TORCHINDUCTOR_AUTOGRAD_CACHE="1", TORCHINDUCTOR_COMPILE_THREADS="1")
+    assert r.returncode == 0, r.stderr
+    assert "trained" in r.stdout, r.stdout
+    # Both caches computed keys (a miss each at least): the pickling that met smdebug's modules ran.
+    caches = [line.split()[1:] for line in r.stdout.splitlines() if line.startswith("caches ")]
+    assert caches and len(caches[0]) == 2 and all(int(n) >= 1 for n in caches[0]), r.stdout
+    assert "vigil hook disabled" not in r.stderr, r.stderr
+    trial = vigil.create_trial(str(out))
+    assert trial.steps() == [0, 1, 2]
+    assert "MSELoss_output_0" in trial.tensor_names(collection="losses")
+
+
+# ---- FSDP2 over two gloo processes --------------------------------------------------------------------
+
+FSDP_SCRIPT = """
+    import atexit, glob, json, os, sys, time
+
+    def vigil_threads():
+        names = []
+        for comm in glob.glob("/proc/self/task/*/comm"):
+            try:
+                with open(comm) as f:
+                    names.append(f.read().strip())
+            except OSError:
+                pass  # a thread that just ended
+        return sorted(n for n in names if n.startswith("vigil-"))
+
+    # Registered first, so it runs last: what is left when the interpreter goes on to finalize.
+    atexit.register(lambda: print("vigil threads at exit:", json.dumps(vigil_threads()), flush=True))
+
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.fsdp import fully_shard
+    import vigil._upload
+    import vigil.compat
+    vigil.compat.install()
+    import smdebug.pytorch as smd
+
+    out, bucket, expected_threads = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    # The out_dir counts as remote: the trial is staged and uploaded by the uploader's thread.
+    vigil._upload.is_remote = lambda location: str(location).startswith(bucket)
+
+    def main():
+        dist.init_process_group("gloo")
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+        hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=1),
+                        include_collections=["weights", "gradients", "losses"], include_workers="all")
+        deadline = time.time() + 30  # each thread names itself once it runs
+        while vigil_threads() != expected_threads and time.time() < deadline:
+            time.sleep(0.01)
+        print("vigil threads at start:", json.dumps(vigil_threads()), flush=True)
+        for layer in model:
+            if isinstance(layer, torch.nn.Linear):
+                fully_shard(layer)
+        fully_shard(model)
+        hook.register_module(model)
+        loss_fn = torch.nn.MSELoss()
+        hook.register_loss(loss_fn)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(3):
+            opt.zero_grad()
+            loss_fn(model(torch.randn(16, 4)), torch.randn(16, 1)).backward()
+            opt.step()
+        # torch 2.13's own exit race, with or without Vigil: a gloo worker that frees FSDP's last
+        # all-reduce after the interpreter began to finalize aborts the process ("terminate called
+        # without an active exception"). Waiting on a collective lets the worker finish first.
+        dist.barrier()
+        dist.destroy_process_group()
+        print("trained", flush=True)
+
+    main()
+"""
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_fsdp2_on_two_gloo_processes_every_rank_ends_cleanly(torch2_python, tmp_path):
+    bucket = tmp_path / "bucket"
+    out = bucket / "job"
+    config = tmp_path / "profilerconfig.json"
+    config.write_text('{"ProfilingParameters": {"ProfilerEnabled": true, "ProfilingIntervalInMilliseconds": 100, '
+                      '"LocalPath": "%s"}}' % (tmp_path / "profiler"))
+    port = str(_free_port())
+    # The writer and the uploader on each rank, the system monitor on the machine's local rank 0.
+    expected = {0: ["vigil-monitor", "vigil-upload", "vigil-writer"], 1: ["vigil-upload", "vigil-writer"]}
+    procs = []
+    for rank in (0, 1):
+        env = _env(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
+                   SMPROFILER_CONFIG_PATH=str(config), VIGIL_STAGING_DIR=str(tmp_path / "staging"))
+        procs.append(subprocess.Popen([torch2_python, "-c", textwrap.dedent(FSDP_SCRIPT), str(out), str(bucket),
+                                       json.dumps(expected[rank])],
+                                      cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+    results = []
+    try:
+        for p in procs:
+            results.append(p.communicate(timeout=TIMEOUT_S))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for rank, (p, (stdout, stderr)) in enumerate(zip(procs, results)):
+        assert p.returncode == 0, "rank {}: {}\n{}".format(rank, p.returncode, stderr)
+        assert "trained" in stdout, stdout
+        assert "terminate called" not in stderr, stderr
+        assert stderr.count("vigil hook disabled") <= 1, stderr  # a fault is logged once
+        threads = {k: json.loads(v) for k, v in (line.split(": ", 1) for line in stdout.splitlines()
+                                                 if line.startswith("vigil threads"))}
+        assert threads["vigil threads at start"] == expected[rank], (rank, threads)
+        assert threads["vigil threads at exit"] == [], (rank, threads)
