@@ -17,6 +17,8 @@ import socket
 import subprocess
 import textwrap
 
+import pytest
+
 import vigil
 from conftest import PYTHON_DIR
 
@@ -219,7 +221,7 @@ FSDP_SCRIPT = """
     vigil.compat.install()
     import smdebug.pytorch as smd
 
-    out, bucket, expected_threads = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    out, bucket, expected_threads, order = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
     # The out_dir counts as remote: the trial is staged and uploaded by the uploader's thread.
     vigil._upload.is_remote = lambda location: str(location).startswith(bucket)
 
@@ -233,11 +235,16 @@ FSDP_SCRIPT = """
         while vigil_threads() != expected_threads and time.time() < deadline:
             time.sleep(0.01)
         print("vigil threads at start:", json.dumps(vigil_threads()), flush=True)
+        if order == "hook_first":
+            # smdebug's scripts register the model first: the hook's pre-hook then runs after FSDP's
+            # (prepended), on the unsharded parameters, whose storage FSDP frees by resizing it
+            hook.register_module(model)
         for layer in model:
             if isinstance(layer, torch.nn.Linear):
                 fully_shard(layer)
         fully_shard(model)
-        hook.register_module(model)
+        if order == "shard_first":
+            hook.register_module(model)
         loss_fn = torch.nn.MSELoss()
         hook.register_loss(loss_fn)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -262,7 +269,8 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def test_fsdp2_on_two_gloo_processes_every_rank_ends_cleanly(torch2_python, tmp_path):
+@pytest.mark.parametrize("order", ["shard_first", "hook_first"])
+def test_fsdp2_on_two_gloo_processes_every_rank_ends_cleanly(torch2_python, tmp_path, order):
     bucket = tmp_path / "bucket"
     out = bucket / "job"
     config = tmp_path / "profilerconfig.json"
@@ -276,7 +284,7 @@ def test_fsdp2_on_two_gloo_processes_every_rank_ends_cleanly(torch2_python, tmp_
         env = _env(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
                    SMPROFILER_CONFIG_PATH=str(config), VIGIL_STAGING_DIR=str(tmp_path / "staging"))
         procs.append(subprocess.Popen([torch2_python, "-c", textwrap.dedent(FSDP_SCRIPT), str(out), str(bucket),
-                                       json.dumps(expected[rank])],
+                                       json.dumps(expected[rank]), order],
                                       cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))
     results = []

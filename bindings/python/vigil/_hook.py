@@ -418,7 +418,7 @@ class BaseHook:
     def save_scalar(self, name, value, sm_metric=False, timestamp=None):
         """Saves ``scalar/<name>``, written when the step ends; its wall time is ``timestamp``, else
         the time of this call (smdebug's)."""
-        val = self._make_numpy_array(value)
+        val = np.array(self._make_numpy_array(value), copy=True)  # kept until its step is written
         if val.size != 1:
             raise misuse(SMDebugTypeError("{} has non scalar value of type: {}".format(
                 self.SCALAR_PREFIX + name, type(value))))

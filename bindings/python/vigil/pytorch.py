@@ -12,6 +12,8 @@ Tensor names are smdebug's (smdebug-format §6.2): ``<ModelClass>_<param>`` for 
 ``gradient/<ModelClass>_<param>``, ``<module path>_output_<i>`` / ``_input_<i>``, losses
 ``<LossClass>_output_0``, ``scalar/<name>`` for save_scalar. See docs/capture.md.
 """
+import ctypes
+
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -65,16 +67,36 @@ class CollectionManager(_BaseCollectionManager):
 _BUILTIN = frozenset(name for name, _ in _vigil.pytorch_builtin_collections())
 
 
+# torch dtypes read in place (the rest go through Tensor.numpy()).
+_NUMPY_DTYPES = {torch.float64: np.float64, torch.float32: np.float32, torch.float16: np.float16,
+                 torch.int64: np.int64, torch.int32: np.int32, torch.int16: np.int16, torch.int8: np.int8,
+                 torch.uint8: np.uint8, torch.bool: np.bool_}
+
+
 def make_numpy_array(value):
     """A numpy view of a CPU tensor (a copy only for other devices), numpy arrays as they are, and
-    Python scalars as 1-element arrays. TypeError for what numpy cannot hold (bfloat16)."""
+    Python scalars as 1-element arrays. TypeError for what numpy cannot hold (bfloat16).
+
+    A tensor is read in place through its address, not with Tensor.numpy(): that marks the tensor's
+    storage as never resizable again, and FSDP frees its unsharded parameters by resizing their
+    storage to 0, which then fails and ends the training. The view is for immediate use (the writer
+    copies what it is given); a value kept for later is copied."""
     if isinstance(value, torch.Tensor):
         t = value.detach()
         if t.device.type != "cpu":
             t = t.cpu()
         if t.dtype == torch.bfloat16:
             raise TypeError("bfloat16 tensors have no numpy dtype")
-        return t.numpy()
+        dtype = _NUMPY_DTYPES.get(t.dtype)
+        if dtype is None or type(t) is not torch.Tensor:
+            return t.numpy()
+        if not t.is_contiguous():
+            t = t.contiguous()  # a copy with a storage of its own
+        nbytes = t.numel() * t.element_size()
+        if nbytes == 0:
+            return np.empty(tuple(t.shape), dtype=dtype)
+        view = np.frombuffer((ctypes.c_byte * nbytes).from_address(t.data_ptr()), dtype=dtype)
+        return view.reshape(tuple(t.shape))
     if isinstance(value, np.ndarray):
         return value
     if isinstance(value, (bool, int, float, np.generic)):
