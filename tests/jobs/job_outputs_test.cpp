@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "request_examples.h"
 #include "test_support.h"
 
 namespace vigil::jobs {
@@ -15,17 +16,8 @@ namespace {
 
 using nlohmann::json;
 
-json minimal() {
-  return {{"TrainingJobName", "job-1"},
-          {"RoleArn", "arn:aws:iam::111122223333:role/SageMakerExecRole"},
-          {"OutputDataConfig", {{"S3OutputPath", "s3://bucket/out/"}}}};
-}
-
-json rule(std::string name) {
-  return {{"RuleConfigurationName", std::move(name)},
-          {"RuleEvaluatorImage", "895741380848.dkr.ecr.us-west-2.amazonaws.com/sagemaker-debugger-rules:latest"},
-          {"RuleParameters", {{"rule_to_invoke", "VanishingGradient"}}}};
-}
+using test_requests::minimal;
+using test_requests::rule;
 
 TrainingJobRequest parse(const json& request) {
   auto parsed = parse_training_job_request(request.dump());

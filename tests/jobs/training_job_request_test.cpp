@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "profiler/profiler_config.h"
+#include "request_examples.h"
 #include "test_support.h"
 
 namespace vigil::jobs {
@@ -27,17 +28,8 @@ std::string example_request() {
   return spec.substr(start, end - start);
 }
 
-json minimal() {
-  return {{"TrainingJobName", "job-1"},
-          {"RoleArn", "arn:aws:iam::111122223333:role/SageMakerExecRole"},
-          {"OutputDataConfig", {{"S3OutputPath", "s3://bucket/out/"}}}};
-}
-
-json rule(std::string name) {
-  return {{"RuleConfigurationName", std::move(name)},
-          {"RuleEvaluatorImage", "895741380848.dkr.ecr.us-west-2.amazonaws.com/sagemaker-debugger-rules:latest"},
-          {"RuleParameters", {{"rule_to_invoke", "VanishingGradient"}}}};
-}
+using test_requests::minimal;
+using test_requests::rule;
 
 // The error message parse_training_job_request gives for `request` ("" when it accepts it).
 std::string refusal(const json& request) {
