@@ -146,6 +146,20 @@ std::vector<fs::path> package_dirs() {
   return out;
 }
 
+// The interpreter to start as: the virtual environment this plugin was installed into by pip (its
+// prefix holds pyvenv.cfg), so that rules see that environment's packages; else the interpreter this
+// plugin was built for, not whatever "python3" comes first on PATH.
+std::string python_program() {
+  std::error_code ec;
+  const fs::path prefix = (fs::path(g_plugin_path).parent_path() / VIGIL_PYTHON_REL_PREFIX).lexically_normal();
+  for (const char* name : {"python3", "python"}) {
+    const fs::path venv_python = prefix / "bin" / name;
+    if (fs::exists(prefix / "pyvenv.cfg", ec) && fs::exists(venv_python, ec)) return venv_python.string();
+  }
+  if (*VIGIL_PYTHON_PROGRAM && fs::exists(VIGIL_PYTHON_PROGRAM, ec)) return VIGIL_PYTHON_PROGRAM;
+  return {};
+}
+
 bool start_python(std::string* why) {
   std::lock_guard lock(g_python_mu);
   if (g_python_ready) return true;
@@ -165,11 +179,9 @@ bool start_python(std::string* why) {
     config.install_signal_handlers = 0;  // SIGINT/SIGTERM stay the evaluator's
     config.parse_argv = 0;
     PyStatus status = PyStatus_Ok();
-    // Python finds its prefix from the program: name the interpreter this plugin was built for, not
-    // whatever "python3" comes first on PATH.
-    std::error_code ec;
-    if (*VIGIL_PYTHON_PROGRAM && fs::exists(VIGIL_PYTHON_PROGRAM, ec))
-      status = PyConfig_SetBytesString(&config, &config.program_name, VIGIL_PYTHON_PROGRAM);
+    // Python finds its prefix, and a virtual environment's site-packages, from the program.
+    const std::string program = python_program();
+    if (!program.empty()) status = PyConfig_SetBytesString(&config, &config.program_name, program.c_str());
     if (!PyStatus_Exception(status)) status = Py_InitializeFromConfig(&config);
     PyConfig_Clear(&config);
     if (PyStatus_Exception(status)) {

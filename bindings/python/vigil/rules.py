@@ -3,6 +3,7 @@
 which gives an object ``invoke_rule`` runs like a Python rule.
 """
 import json
+import os
 from abc import ABC, abstractmethod
 
 from . import _vigil
@@ -257,22 +258,37 @@ def _is_json(text):
         return False
 
 
-def list_plugin_rules(plugin_dir_or_file):
-    """[(id, name, description, [parameter names])] of the rules a plugin file or folder offers."""
-    return _vigil.plugin_rules(str(plugin_dir_or_file))
+def _plugins(plugin_dir_or_file):
+    """The plugin file or folder to use: the one given, else the installation's built-in plugins."""
+    if plugin_dir_or_file is not None:
+        return str(plugin_dir_or_file)
+    from . import installation
+    found = installation.plugin_dir()
+    if found is None:
+        raise FileNotFoundError("this vigil installation has no built-in plugin folder (lib/vigil/plugins above {}); "
+                                "give a plugin file or folder".format(os.path.dirname(os.path.abspath(__file__))))
+    return found
+
+
+def list_plugin_rules(plugin_dir_or_file=None):
+    """[(id, name, description, [parameter names])] of the rules a plugin file or folder offers (by
+    default, the installation's built-in plugins)."""
+    return _vigil.plugin_rules(_plugins(plugin_dir_or_file))
 
 
 def load(plugin_dir_or_file, rule_name, base_trial, other_trials=None, configuration_name=None, **params):
     """Creates rule ``rule_name`` (its name, case-insensitive, or its id) from a plugin file or a
-    folder of plugins, on ``base_trial`` (and ``other_trials``), with ``params`` given as
-    RuleParameters (converted with str(); validated by the host like ``vigil evaluate`` does).
-    ``vigil_profile="calibrated"`` takes the calibrated profile's defaults (docs/verdict-quality.md)."""
+    folder of plugins (None: the installation's built-in plugins), on ``base_trial`` (and
+    ``other_trials``), with ``params`` given as RuleParameters (converted with str(); validated by the
+    host like ``vigil evaluate`` does). ``vigil_profile="calibrated"`` takes the calibrated profile's
+    defaults (docs/verdict-quality.md)."""
+    plugin_dir_or_file = _plugins(plugin_dir_or_file)
     other_trials = list(other_trials or [])
     for t in [base_trial] + other_trials:
         if not isinstance(t, Trial) or not isinstance(t._core, _vigil.TrialCore):
             raise TypeError("vigil.rules.load needs trials opened with vigil.create_trial")
     text_params = {k: _param_text(v) for k, v in params.items()}
-    instance = _vigil.create_plugin_rule(str(plugin_dir_or_file), str(rule_name),
+    instance = _vigil.create_plugin_rule(plugin_dir_or_file, str(rule_name),
                                          [base_trial._core] + [t._core for t in other_trials], text_params,
                                          configuration_name or str(rule_name))
     return PluginRule(instance, base_trial, other_trials)
