@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, then trains a small PyTorch model with a real
+# The main job: installs what is missing, builds and installs Vigil into the project's environment
+# (pip, scripts/python-envs.sh), then trains a small PyTorch model with a real
 # pathology (vanishing gradients in a deep sigmoid network, examples/pytorch_training/) captured by
 # vigil.pytorch.Hook, while `vigil evaluate` follows the trial live with the matching built-in rules
 # (examples/jobs/vanishing_gradient_job.json). Prints each rule's status, the steps where it fired
@@ -9,8 +10,10 @@ set -euo pipefail
 umask 022
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/install-deps.sh"
-"$root/scripts/build.sh" "$root/build" -DVIGIL_BUILD_TESTS=OFF -DVIGIL_WITH_LIBTORCH=OFF
-vigil="$root/build/bin/vigil"
+# The project's environment .venv, with Vigil installed by pip (scripts/python-envs.sh).
+"$root/scripts/python-envs.sh"
+python="$root/.venv/bin/python"
+vigil="$root/.venv/bin/vigil"
 trial="$root/build/example-trial"
 status="$root/build/example-status.json"
 rm -rf "$trial" "$status"
@@ -20,13 +23,12 @@ echo "== training, captured by vigil.pytorch.Hook, with vigil evaluate following
 "$vigil" evaluate --trial "$trial" --job "$root/examples/jobs/vanishing_gradient_job.json" \
   --status-file "$status" --idle-timeout 300 &
 evaluator=$!
-PYTHONPATH="$root/build/python" OMP_NUM_THREADS=1 \
-  /usr/bin/python3 "$root/examples/pytorch_training/train_vanishing_gradients.py" "$trial"
+OMP_NUM_THREADS=1 "$python" "$root/examples/pytorch_training/train_vanishing_gradients.py" "$trial"
 wait "$evaluator"
 
 echo
 echo "== verdicts ($status)"
-/usr/bin/python3 "$root/examples/jobs/print_statuses.py" "$status"
+"$python" "$root/examples/jobs/print_statuses.py" "$status"
 echo
 echo "== the trial"
 "$vigil" inspect "$trial"

@@ -7,7 +7,6 @@ set -euo pipefail
 umask 022
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/install-deps.sh"
-"$root/scripts/python-envs.sh"
 
 jobs="$(nproc)"
 status=0
@@ -35,15 +34,23 @@ echo "== build (Release)"
 # and the Python module: the options are given, not taken from CMakeCache.txt.
 "$root/scripts/build.sh" "$root/build" -DVIGIL_BUILD_TESTS=ON -DVIGIL_BUILD_PYTHON=ON -DVIGIL_WITH_LIBTORCH=ON \
   -UVIGIL_TEST_SUITES
+echo "== Python environments, Vigil installed into them with pip"
+# After build/: the wheel's compiles are then ccache hits.
+"$root/scripts/python-envs.sh"
 echo "== tests"
 ctest --test-dir "$root/build" --output-on-failure --no-tests=error -j "$jobs" || status=1
 mapfile -t all_suites < <(cd "$root/tests" && ls -d */ | tr -d /)
 check_suites_ran "$root/build" "${all_suites[@]}"
 
-echo "== Python tests"
-# pytest exits with 5 when it collects no test, which fails the run like any other failure.
-VIGIL_BUILD_DIR="$root/build" PYTHONPATH="$root/build/python" \
-  /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/python" || status=1
+echo "== Python tests (the installed package, torch 2.13: .venv)"
+# pytest exits with 5 when it collects no test, which fails the run like any other failure. The tests
+# import the installed vigil, never build/python (tests/python/conftest.py refuses it).
+VIGIL_BUILD_DIR="$root/build" "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" || status=1
+echo "== Python hook suites again on Debian's torch 1.13 (.venv-torch1), the last torch smdebug supported"
+hook_suites=(test_pytorch_hook.py test_hook_fidelity.py test_hook_misuse.py test_hook_surface.py
+             test_hook_vs_smdebug.py test_xgboost_hook.py test_profiler.py test_compat.py)
+VIGIL_BUILD_DIR="$root/build" "$root/.venv-torch1/bin/python" -m pytest -q -p no:cacheprovider \
+  "${hook_suites[@]/#/$root/tests/python/}" || status=1
 
 echo "== build (ASan + UBSan)"
 sanitized_suites="format;storage;trial;trial_scenarios;writer;plugin_host;profiler;jobs;sdk;abi;reliability"

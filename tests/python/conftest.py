@@ -1,18 +1,22 @@
 """pytest configuration for Vigil's Python tests.
 
-Run with Debian's interpreter against a build tree:
+They run against Vigil INSTALLED into the interpreter that runs pytest (scripts/python-envs.sh does it
+with pip), never against a build tree:
 
-    VIGIL_BUILD_DIR=build PYTHONPATH=build/python /usr/bin/python3 -m pytest tests/python
+    .venv/bin/python -m pytest tests/python              # torch 2.13: every suite
+    .venv-torch1/bin/python -m pytest tests/python/...   # Debian's torch 1.13: the hook suites (scripts/test.sh)
 
-VIGIL_BUILD_DIR (default <repo>/build) gives bin/vigil, bin/write_example_trial, the built-in plugins
-(lib/vigil/plugins) and the vigil package (python/, added to sys.path when PYTHONPATH lacks it).
-VIGIL_SHARED_DIR (default <repo>/../shared) holds the fixtures.
+The installed `vigil` command and built-in plugins are this installation's (vigil.installation).
+VIGIL_BUILD_DIR (default <repo>/build) gives what only a build tree has: bin/write_example_trial, the
+example plugins, `cmake --install` (tests/python/test_install.py). VIGIL_SHARED_DIR (default
+<repo>/../shared) holds the fixtures.
 
-Two more interpreters, made by scripts/python-envs.sh (scripts/test.sh runs it):
-  * TORCH2_PYTHON (<repo>/.venv-torch2, or $VIGIL_TORCH2_PYTHON): torch 2.13, no pandas or xgboost;
-    tests run scripts there with Vigil's package on PYTHONPATH (`torch2_python` fixture);
+Two more interpreters (scripts/python-envs.sh):
+  * TORCH2_PYTHON (<repo>/.venv/bin/python, or $VIGIL_TORCH2_PYTHON): torch 2.13 (`torch2_python`);
   * SMDEBUG_PYTHON (<repo>/.venv-smdebug, or $VIGIL_SMDEBUG_PYTHON): the real smdebug 1.0.34 over
     Debian's torch 1.13, the reference reader and hook of the interop tests (`smdebug_python`).
+PYTHON_DIR is a folder whose only entry is the installed `vigil` package: on PYTHONPATH it gives another
+interpreter of the same Python (smdebug's) Vigil's package without this environment's other packages.
 """
 import glob
 import json
@@ -22,17 +26,26 @@ import tempfile
 
 import pytest
 
+import vigil
+from vigil import installation
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.abspath(os.environ.get("VIGIL_BUILD_DIR") or os.path.join(REPO, "build"))
 SHARED = os.path.abspath(os.environ.get("VIGIL_SHARED_DIR") or os.path.join(REPO, "..", "shared"))
 FIXTURES = os.path.join(SHARED, "fixtures", "smdebug-real")
-PYTHON_DIR = os.path.join(BUILD, "python")
 
-TORCH2_PYTHON = os.environ.get("VIGIL_TORCH2_PYTHON") or os.path.join(REPO, ".venv-torch2", "bin", "python")
+if installation.cmake_dir() is None or os.path.abspath(vigil.__file__).startswith(BUILD + os.sep):
+    pytest.exit("the tests run against an installed vigil (scripts/python-envs.sh installs it into .venv); "
+                "this interpreter imports it from {}".format(os.path.dirname(vigil.__file__)), returncode=4)
+VIGIL_EXE = installation.executable()
+PLUGIN_DIR = installation.plugin_dir()
+
+PYTHON_DIR = tempfile.mkdtemp(prefix="vigil-package-")
+os.symlink(os.path.dirname(os.path.abspath(vigil.__file__)), os.path.join(PYTHON_DIR, "vigil"))
+
+TORCH2_PYTHON = os.environ.get("VIGIL_TORCH2_PYTHON") or os.path.join(REPO, ".venv", "bin", "python")
 SMDEBUG_PYTHON = os.environ.get("VIGIL_SMDEBUG_PYTHON") or os.path.join(REPO, ".venv-smdebug", "bin", "python")
 
-if os.path.isdir(os.path.join(PYTHON_DIR, "vigil")) and PYTHON_DIR not in sys.path:
-    sys.path.insert(0, PYTHON_DIR)
 sys.path.insert(0, os.path.dirname(__file__))
 
 # S3 reads are cached on disk (docs/object-storage.md): the tests' cache is their own, made afresh
@@ -103,7 +116,7 @@ def _interpreter(path, what):
 
 @pytest.fixture(scope="session")
 def torch2_python():
-    """The torch 2.13 interpreter (scripts/python-envs.sh); a missing one fails the test."""
+    """The torch 2.13 interpreter with Vigil installed (scripts/python-envs.sh); a missing one fails the test."""
     return _interpreter(TORCH2_PYTHON, "the torch 2 environment")
 
 
@@ -115,18 +128,18 @@ def smdebug_python():
 
 @pytest.fixture(scope="session")
 def vigil_exe():
-    exe = os.path.join(BUILD, "bin", "vigil")
-    if not os.path.exists(exe):
-        pytest.fail("vigil executable not built: " + exe)
-    return exe
+    """The installed vigil command."""
+    if VIGIL_EXE is None:
+        pytest.fail("the vigil installation has no bin/vigil (prefix {})".format(installation.prefix()))
+    return VIGIL_EXE
 
 
 @pytest.fixture(scope="session")
 def plugin_dir():
-    d = os.path.join(BUILD, "lib", "vigil", "plugins")
-    if not os.path.isdir(d):
-        pytest.fail("built-in plugin folder missing: " + d)
-    return d
+    """The installed built-in plugins' folder."""
+    if PLUGIN_DIR is None:
+        pytest.fail("the vigil installation has no lib/vigil/plugins (prefix {})".format(installation.prefix()))
+    return PLUGIN_DIR
 
 
 @pytest.fixture(scope="session")

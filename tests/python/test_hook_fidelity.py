@@ -14,8 +14,9 @@ import textwrap
 import pytest
 
 import vigil
+from conftest import PYTHON_DIR
 
-VIGIL_PATH = os.path.dirname(os.path.dirname(os.path.abspath(vigil.__file__)))
+VIGIL_PATH = PYTHON_DIR  # the installed package alone, without this environment's numpy and torch
 
 PRELUDE = textwrap.dedent("""
     import os, sys, time

@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from conftest import BUILD, REPO
+from conftest import PYTHON_DIR, REPO, VIGIL_EXE
 
-VIGIL = os.path.join(BUILD, "bin", "vigil")
+VIGIL = VIGIL_EXE
 CORES = os.cpu_count() or 1
 BROWSER_CHECK = os.path.join(REPO, "tests", "support", "check_html_in_browser.py")
 
@@ -176,8 +176,8 @@ def runs(tmp_path_factory):
         root, cfg = tmp / "profiler", tmp / "profilerconfig.json"
         write_config(cfg, root)
         env = dict(os.environ, SMPROFILER_CONFIG_PATH=str(cfg),
-                   PYTHONPATH=os.path.join(BUILD, "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        trained = subprocess.run(["/usr/bin/python3", "-c", TRAINING, scenario, str(tmp), str(workers)], env=env,
+                   PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        trained = subprocess.run([sys.executable, "-c", TRAINING, scenario, str(tmp), str(workers)], env=env,
                                  capture_output=True, text=True, timeout=300)
         assert trained.returncode == 0, trained.stderr
         out[scenario] = (tmp, root, evaluate(tmp, root, job(SHORT_RUN, report=True), follow=True))

@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from conftest import BUILD, trial_dir
+from conftest import VIGIL_EXE, trial_dir
 from test_api_surface import ENTRIES, omitted
 
 from vigil import compat
@@ -325,7 +325,7 @@ def test_published_style_rules_and_inf_gradients(smdebug, tmp_path):
         "RuleParameters": {"source_s3_uri": str(rule_file), "rule_to_invoke": "GradientAbsMeanAbove",
                            "threshold": "1.0"}}]}))
     status = tmp_path / "status.json"
-    subprocess.run([os.path.join(BUILD, "bin", "vigil"), "evaluate", "--trial", str(trial), "--job", str(job),
+    subprocess.run([VIGIL_EXE, "evaluate", "--trial", str(trial), "--job", str(job),
                     "--status-file", str(status)], check=False, capture_output=True, timeout=120)
     doc = json.loads(status.read_text())
     (rule_status,) = doc["DebugRuleEvaluationStatuses"]

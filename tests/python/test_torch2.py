@@ -1,4 +1,4 @@
-"""Vigil in the torch 2.13 environment (`torch2_python`: no pandas, no xgboost): the hook never kills
+"""Vigil in the torch 2.13 environment (`torch2_python`; torch, xgboost or pandas blocked where a test needs them absent): the hook never kills
 the training it watches.
 
 * The package imports without its optional frameworks, and smdebug's framework-hook modules behave
@@ -8,7 +8,7 @@ the training it watches.
 * FSDP2 (``fully_shard``) in two gloo processes: the hook steps aside (DTensor parameters), and every
   rank ends with exit status 0 and no Vigil thread left when its interpreter finalizes.
 
-The scripts run in their own interpreter (torch 2.13) with Vigil's package on PYTHONPATH; the trials
+The scripts run in their own interpreter (torch 2.13) with the installed package alone on PYTHONPATH; the trials
 are read here.
 """
 import json

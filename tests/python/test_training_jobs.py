@@ -19,15 +19,15 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import BUILD, REPO
+from conftest import PYTHON_DIR, REPO, VIGIL_EXE
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from s3_test_server import S3TestServer  # noqa: E402
 
-VIGIL = os.path.join(BUILD, "bin", "vigil")
+VIGIL = VIGIL_EXE
 SCRIPT = os.path.join(REPO, "examples", "training_job", "train_ddp.py")
 EXAMPLE_JOB = os.path.join(REPO, "examples", "training_job", "two_host_job.json")
-COMMAND = ["/usr/bin/python3", SCRIPT]
+COMMAND = [sys.executable, SCRIPT]
 
 
 def job_request(name, **changes):
@@ -45,7 +45,7 @@ def job_request(name, **changes):
 
 def environment(extra=None):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(BUILD, "python")
+    env["PYTHONPATH"] = PYTHON_DIR
     env["OMP_NUM_THREADS"] = "1"
     env.update(extra or {})
     return env

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, REPO, SHARED, trial_dir
+from conftest import REPO, SHARED, VIGIL_EXE, trial_dir
 
 RUNS = os.path.join(SHARED, "fixtures", "pathologies")
 CALIBRATED_TARGET = 2  # false positives + false negatives, over every rule the labels judge
@@ -28,7 +28,7 @@ def load_scorer():
 
 
 scorer = load_scorer()
-VIGIL = os.path.join(BUILD, "bin", "vigil")
+VIGIL = VIGIL_EXE
 
 
 def readme_table():

@@ -285,14 +285,20 @@ def test_two_collective_workers(tmp_path, include_workers):
     from xgboost.tracker import RabitTracker
 
     tracker = RabitTracker(host_ip="127.0.0.1", n_workers=2)
-    tracker.start(2)
-    env = {k: str(v) for k, v in tracker.worker_envs().items()}
+    if hasattr(tracker, "worker_args"):  # xgboost >= 2
+        tracker.start()
+        env = {k: str(v) for k, v in tracker.worker_args().items()}
+        join = lambda: tracker.wait_for(120)  # noqa: E731
+    else:  # xgboost 1.x (Debian's 1.7)
+        tracker.start(2)
+        env = {k: str(v) for k, v in tracker.worker_envs().items()}
+        join = tracker.join
     out = str(tmp_path / "t")
     procs = [subprocess.Popen([sys.executable, "-c", WORKER, json.dumps(env), str(rank), out, include_workers],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=dict(os.environ, PYTHONPATH=PYTHON_DIR, OMP_NUM_THREADS="1")) for rank in (0, 1)]
     outputs = [p.communicate(timeout=120) for p in procs]
-    tracker.join()
+    join()
     assert all(p.returncode == 0 for p in procs), outputs
     assert sorted(line.split()[-1] for o, _ in outputs for line in o.splitlines() if line.startswith("rank")) == [
         "worker_0", "worker_1"]
