@@ -208,6 +208,28 @@ def test_collection_of_an_unknown_name_is_created_empty(smdebug):
     assert tr.tensor_names(collection="never_saved") == []
 
 
+def test_a_mode_the_collection_file_leaves_null_has_no_save_config(smdebug, tmp_path):
+    """smdebug's hook writes null for the modes of a SaveConfig(mode_save_configs=...) it was not given;
+    smdebug's reader keeps them None (get_save_config raises), and so does Vigil's."""
+    from smdebug.core.modes import ModeKeys
+    from vigil.writer import TrialWriter
+    out = tmp_path / "t"
+    with TrialWriter(str(out), worker="worker_0", num_workers=1, save_interval=1) as w:
+        w.begin_step(ModeKeys.TRAIN)
+        w.save_tensor("x", np.zeros(2, dtype=np.float32))
+        w.end_step()
+    path = out / "collections" / "000000000" / "worker_0_collections.json"
+    doc = json.loads(path.read_text())
+    for c in doc["collections"].values():
+        c["save_config"]["PREDICT"] = c["save_config"]["GLOBAL"] = None
+    path.write_text(json.dumps(doc))
+    sc = smdebug.create_trial(str(out)).collection("default").save_config
+    assert sc.to_json_dict()["PREDICT"] is None and sc.to_json_dict()["GLOBAL"] is None
+    assert sc.get_save_config(ModeKeys.TRAIN).save_interval == 1
+    with pytest.raises(smdebug.exceptions.SMDebugValueError, match="is not ready"):
+        sc.get_save_config(ModeKeys.GLOBAL)
+
+
 def test_last_index_token_names_the_last_complete_steps_index_file(smdebug):
     tr = smdebug.create_trial(trial_dir("mlp_healthy"))
     assert tr.last_index_token == os.path.join(tr.path, "index", "000000000", "000000000029_worker_0.json")
