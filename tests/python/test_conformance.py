@@ -37,6 +37,7 @@ import pytest
 
 import raw_records
 from conftest import FIXTURES, compat_command, expected, fixture_names, reference_blas_env, trial_dir
+from real_readers import check_trials
 from summaries import as_float, close, compare_summary, reduction_tolerance, reference_reduction, summarize
 
 import vigil
@@ -445,6 +446,12 @@ def test_tensor_entries(fixture, kind):
             mode, ms = trial.mode_modestep(step)
             rep.check(mode is not None and mode.name == mode_name and ms == mode_step, w + " mode_modestep")
     rep.done()
+
+
+@pytest.mark.parametrize("fixture", fixture_names())
+def test_the_real_smdebug_reads_the_captured_trial_as_vigil_does(fixture, smdebug_python):
+    """The trial Vigil's hook captured (outside any test's tmp_path) read by smdebug 1.0.34 and by Vigil."""
+    check_trials([captured_dir(fixture)], smdebug_python)
 
 
 @pytest.mark.parametrize("fixture", fixture_names())
