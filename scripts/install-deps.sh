@@ -11,7 +11,6 @@ packages=(
   libeigen3-dev libfmt-dev nlohmann-json3-dev libdlpack-dev
   libgtest-dev libbenchmark-dev
   python3-numpy python3-pytest
-  protobuf-compiler python3-protobuf     # tests/python/test_tensorboard.py: the independent TensorBoard check
   python3-torch                          # vigil.pytorch (capture), its tests and the main job's training run
   libtorch-dev                           # vigil::torch::Hook (hooks/libtorch) and its example
   python3-xgboost python3-pandas         # vigil.xgboost (capture) and its tests; trees_to_dataframe needs pandas

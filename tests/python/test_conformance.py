@@ -37,6 +37,7 @@ import pytest
 
 import raw_records
 from conftest import FIXTURES, compat_command, expected, fixture_names, reference_blas_env, trial_dir
+from real_readers import check_trials
 from summaries import as_float, close, compare_summary, reduction_tolerance, reference_reduction, summarize
 
 import vigil
@@ -341,8 +342,11 @@ def test_collections(fixture, kind):
         if not rep.check(c.save_config is not None, name + ".save_config", "expected %s" % sc):
             continue
         for mn in ("TRAIN", "EVAL", "PREDICT", "GLOBAL"):
-            # A mode the file leaves null gets smdebug's defaults, as smdebug's SaveConfig fills every mode.
-            em = sc.get(mn) or {"save_interval": 500, "save_steps": [], "start_step": 0, "end_step": None}
+            em = sc.get(mn)
+            if em is None:
+                # A mode the file leaves null stays None, as smdebug 1.0.34's reader keeps it.
+                rep.check(c.save_config.to_json_dict()[mn] is None, name + ".save_config." + mn, "expected None")
+                continue
             gm = c.save_config.get_save_config(ModeKeys[mn])
             rep.check((gm.save_interval, gm.save_steps, gm.start_step, gm.end_step) ==
                       (em["save_interval"], em["save_steps"], em["start_step"], em["end_step"]),
@@ -442,6 +446,12 @@ def test_tensor_entries(fixture, kind):
             mode, ms = trial.mode_modestep(step)
             rep.check(mode is not None and mode.name == mode_name and ms == mode_step, w + " mode_modestep")
     rep.done()
+
+
+@pytest.mark.parametrize("fixture", fixture_names())
+def test_the_real_smdebug_reads_the_captured_trial_as_vigil_does(fixture, smdebug_python):
+    """The trial Vigil's hook captured (outside any test's tmp_path) read by smdebug 1.0.34 and by Vigil."""
+    check_trials([captured_dir(fixture)], smdebug_python)
 
 
 @pytest.mark.parametrize("fixture", fixture_names())

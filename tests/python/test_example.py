@@ -6,6 +6,7 @@ import os
 import subprocess
 
 from conftest import REPO
+from real_readers import check_trials
 
 import vigil
 import vigil.compat
@@ -61,3 +62,9 @@ def test_example_job(vigil_exe, example_trial, tmp_path):
         assert all(t["evidence"] for t in s["Triggers"])
     assert [t["step"] for t in statuses["WeightsStoppedMoving"]["Triggers"]] == [8, 11, 12, 13]
     assert [t["step"] for t in statuses["ReluMostlyOff"]["Triggers"]] == [10]
+
+
+def test_the_real_smdebug_reads_the_example_trial_as_vigil_does(example_trial, smdebug_python):
+    """The example trial, written by Vigil's C++ writer (write_example_trial), read by smdebug 1.0.34
+    and by Vigil."""
+    check_trials([example_trial], smdebug_python)

@@ -15,6 +15,10 @@ import pytest
 
 import vigil
 from conftest import PYTHON_DIR
+from real_readers import real_readers_agree  # noqa: F401 (a fixture)
+
+# Every trial a test captures is read by the real smdebug 1.0.34 too, with Vigil's answers.
+pytestmark = pytest.mark.usefixtures("real_readers_agree")
 
 VIGIL_PATH = PYTHON_DIR  # the installed package alone, without this environment's numpy and torch
 

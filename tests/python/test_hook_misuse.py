@@ -12,7 +12,14 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
+
 from conftest import PYTHON_DIR
+from real_readers import find_trials, real_readers_agree  # noqa: F401 (a fixture)
+
+# The hooks of the walk write their trials under the test's tmp_path (TMPDIR), where the real
+# smdebug 1.0.34 reads each of them too, with Vigil's answers.
+pytestmark = pytest.mark.usefixtures("real_readers_agree")
 
 MISUSES = {
     "register_module with no module": "hook.register_module(object())",
@@ -66,17 +73,22 @@ def walk(python, extra_env, prefix=()):
     return json.loads(line[-1][5:]), done.stderr
 
 
-def test_each_misuse_raises_what_smdebug_raises(smdebug_python):
+def test_each_misuse_raises_what_smdebug_raises(smdebug_python, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    smdebug_answers, _ = walk(smdebug_python, {"PYTHONPATH": ""} if "PYTHONPATH" in os.environ else {})
+    (tmp_path / "smdebug").mkdir()
+    (tmp_path / "vigil").mkdir()
+    smdebug_answers, _ = walk(smdebug_python, dict({"PYTHONPATH": ""} if "PYTHONPATH" in os.environ else {},
+                                                   TMPDIR=str(tmp_path / "smdebug")))
     # Vigil under smdebug's names: `import smdebug` resolves to vigil.compat.
     shim = os.path.join(tempfile.mkdtemp(), "sitecustomize.py")
     with open(shim, "w") as f:
         f.write("import vigil.compat\nvigil.compat.install()\n")
     del env
-    vigil_answers, log = walk(sys.executable, {"PYTHONPATH": os.pathsep.join([os.path.dirname(shim), PYTHON_DIR])})
+    vigil_answers, log = walk(sys.executable, {"PYTHONPATH": os.pathsep.join([os.path.dirname(shim), PYTHON_DIR]),
+                                               "TMPDIR": str(tmp_path / "vigil")})
     assert set(smdebug_answers) == set(MISUSES)
     assert vigil_answers == smdebug_answers
     assert smdebug_answers["set_mode with a string"] == "SMDebugValueError"  # the walk reaches the checks
     assert smdebug_answers["include_workers other than one or all"] == "accepted"
     assert "vigil hook disabled" not in log, log
+    assert find_trials(tmp_path / "vigil"), "the walk's trials are no longer under tmp_path: none is read by smdebug"

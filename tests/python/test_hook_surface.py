@@ -18,6 +18,10 @@ from conftest import REPO
 import vigil.pytorch as vpt
 from vigil.reduction_config import ReductionConfig
 from vigil.save_config import SaveConfig, SaveConfigMode
+from real_readers import real_readers_agree  # noqa: F401 (a fixture)
+
+# Every trial a test captures is read by the real smdebug 1.0.34 too, with Vigil's answers.
+pytestmark = pytest.mark.usefixtures("real_readers_agree")
 
 # Prints {class: [public names]} for the classes and for instances made with defaults.
 LISTER = r"""

@@ -22,6 +22,7 @@ import pytest
 
 import raw_records
 from conftest import SHARED, compat_command
+from real_readers import check_trials, find_trials
 
 import vigil
 from vigil.modes import ModeKeys
@@ -163,6 +164,14 @@ def test_custom_tensors_land_where_smdebugs_hook_puts_them(roots, scenario):
 def test_the_trials_are_the_same(roots, scenario):
     diffs = compare_trials(os.path.join(roots["smdebug"], scenario), os.path.join(roots["vigil"], scenario))
     assert not diffs, "\n".join(diffs)
+
+
+@pytest.mark.parametrize("hook", ["smdebug", "vigil"])
+def test_the_real_smdebug_reads_every_trial_as_vigil_does(roots, hook, smdebug_python):
+    """Beyond the one reader above: smdebug 1.0.34 and Vigil read each scenario's trial alike."""
+    trials = find_trials(roots[hook])
+    assert len(trials) == len(LANDINGS), trials
+    check_trials(trials, smdebug_python)
 
 
 def test_save_tensor_into_several_collections_joins_them_all(roots):

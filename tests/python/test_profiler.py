@@ -19,6 +19,10 @@ from vigil import _profiling, _vigil, compat
 from vigil.profiler import (LocalAlgorithmMetricsReader, LocalSystemMetricsReader, PandasFrame, ProfilerTrial,
                             TimeUnits, TraceEvent, TraceEventParser, python_stats_folders)
 from vigil.trials import create_trial
+from real_readers import real_readers_agree  # noqa: F401 (a fixture)
+
+# Every trial a test captures is read by the real smdebug 1.0.34 too, with Vigil's answers.
+pytestmark = pytest.mark.usefixtures("real_readers_agree")
 
 
 def write_config(path, root, interval=100, disable=False, dataloader=None, python=None, extra=None):

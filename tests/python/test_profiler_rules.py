@@ -16,6 +16,7 @@ import time
 import pytest
 
 from conftest import PYTHON_DIR, REPO, VIGIL_EXE
+from real_readers import check_trials, find_trials
 
 VIGIL = VIGIL_EXE
 CORES = os.cpu_count() or 1
@@ -182,6 +183,13 @@ def runs(tmp_path_factory):
         assert trained.returncode == 0, trained.stderr
         out[scenario] = (tmp, root, evaluate(tmp, root, job(SHORT_RUN, report=True), follow=True))
     return out
+
+
+def test_the_real_smdebug_reads_each_runs_trial_as_vigil_does(runs, smdebug_python):
+    """The runs' trials (module-scoped folders) read by smdebug 1.0.34 and by Vigil."""
+    trials = [t for folder, _, _ in runs.values() for t in find_trials(folder)]
+    assert len(trials) == len(runs), trials
+    check_trials(trials, smdebug_python)
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from conftest import VIGIL_EXE, trial_dir
+from real_readers import real_readers_agree  # noqa: F401 (a fixture)
 from test_api_surface import ENTRIES, omitted
 
 from vigil import compat
@@ -208,6 +209,29 @@ def test_collection_of_an_unknown_name_is_created_empty(smdebug):
     assert tr.tensor_names(collection="never_saved") == []
 
 
+@pytest.mark.usefixtures("real_readers_agree")  # smdebug 1.0.34 reads the trial alike
+def test_a_mode_the_collection_file_leaves_null_has_no_save_config(smdebug, tmp_path):
+    """smdebug's hook writes null for the modes of a SaveConfig(mode_save_configs=...) it was not given;
+    smdebug's reader keeps them None (get_save_config raises), and so does Vigil's."""
+    from smdebug.core.modes import ModeKeys
+    from vigil.writer import TrialWriter
+    out = tmp_path / "t"
+    with TrialWriter(str(out), worker="worker_0", num_workers=1, save_interval=1) as w:
+        w.begin_step(ModeKeys.TRAIN)
+        w.save_tensor("x", np.zeros(2, dtype=np.float32))
+        w.end_step()
+    path = out / "collections" / "000000000" / "worker_0_collections.json"
+    doc = json.loads(path.read_text())
+    for c in doc["collections"].values():
+        c["save_config"]["PREDICT"] = c["save_config"]["GLOBAL"] = None
+    path.write_text(json.dumps(doc))
+    sc = smdebug.create_trial(str(out)).collection("default").save_config
+    assert sc.to_json_dict()["PREDICT"] is None and sc.to_json_dict()["GLOBAL"] is None
+    assert sc.get_save_config(ModeKeys.TRAIN).save_interval == 1
+    with pytest.raises(smdebug.exceptions.SMDebugValueError, match="is not ready"):
+        sc.get_save_config(ModeKeys.GLOBAL)
+
+
 def test_last_index_token_names_the_last_complete_steps_index_file(smdebug):
     tr = smdebug.create_trial(trial_dir("mlp_healthy"))
     assert tr.last_index_token == os.path.join(tr.path, "index", "000000000", "000000000029_worker_0.json")
@@ -293,6 +317,7 @@ def _trial_with_an_overflowing_gradient(path):
             w.end_step()
 
 
+@pytest.mark.usefixtures("real_readers_agree")  # smdebug 1.0.34 reads the trials alike
 def test_published_style_rules_and_inf_gradients(smdebug, tmp_path):
     rule_file = tmp_path / "published_rule.py"
     rule_file.write_text(PUBLISHED_STYLE_RULE)
@@ -347,6 +372,7 @@ def _numpy_reduction(op, x, is_abs):
                 "sum": np.sum, "prod": np.prod}[op](x.astype(np.float64))
 
 
+@pytest.mark.usefixtures("real_readers_agree")  # smdebug 1.0.34 reads the trials alike
 def test_every_reduction_of_non_finite_values_matches_numpy(smdebug, tmp_path):
     """Every reduction (and its abs form) of float16/32/64 tensors of rank 0..3 holding +inf, -inf,
     both, or NaN with inf, computed by the host, against numpy over the same values."""

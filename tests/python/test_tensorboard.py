@@ -1,106 +1,85 @@
-"""_vigil.TensorBoardWriter checked independently of Vigil's decoders: every record is read by a
-TFRecord reader written here (CRC32C and its mask from the format spec §2.2) and parsed with classes
-that protoc generates, at test time, from tensorboard_protos/tb_event.proto (TensorBoard's public
-field numbers). Histograms are compared with numpy's np.histogram over TensorFlow's default edges,
-trimmed as smdebug (tensorboardX) trims them. Needs protoc and google.protobuf (Debian
-protobuf-compiler, python3-protobuf): without them these tests fail."""
-import importlib
+"""_vigil.TensorBoardWriter and the hook's TensorBoard output, read by TensorBoard's own reader (the
+`tensorboard` package from PyPI, independent of Vigil's encoder): its record reader, which checks both
+masked CRC32Cs of every record, its Event protos, and EventAccumulator, what TensorBoard's backend loads
+(keeping every event here). Histograms are compared with numpy's np.histogram over TensorFlow's default
+edges, trimmed as smdebug (tensorboardX) trims them. Needs the `tensorboard` package: without it these
+tests fail."""
 import os
 import socket
-import struct
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
 
+from real_readers import real_readers_agree  # noqa: F401 (a fixture)
 from vigil import _vigil
 from vigil.exceptions import SMDebugNotImplementedError, SMDebugRuntimeError, SMDebugValueError
 
-PROTO_DIR = os.path.join(os.path.dirname(__file__), "tensorboard_protos")
 TRAIN, EVAL = 1, 2
 DBL_MAX = np.finfo(np.float64).max
 
-
-@pytest.fixture(scope="module")
-def pb(tmp_path_factory):
-    """The generated module tb_event_pb2."""
-    out = str(tmp_path_factory.mktemp("tb_pb2"))
-    try:
-        import google.protobuf  # noqa: F401
-    except ImportError:
-        pytest.fail("google.protobuf is missing: apt-get install python3-protobuf")
-    try:
-        subprocess.run(["protoc", "--proto_path=" + PROTO_DIR, "--python_out=" + out, "tb_event.proto"],
-                       check=True, capture_output=True)
-    except FileNotFoundError:
-        pytest.fail("protoc is missing: apt-get install protobuf-compiler")
-    sys.path.insert(0, out)
-    try:
-        return importlib.import_module("tb_event_pb2")
-    finally:
-        sys.path.remove(out)
+try:
+    from tensorboard.backend.event_processing import event_accumulator, event_file_loader
+    from tensorboard.compat.proto import event_pb2
+except ImportError:  # reported by each test that needs it, never skipped
+    event_accumulator = event_file_loader = event_pb2 = None
 
 
-# ---- CRC32C (Castagnoli, reflected 0x82F63B78) and the TFRecord mask ----
-
-def _crc_table():
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
+def need_tensorboard():
+    if event_accumulator is None:
+        pytest.fail("the tensorboard package is missing (pip install tensorboard): TensorBoard's reader checks "
+                    "these files")
 
 
-_TABLE = _crc_table()
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = _TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-def masked(c):
-    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def test_crc32c_check_value():
-    assert crc32c(b"123456789") == 0xE3069283
-
+# ---- TensorBoard's reader ----
 
 def records(path):
-    """The payloads of a TFRecord file whose footers are real masked payload CRCs."""
-    with open(path, "rb") as f:
-        data = f.read()
-    out, i = [], 0
-    while i < len(data):
-        assert len(data) - i >= 16, "truncated record at %d" % i
-        (length,) = struct.unpack_from("<Q", data, i)
-        (length_crc,) = struct.unpack_from("<I", data, i + 8)
-        assert length_crc == masked(crc32c(data[i:i + 8])), "length CRC at %d" % i
-        payload = data[i + 12:i + 12 + length]
-        assert len(payload) == length
-        (footer,) = struct.unpack_from("<I", data, i + 12 + length)
-        assert footer == masked(crc32c(payload)), "payload CRC at %d" % i
-        out.append(payload)
-        i += 16 + length
+    """The record payloads of a TensorBoard event file, as TensorBoard's loader reads them. The loader
+    stops quietly at a record whose CRC or length is wrong (a file still being written), so the
+    records must also account for every byte of the file: 8 length + 4 CRC + payload + 4 CRC each."""
+    need_tensorboard()
+    out = list(event_file_loader.RawEventFileLoader(str(path)).Load())
+    assert sum(16 + len(r) for r in out) == os.path.getsize(path), \
+        "TensorBoard's reader stopped at a damaged record of {} after {} records".format(path, len(out))
     return out
 
 
-def events(pb, path):
+def events(path):
+    """TensorBoard's Event protos of the file."""
     out = []
     for payload in records(path):
-        ev = pb.Event()
-        ev.ParseFromString(payload)
-        # Python's protobuf writes the same bytes: ascending fields, no proto3 defaults, packed doubles.
+        ev = event_pb2.Event.FromString(payload)
+        # protobuf writes the same bytes: Vigil writes ascending fields, no proto3 defaults, packed doubles.
         assert ev.SerializeToString() == payload
         out.append(ev)
     return out
+
+
+def accumulate(path):
+    """EventAccumulator over a file or a folder of event files, keeping every event."""
+    need_tensorboard()
+    return event_accumulator.EventAccumulator(str(path), size_guidance=event_accumulator.STORE_EVERYTHING_SIZE_GUIDANCE,
+                                              purge_orphaned_data=True).Reload()
+
+
+def scalars(acc, tag):
+    return [(e.wall_time, e.step, e.value) for e in acc.Scalars(tag)]
+
+
+def test_a_damaged_record_is_caught(tmp_path):
+    """The reader above notices a payload whose CRC does not match (TensorBoard's loader would stop
+    there without a word)."""
+    w = _vigil.TensorBoardWriter(str(tmp_path), TRAIN, 0)
+    w.add_scalar("a", 1.0, 1, 1.0)
+    w.add_scalar("b", 2.0, 2, 2.0)
+    w.close()
+    assert len(records(w.path)) == 3
+    data = bytearray(open(w.path, "rb").read())
+    data[-5] ^= 0x01  # the last payload's last byte
+    with open(w.path, "wb") as f:
+        f.write(bytes(data))
+    with pytest.raises(AssertionError, match="damaged record"):
+        records(w.path)
 
 
 # ---- the reference histogram ----
@@ -153,30 +132,35 @@ def test_file_layout_and_publication(tmp_path):
     assert os.listdir(os.path.join(tb, "EVAL")) == [name]
 
 
-def test_first_event_is_the_file_version(pb, tmp_path):
+def test_first_event_is_the_file_version(tmp_path):
     before = time.time()
     w = _vigil.TensorBoardWriter(str(tmp_path), TRAIN, 0)
     w.close()
-    (ev,) = events(pb, w.path)
+    (ev,) = events(w.path)
     assert ev.WhichOneof("what") == "file_version" and ev.file_version == "brain.Event:2"
     assert ev.step == 0
     assert before - 1 <= ev.wall_time <= time.time() + 1
+    acc = accumulate(w.path)
+    assert acc.file_version == 2.0 and acc.FirstEventTimestamp() == ev.wall_time
+    assert not any(acc.Tags()[kind] for kind in (event_accumulator.SCALARS, event_accumulator.HISTOGRAMS))
 
 
-def test_scalars(pb, tmp_path):
+def test_scalars(tmp_path):
     w = _vigil.TensorBoardWriter(str(tmp_path), TRAIN, 3)
     w.add_scalar("loss", 0.1, 3, 1000.5)
     w.add_scalar("scalar/zero", 0.0, 4, 1001.0)
     w.add_scalar("bad tag:0", -2.5, 5, 1002.0)
     w.close()
-    evs = events(pb, w.path)
+    evs = events(w.path)
     assert len(evs) == 4
-    got = [(e.wall_time, e.step, e.summary.value[0].tag, e.summary.value[0].WhichOneof("value"),
-            e.summary.value[0].simple_value) for e in evs[1:]]
-    assert got == [(1000.5, 3, "loss", "simple_value", float(np.float32(0.1))),
-                   (1001.0, 4, "scalar/zero", "simple_value", 0.0),
-                   (1002.0, 5, "bad_tag_0", "simple_value", -2.5)]
-    assert all(len(e.summary.value) == 1 for e in evs[1:])
+    assert all(len(e.summary.value) == 1 and e.summary.value[0].WhichOneof("value") == "simple_value"
+               for e in evs[1:])
+    acc = accumulate(w.path)
+    assert sorted(acc.Tags()[event_accumulator.SCALARS]) == ["bad_tag_0", "loss", "scalar/zero"]
+    assert acc.Tags()[event_accumulator.HISTOGRAMS] == []
+    assert scalars(acc, "loss") == [(1000.5, 3, float(np.float32(0.1)))]
+    assert scalars(acc, "scalar/zero") == [(1001.0, 4, 0.0)]
+    assert scalars(acc, "bad_tag_0") == [(1002.0, 5, -2.5)]
 
 
 ARRAYS = {
@@ -193,22 +177,26 @@ ARRAYS = {
 }
 
 
-def test_histograms_match_numpy(pb, tmp_path):
+# TensorBoard's distribution compressor (run by EventAccumulator) interpolates over the DBL_MAX edge.
+@pytest.mark.filterwarnings("ignore:overflow encountered in scalar multiply:RuntimeWarning")
+def test_histograms_match_numpy(tmp_path):
     w = _vigil.TensorBoardWriter(str(tmp_path), TRAIN, 0)
     for i, a in enumerate(ARRAYS.values()):
         w.add_histogram("weights/" + list(ARRAYS)[i], a, i, 50.0 + i)
     w.close()
-    evs = events(pb, w.path)
+    evs = events(w.path)
     assert len(evs) == 1 + len(ARRAYS)
+    assert all(len(e.summary.value) == 1 and e.summary.value[0].WhichOneof("value") == "histo" for e in evs[1:])
+    acc = accumulate(w.path)
+    assert sorted(acc.Tags()[event_accumulator.HISTOGRAMS]) == sorted("weights/" + name for name in ARRAYS)
+    assert acc.Tags()[event_accumulator.SCALARS] == []
     for i, (name, a) in enumerate(ARRAYS.items()):
-        ev = evs[1 + i]
-        assert (ev.step, ev.wall_time) == (i, 50.0 + i)
-        (v,) = ev.summary.value
-        assert v.tag == "weights/" + name and v.WhichOneof("value") == "histo", name
-        check_histogram(v.histo, a)
+        (h,) = acc.Histograms("weights/" + name)
+        assert (h.step, h.wall_time) == (i, 50.0 + i), name
+        check_histogram(h.histogram_value, a)
 
 
-def test_non_finite_elements_are_skipped(pb, tmp_path):
+def test_non_finite_elements_are_skipped(tmp_path):
     a = np.array([np.nan, 1.0, np.inf, 2.0, -np.inf, 4.0])
     w = _vigil.TensorBoardWriter(str(tmp_path), TRAIN, 0)
     w.add_histogram("h", a, 1, 1.0)
@@ -216,20 +204,23 @@ def test_non_finite_elements_are_skipped(pb, tmp_path):
     w.add_histogram("empty", np.zeros(0), 1, 1.0)
     w.add_histogram("bools", np.array([True, False]), 1, 1.0)
     w.close()
-    evs = events(pb, w.path)
-    assert len(evs) == 2  # the file version and "h" only
-    histo = evs[1].summary.value[0].histo
+    assert len(events(w.path)) == 2  # the file version and "h" only
+    acc = accumulate(w.path)
+    assert acc.Tags()[event_accumulator.HISTOGRAMS] == ["h"]
+    (h,) = acc.Histograms("h")
+    histo = h.histogram_value
     assert (histo.num, histo.min, histo.max, histo.sum, histo.sum_squares) == (3, 1, 4, 7, 21)
     check_histogram(histo, a)
 
 
-def test_flush_reaches_the_tmp_file(pb, tmp_path):
+def test_flush_reaches_the_tmp_file(tmp_path):
     w = _vigil.TensorBoardWriter(str(tmp_path), TRAIN, 0)
     w.add_scalar("a", 1.0, 1, 1.0)
     w.flush()
     assert len(records(w.path + ".tmp")) == 2
     w.close()
     assert len(records(w.path)) == 2
+    assert scalars(accumulate(w.path), "a") == [(1.0, 1, 1.0)]
 
 
 def test_errors(tmp_path):
@@ -252,9 +243,11 @@ def test_errors(tmp_path):
 
 # ---- the hook's TensorBoard output ------------------------------------------------------------------
 
-def test_the_pytorch_hook_exports_scalars_and_histograms(pb, tmp_path):
+@pytest.mark.usefixtures("real_readers_agree")  # smdebug 1.0.34 reads the trials alike
+def test_the_pytorch_hook_exports_scalars_and_histograms(tmp_path):
     """vigil.pytorch.Hook with export_tensorboard: per mode and step, the losses and save_scalar values
-    as scalars, the saved tensors of collections with save_histogram as histograms (smdebug-format §1.7)."""
+    as scalars, the saved tensors of collections with save_histogram as histograms (smdebug-format §1.7),
+    one file per step, as TensorBoard loads the folder."""
     import torch
     import vigil.pytorch as smd
 
@@ -265,8 +258,9 @@ def test_the_pytorch_hook_exports_scalars_and_histograms(pb, tmp_path):
     hook.register_module(model)
     hook.register_loss(crit)
     hook.set_mode(smd.modes.TRAIN)
-    losses = []
+    losses, weights = [], []
     for step in range(3):
+        weights.append(model.weight.detach().numpy().copy())
         loss = crit(model(torch.randn(4, 3)), torch.randn(4, 2))
         loss.backward()
         hook.save_scalar("lr", 0.1 * step)
@@ -275,20 +269,21 @@ def test_the_pytorch_hook_exports_scalars_and_histograms(pb, tmp_path):
     folder = tmp_path / "t" / "tensorboard" / "TRAIN"
     files = sorted(os.listdir(folder))
     assert len(files) == 3 and all(f.endswith(".tfevents") and not f.endswith(".tmp") for f in files)
-    scalars, histograms = {}, {}
     for f in files:
-        for ev in events(pb, folder / f)[1:]:
-            for v in ev.summary.value:
-                if v.HasField("histo"):
-                    histograms.setdefault(v.tag, []).append((ev.step, v.histo))
-                else:
-                    scalars.setdefault(v.tag, []).append((ev.step, v.simple_value))
-    assert [s for s, _ in scalars["MSELoss_output_0"]] == [0, 1, 2]
-    np.testing.assert_allclose([v for _, v in scalars["MSELoss_output_0"]], losses, rtol=1e-6)
-    assert [v for _, v in scalars["scalar/lr"]] == pytest.approx([0.0, 0.1, 0.2])
-    (step, h), = histograms["weights/Linear_weight"][:1]
-    assert step == 0 and h.num == 6
-    assert "losses/MSELoss_output_0" not in histograms  # losses never get histograms
+        assert events(folder / f)[0].file_version == "brain.Event:2"
+    acc = accumulate(folder)
+    assert sorted(acc.Tags()[event_accumulator.SCALARS]) == ["MSELoss_output_0", "scalar/lr"]
+    assert sorted(acc.Tags()[event_accumulator.HISTOGRAMS]) == ["weights/Linear_weight"]  # losses get none
+    loss_events = acc.Scalars("MSELoss_output_0")
+    assert [e.step for e in loss_events] == [0, 1, 2]
+    np.testing.assert_allclose([e.value for e in loss_events], losses, rtol=1e-6)
+    assert [e.step for e in acc.Scalars("scalar/lr")] == [0, 1, 2]
+    assert [e.value for e in acc.Scalars("scalar/lr")] == pytest.approx([0.0, 0.1, 0.2])
+    histograms = acc.Histograms("weights/Linear_weight")
+    assert [h.step for h in histograms] == [0, 1, 2]
+    for h, w in zip(histograms, weights):
+        assert h.histogram_value.num == 6
+        check_histogram(h.histogram_value, w)
 
     # tensorboard_dir: there instead of <out_dir>/tensorboard, and without export_tensorboard.
     hook = smd.Hook(out_dir=str(tmp_path / "u"), tensorboard_dir=str(tmp_path / "tb"),
@@ -298,6 +293,10 @@ def test_the_pytorch_hook_exports_scalars_and_histograms(pb, tmp_path):
     hook.register_loss(crit)
     hook.set_mode(smd.modes.EVAL)
     with torch.no_grad():
-        crit(model(torch.randn(4, 3)), torch.randn(4, 2))
+        loss = crit(model(torch.randn(4, 3)), torch.randn(4, 2))
     hook.close()
     assert len(os.listdir(tmp_path / "tb" / "EVAL")) == 1 and not (tmp_path / "u" / "tensorboard").exists()
+    acc = accumulate(tmp_path / "tb" / "EVAL")
+    assert acc.Tags()[event_accumulator.SCALARS] == ["MSELoss_output_0"]
+    (ev,) = acc.Scalars("MSELoss_output_0")
+    assert ev.step == 0 and ev.value == pytest.approx(loss.item(), rel=1e-6)

@@ -20,9 +20,14 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import PYTHON_DIR, REPO, VIGIL_EXE
+from real_readers import real_readers_agree  # noqa: F401 (a fixture)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from s3_test_server import S3TestServer  # noqa: E402
+
+# Every trial a job's training processes capture (under the test's tmp_path) is read by the real
+# smdebug 1.0.34 too, with Vigil's answers.
+pytestmark = pytest.mark.usefixtures("real_readers_agree")
 
 VIGIL = VIGIL_EXE
 SCRIPT = os.path.join(REPO, "examples", "training_job", "train_ddp.py")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import trial_dir
+from real_readers import real_readers_agree  # noqa: F401 (a fixture)
 
 import vigil
 from vigil import _vigil
@@ -115,6 +116,7 @@ def test_api_trial_zero_copy_views_are_released():
     assert np.array_equal(arr, vigil.create_trial(trial_dir("mixed_dtypes")).tensor("Linear_weight").value(0))
 
 
+@pytest.mark.usefixtures("real_readers_agree")  # smdebug 1.0.34 reads the trials alike
 def test_gil_is_released_while_the_host_waits(tmp_path):
     """With a 30 s switch interval Python only changes threads when one releases the GIL: the main
     thread gets on with its work while another thread blocks in wait_for_steps, so the wait must

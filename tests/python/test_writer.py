@@ -12,6 +12,11 @@ from vigil.exceptions import SMDebugRuntimeError, TensorUnavailableForStep
 from vigil.modes import ModeKeys
 from vigil.writer import TrialWriter
 
+from real_readers import real_readers_agree  # noqa: F401 (a fixture)
+
+# Every trial a test writes is read by the real smdebug 1.0.34 too, with Vigil's answers.
+pytestmark = pytest.mark.usefixtures("real_readers_agree")
+
 
 ARRAYS = {
     "f16": np.arange(6, dtype=np.float16).reshape(2, 3) / 3,

@@ -24,6 +24,10 @@ import xgboost as xgb
 import vigil
 import vigil.xgboost as smd
 from conftest import PYTHON_DIR
+from real_readers import check_trials, real_readers_agree  # noqa: F401 (a fixture)
+
+# Every trial a test captures is read by the real smdebug 1.0.34 too, with Vigil's answers.
+pytestmark = pytest.mark.usefixtures("real_readers_agree")
 
 IMAGE = "759209512951.dkr.ecr.us-west-2.amazonaws.com/sagemaker-debugger-rule-evaluator:latest"
 SPEC_REGEXES = {  # smdebug-format §6.2
@@ -110,6 +114,11 @@ def test_defaults_save_the_metrics_every_10_rounds_in_global_mode(tmp_path):
     assert tr.tensor_names(collection="losses") == ["train-rmse", "validation-rmse"]
     assert tr.workers() == ["worker_0"] and tr.num_workers == 1
     assert os.path.exists(tmp_path / "t" / "training_job_end.ts")
+
+
+def test_the_real_smdebug_reads_the_module_runs_as_vigil_does(binary_run, softprob_run, smdebug_python):
+    """The two module-scoped runs live outside any test's tmp_path: checked here."""
+    check_trials([binary_run[0].path, softprob_run[0].path], smdebug_python)
 
 
 def test_the_collections_are_smdebugs_regexes():

@@ -111,7 +111,10 @@ class SaveConfig:
             self._explicit = set(ModeKeys)
 
     def get_save_config(self, mode):
-        return self.mode_save_configs[_mode(mode)]
+        cfg = self.mode_save_configs[_mode(mode)]
+        if cfg is None:  # a mode a trial's collection file leaves null, as smdebug's reader keeps it
+            raise SMDebugValueError("SaveConfig={} is not ready. Call SaveManager.prepare() first.".format(self))
+        return cfg
 
     def set_save_config(self, mode, save_config_mode):
         if not isinstance(save_config_mode, SaveConfigMode):
@@ -126,10 +129,11 @@ class SaveConfig:
         """Modes this config did not set explicitly take ``default_save_config``'s."""
         for mode in ModeKeys:
             if mode not in self._explicit:
-                self.mode_save_configs[mode] = default_save_config.get_save_config(mode)
+                self.mode_save_configs[mode] = default_save_config.mode_save_configs[mode] or SaveConfigMode()
 
     def to_json_dict(self):
-        return {mode.name: cfg.to_json_dict() for mode, cfg in self.mode_save_configs.items()}
+        return {mode.name: cfg.to_json_dict() if cfg is not None else None
+                for mode, cfg in self.mode_save_configs.items()}
 
     def to_json(self):
         return json.dumps(self.to_json_dict())

@@ -65,7 +65,13 @@ def _collection_from_core(d):
         rc = ReductionConfig(save_raw_tensor=rc["save_raw_tensor"], save_shape=rc["save_shape"], **kinds)
     sc = d.get("save_config")
     if sc is not None:
-        sc = SaveConfig(mode_save_configs={ModeKeys(m): SaveConfigMode(**v) for m, v in sc.items() if v is not None})
+        given = {ModeKeys(m): SaveConfigMode(**v) for m, v in sc.items() if v is not None}
+        sc = SaveConfig(mode_save_configs=given)
+        # A mode the file leaves null stays None, as in smdebug's reader (its SaveConfig.from_dict):
+        # get_save_config(mode) then raises SMDebugValueError, no defaults are made up.
+        for mode in ModeKeys:
+            if mode not in given:
+                sc.mode_save_configs[mode] = None
     return Collection(d["name"], d.get("include_regex"), d.get("tensor_names"), rc, sc, d.get("save_histogram", True))
 
 
