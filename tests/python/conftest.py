@@ -11,8 +11,11 @@ VIGIL_BUILD_DIR (default <repo>/build) gives what only a build tree has: bin/wri
 example plugins, `cmake --install` (tests/python/test_install.py). VIGIL_SHARED_DIR (default
 <repo>/../shared) holds the fixtures.
 
-Two more interpreters (scripts/python-envs.sh):
+More interpreters (scripts/python-envs.sh):
   * TORCH2_PYTHON (<repo>/.venv/bin/python, or $VIGIL_TORCH2_PYTHON): torch 2.13 (`torch2_python`);
+  * TORCH1_PYTHON (<repo>/.venv-torch1/bin/python, or $VIGIL_TORCH1_PYTHON): Debian's torch 1.13 with
+    Vigil installed (`torch1_python`): where Vigil's capture of a script is compared value for value
+    with smdebug's (which runs on torch 1.13 only), Vigil's run uses it too;
   * SMDEBUG_PYTHON (<repo>/.venv-smdebug, or $VIGIL_SMDEBUG_PYTHON): the real smdebug 1.0.34 over
     Debian's torch 1.13, the reference reader and hook of the interop tests (`smdebug_python`).
 PYTHON_DIR is a folder whose only entry is the installed `vigil` package: on PYTHONPATH it gives another
@@ -44,6 +47,9 @@ PYTHON_DIR = tempfile.mkdtemp(prefix="vigil-package-")
 os.symlink(os.path.dirname(os.path.abspath(vigil.__file__)), os.path.join(PYTHON_DIR, "vigil"))
 
 TORCH2_PYTHON = os.environ.get("VIGIL_TORCH2_PYTHON") or os.path.join(REPO, ".venv", "bin", "python")
+# smdebug's torch (Debian's 1.13) with Vigil installed: a script whose capture is compared value for
+# value with smdebug's capture of the same script runs on the same torch as smdebug's run.
+TORCH1_PYTHON = os.environ.get("VIGIL_TORCH1_PYTHON") or os.path.join(REPO, ".venv-torch1", "bin", "python")
 SMDEBUG_PYTHON = os.environ.get("VIGIL_SMDEBUG_PYTHON") or os.path.join(REPO, ".venv-smdebug", "bin", "python")
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -60,9 +66,10 @@ _COMPAT_RUN = ("import os, runpy, sys; sys.argv = sys.argv[1:]; "
                "import vigil.compat; vigil.compat.install(); runpy.run_path(sys.argv[0], run_name='__main__')")
 
 
-def compat_command(script, *args):
-    """The command line that runs `script` (a training script for smdebug's hook) on Vigil's hook."""
-    return [sys.executable, "-c", _COMPAT_RUN.format(python=PYTHON_DIR), script, *args]
+def compat_command(script, *args, python=None):
+    """The command line that runs `script` (a training script for smdebug's hook) on Vigil's hook, with
+    `python` (default: this interpreter)."""
+    return [python or sys.executable, "-c", _COMPAT_RUN.format(python=PYTHON_DIR), script, *args]
 
 
 def reference_blas_env(env):
@@ -108,6 +115,11 @@ def build_dir():
     return BUILD
 
 
+def torch1_interpreter():
+    """TORCH1_PYTHON; a missing one fails the test."""
+    return _interpreter(TORCH1_PYTHON, "the torch 1.13 environment")
+
+
 def _interpreter(path, what):
     if not os.access(path, os.X_OK):
         pytest.fail("{} missing: {} (scripts/python-envs.sh makes it)".format(what, path))
@@ -118,6 +130,12 @@ def _interpreter(path, what):
 def torch2_python():
     """The torch 2.13 interpreter with Vigil installed (scripts/python-envs.sh); a missing one fails the test."""
     return _interpreter(TORCH2_PYTHON, "the torch 2 environment")
+
+
+@pytest.fixture(scope="session")
+def torch1_python():
+    """Debian's torch 1.13 (smdebug's) with Vigil installed (scripts/python-envs.sh)."""
+    return torch1_interpreter()
 
 
 @pytest.fixture(scope="session")

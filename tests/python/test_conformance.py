@@ -36,7 +36,7 @@ import numpy as np
 import pytest
 
 import raw_records
-from conftest import FIXTURES, compat_command, expected, fixture_names, reference_blas_env, trial_dir
+from conftest import FIXTURES, compat_command, expected, fixture_names, reference_blas_env, torch1_interpreter, trial_dir
 from real_readers import check_trials
 from summaries import as_float, close, compare_summary, reduction_tolerance, reference_reduction, summarize
 
@@ -116,7 +116,8 @@ def captured_dir(fixture):
     if not os.path.isdir(out):
         script = os.path.join(GENERATORS, "gen_{}.py".format(fixture))
         env = reference_blas_env(dict(os.environ, OMP_NUM_THREADS="1"))
-        r = subprocess.run(compat_command(script, out), cwd=GENERATORS, env=env, capture_output=True, text=True,
+        # The fixtures were computed on Debian's torch 1.13: the capture is compared bit for bit.
+        r = subprocess.run(compat_command(script, out, python=torch1_interpreter()), cwd=GENERATORS, env=env, capture_output=True, text=True,
                            timeout=300)
         assert r.returncode == 0, "gen_{}.py on vigil.compat failed:\n{}{}".format(fixture, r.stdout, r.stderr)
         assert "vigil hook disabled" not in r.stderr, r.stderr

@@ -57,7 +57,7 @@ def venv(tmp_path_factory):
     base = getattr(sys, "_base_executable", None) or sys.executable
     _run([base, "-m", "venv", path], env=_clean_env(path))
     _run([os.path.join(path, "bin", "python"), "-m", "pip", "install", "--no-input", "-q",
-          "-C", "build-dir=" + os.path.join(REPO, "build-pip-install-test"), REPO], env=_build_env(path))
+          "--config-settings=build-dir=" + os.path.join(REPO, "build-pip-install-test"), REPO], env=_build_env(path))
     return path
 
 
@@ -185,7 +185,7 @@ def test_the_wheel_holds_the_prefix_and_its_metadata():
         exe_mode = z.getinfo(data + "bin/vigil").external_attr >> 16
         assert exe_mode & stat.S_IXUSR
         plugins = [n for n in names if n.startswith(data + "lib/vigil/plugins/") and n.endswith(".so")]
-        assert len(plugins) >= 8, plugins
+        assert len(plugins) >= 6, plugins  # one per rule family, the profiler rules and Python rules
         for part in ("include/vigil/plugin.h", "include/vigil/sdk.hpp", "lib/cmake/Vigil/VigilConfig.cmake",
                      "lib/cmake/Vigil/VigilTargets.cmake", "share/pkgconfig/vigil-abi.pc"):
             assert data + part in names, part
