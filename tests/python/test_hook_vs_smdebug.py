@@ -1,6 +1,7 @@
 """Vigil's PyTorch hook against the real smdebug 1.0.34's. The training scripts of hook_scenarios.py
-run once on smdebug's hook (its interpreter, .venv-smdebug) and once on Vigil's (Debian's
-interpreter through vigil.compat; the same torch 1.13, seeds and one thread), and both trials are read
+run once on smdebug's hook and once on Vigil's (this test process's interpreter through
+vigil.compat), with the same torch (smdebug_reference.py: Debian's 1.13 in smdebug's environment, or
+this interpreter's with smdebug's package linked in), seeds and one thread, and both trials are read
 with one reader and compared: the index files (steps, modes, mode steps, the order of the records),
 every tensor's steps per mode and values bit for bit, and the collections.
 
@@ -22,6 +23,7 @@ import pytest
 
 import raw_records
 from conftest import SHARED, compat_command
+from smdebug_reference import reference_runner
 
 import vigil
 from vigil.modes import ModeKeys
@@ -59,10 +61,12 @@ def roots(smdebug_python, tmp_path_factory):
     """{"smdebug": folder, "vigil": folder}, each holding one trial per scenario."""
     base = tmp_path_factory.mktemp("hook-vs-smdebug")
     env = dict(os.environ, OMP_NUM_THREADS="1", SMDEBUG_LOG_LEVEL="error")
+    ref_python, ref_env = reference_runner(smdebug_python)
+    ref_env.update(OMP_NUM_THREADS="1", SMDEBUG_LOG_LEVEL="error")
     out = {"smdebug": str(base / "smdebug"), "vigil": str(base / "vigil")}
-    for hook, command in (("smdebug", [smdebug_python, SCRIPT, out["smdebug"]]),
-                          ("vigil", compat_command(SCRIPT, out["vigil"]))):
-        r = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    for hook, command, run_env in (("smdebug", [ref_python, SCRIPT, out["smdebug"]], ref_env),
+                                   ("vigil", compat_command(SCRIPT, out["vigil"]), env)):
+        r = subprocess.run(command, env=run_env, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, "hook_scenarios.py on {} failed:\n{}{}".format(hook, r.stdout, r.stderr)
         assert "vigil hook disabled" not in r.stderr, r.stderr
     return out
