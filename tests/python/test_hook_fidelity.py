@@ -2,8 +2,9 @@
 
 Each scenario is one training script written against smdebug's names. It runs twice: under the real
 smdebug 1.0.34 (the reference, on the same torch as Vigil's run: smdebug_reference.py) and under this
-test process's Python with ``vigil.compat.install()``; then the real smdebug reads both trials and must get the same answer
-(names, steps per mode, values, collections), and Vigil's run must not log "vigil hook disabled".
+test process's Python with ``vigil.compat.install()``; then the real smdebug reads both trials and
+must get the same answer (names, steps per mode, values, collections), and Vigil's run must not log
+"vigil hook disabled".
 """
 import json
 import os
