@@ -199,6 +199,39 @@ def scalars_on_non_saving_steps(out_dir):
     r.close()
 
 
+def gradient_accumulation(out_dir):
+    """Two half batches per optimizer step (zero_grad before the first, step after the second): each
+    forward call is a step, and a step's saved gradient is its own backward pass's, not the running
+    sum that .grad holds after the second (which a post-accumulate-grad hook would see)."""
+    r = Run(out_dir)
+    r.hook.set_mode(TRAIN)
+    for i in range(6):
+        r.step += 1
+        if i % 2 == 0:
+            r.opt.zero_grad()
+        half = slice(0, 8) if i % 2 == 0 else slice(8, 16)
+        r.crit(r.model(r.x[half]), r.y[half]).backward()
+        if i % 2 == 1:
+            r.opt.step()
+    r.close()
+
+
+def functional_gradients(out_dir):
+    """Gradients taken with torch.autograd.grad and applied by hand (.grad stays None): torch 2 runs
+    the parameters' tensor hooks for them (1.13 does not), and no post-accumulate-grad hook runs."""
+    r = Run(out_dir)
+    r.hook.set_mode(TRAIN)
+    params = [p for p in r.model.parameters() if p.requires_grad]
+    for _ in range(3):
+        r.step += 1
+        grads = torch.autograd.grad(r.crit(r.model(r.x), r.y), params, allow_unused=True)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                if g is not None:
+                    p.sub_(0.1 * g)
+    r.close()
+
+
 class MLP(torch.nn.Module):
     """The mlp family of the pathology corpus (shared/fixtures/pathologies, its labels' model.repr), named
     as there: its tensors are MLP_layer1.fc.weight, ..."""
@@ -282,7 +315,8 @@ def pathology_pattern(out_dir, cycles=15):
 
 SCENARIOS = {f.__name__: f for f in (before_module_forward, before_loss_forward, before_backward, step_boundary,
                                      non_saving_steps, across_set_mode, before_close, several_collections,
-                                     scalars_on_non_saving_steps, pathology_pattern)}
+                                     scalars_on_non_saving_steps, pathology_pattern, gradient_accumulation,
+                                     functional_gradients)}
 
 
 def main(argv):

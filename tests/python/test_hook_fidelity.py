@@ -1,9 +1,10 @@
 """The hook keeps smdebug's hook contract (issue 35): valid smdebug usage never disables Vigil's hook.
 
 Each scenario is one training script written against smdebug's names. It runs twice: under the real
-smdebug 1.0.34 (its own environment, the reference) and under Debian's Python with
-``vigil.compat.install()``; then the real smdebug reads both trials and must get the same answer
-(names, steps per mode, values, collections), and Vigil's run must not log "vigil hook disabled".
+smdebug 1.0.34 (the reference, on the same torch as Vigil's run: smdebug_reference.py) and under this
+test process's Python with ``vigil.compat.install()``; then the real smdebug reads both trials and
+must get the same answer (names, steps per mode, values, collections), and Vigil's run must not log
+"vigil hook disabled".
 """
 import json
 import os
@@ -16,6 +17,7 @@ import pytest
 import vigil
 from conftest import PYTHON_DIR
 from real_readers import real_readers_agree  # noqa: F401 (a fixture)
+from smdebug_reference import reference_runner
 
 # Every trial a test captures is read by the real smdebug 1.0.34 too, with Vigil's answers.
 pytestmark = pytest.mark.usefixtures("real_readers_agree")
@@ -112,9 +114,8 @@ def run_on_vigil(script_path, out):
 
 
 def run_on_smdebug(smdebug_python, script_path, out):
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    return _run([smdebug_python, script_path, out], env=env)
+    python, env = reference_runner(smdebug_python)
+    return _run([python, script_path, out], env=env)
 
 
 def read_with_smdebug(smdebug_python, trial, tmp_path):
@@ -208,11 +209,11 @@ MODES_SCRIPT = PRELUDE.replace("import smdebug.pytorch as smd", "import smdebug.
 def test_smdebugs_own_mode_keys(smdebug_python, tmp_path):
     script = tmp_path / "modes.py"
     script.write_text(MODES_SCRIPT)
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    _run([smdebug_python, str(script), str(tmp_path / "ref"), "smdebug"], env=env)
-    env["PYTHONPATH"] = VIGIL_PATH  # Vigil's package (built for the same Python) next to the real smdebug
-    r = _run([smdebug_python, str(script), str(tmp_path / "vigil"), "vigil"], env=env)
+    python, env = reference_runner(smdebug_python)
+    _run([python, str(script), str(tmp_path / "ref"), "smdebug"], env=env)
+    # Vigil's package (built for the same Python) next to the real smdebug
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), VIGIL_PATH) if p)
+    r = _run([python, str(script), str(tmp_path / "vigil"), "vigil"], env=env)
     assert "vigil hook disabled" not in r.stdout + r.stderr, r.stderr[-3000:]
     ref = read_with_smdebug(smdebug_python, tmp_path / "ref", tmp_path)
     got = read_with_smdebug(smdebug_python, tmp_path / "vigil", tmp_path)

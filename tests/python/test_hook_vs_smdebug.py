@@ -1,6 +1,7 @@
 """Vigil's PyTorch hook against the real smdebug 1.0.34's. The training scripts of hook_scenarios.py
-run once on smdebug's hook (its interpreter, .venv-smdebug) and once on Vigil's (Debian's
-interpreter through vigil.compat; the same torch 1.13, seeds and one thread), and both trials are read
+run once on smdebug's hook and once on Vigil's (this test process's interpreter through
+vigil.compat), with the same torch (smdebug_reference.py: Debian's 1.13 in smdebug's environment, or
+this interpreter's with smdebug's package linked in), seeds and one thread, and both trials are read
 with one reader and compared: the index files (steps, modes, mode steps, the order of the records),
 every tensor's steps per mode and values bit for bit, and the collections.
 
@@ -23,6 +24,8 @@ import pytest
 import raw_records
 from conftest import SHARED, compat_command
 from real_readers import check_trials, find_trials
+from smdebug_reference import reference_runner
+from torch_features import tensor_hooks_run_for_autograd_grad
 
 import vigil
 from vigil.modes import ModeKeys
@@ -49,6 +52,8 @@ LANDINGS = {
     "several_collections": {"cA_both": [(0, LOSS, 0.0), (1, LOSS, 100.0)],
                             "cB_second": [(0, "cA_both", 1.0), (1, "cA_both", 101.0)]},
     "scalars_on_non_saving_steps": {},
+    "gradient_accumulation": {},
+    "functional_gradients": {},
     "pathology_pattern": {"labels": [(s, LOSS, None) for s in range(2, 45, 3)],
                           "predictions": [(s, "labels", None) for s in range(2, 45, 3)]},
 }
@@ -60,10 +65,12 @@ def roots(smdebug_python, tmp_path_factory):
     """{"smdebug": folder, "vigil": folder}, each holding one trial per scenario."""
     base = tmp_path_factory.mktemp("hook-vs-smdebug")
     env = dict(os.environ, OMP_NUM_THREADS="1", SMDEBUG_LOG_LEVEL="error")
+    ref_python, ref_env = reference_runner(smdebug_python)
+    ref_env.update(OMP_NUM_THREADS="1", SMDEBUG_LOG_LEVEL="error")
     out = {"smdebug": str(base / "smdebug"), "vigil": str(base / "vigil")}
-    for hook, command in (("smdebug", [smdebug_python, SCRIPT, out["smdebug"]]),
-                          ("vigil", compat_command(SCRIPT, out["vigil"]))):
-        r = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    for hook, command, run_env in (("smdebug", [ref_python, SCRIPT, out["smdebug"]], ref_env),
+                                   ("vigil", compat_command(SCRIPT, out["vigil"]), env)):
+        r = subprocess.run(command, env=run_env, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, "hook_scenarios.py on {} failed:\n{}{}".format(hook, r.stdout, r.stderr)
         assert "vigil hook disabled" not in r.stderr, r.stderr
     return out
@@ -211,3 +218,50 @@ def test_the_pathology_pattern_writes_the_corpus_layout(roots):
         for name, c in fixture.collections().items():
             assert (t.collection(name).include_regex, t.collection(name).tensor_names) == \
                 (c.include_regex, c.tensor_names), (hook, name)
+
+
+def test_a_steps_gradient_is_its_own_backward_pass(roots):
+    """gradient_accumulation (two half batches per optimizer step): the gradient saved at the second
+    half is that backward pass's gradient, as smdebug saves the tensor hook's argument, not the sum
+    .grad holds by then (what Tensor.register_post_accumulate_grad_hook would give:
+    docs/capture.md). The run is replayed here to know both."""
+    import torch
+    torch.manual_seed(0)
+    fc1, fc2, _ = torch.nn.Linear(4, 6), torch.nn.Linear(6, 3), torch.nn.Linear(2, 2)  # hook_scenarios.Net's
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(16, 4, generator=g), torch.randint(0, 3, (16,), generator=g)
+    opt = torch.optim.SGD(list(fc1.parameters()) + list(fc2.parameters()), lr=0.1)
+    own, accumulated = [], []
+    for i in range(6):
+        if i % 2 == 0:
+            opt.zero_grad()
+        half = slice(0, 8) if i % 2 == 0 else slice(8, 16)
+        loss = torch.nn.CrossEntropyLoss()(fc2(torch.relu(fc1(x[half]))), y[half])
+        own.append(torch.autograd.grad(loss, [fc1.weight], retain_graph=True)[0].numpy())
+        loss.backward()
+        accumulated.append(fc1.weight.grad.numpy().copy())
+        if i % 2 == 1:
+            opt.step()
+    for hook in ("smdebug", "vigil"):
+        t = vigil.create_trial(os.path.join(roots[hook], "gradient_accumulation"))
+        assert t.steps() == list(range(6)), hook
+        for step in range(6):
+            saved = t.tensor("gradient/Net_fc1.weight").value(step)
+            assert np.allclose(saved, own[step], rtol=1e-4, atol=1e-6), (hook, step)
+            if step % 2 == 1:
+                assert not np.allclose(saved, accumulated[step], rtol=1e-2, atol=1e-4), (hook, step)
+
+
+def test_gradients_taken_with_autograd_grad_are_saved_where_torch_runs_tensor_hooks(roots):
+    """functional_gradients: both hooks save the gradients of torch.autograd.grad exactly when this
+    torch runs the parameters' tensor hooks for it (torch 2: steps 0-2; 1.13: none)."""
+    want = [0, 1, 2] if tensor_hooks_run_for_autograd_grad() else []
+    for hook in ("smdebug", "vigil"):
+        t = vigil.create_trial(os.path.join(roots[hook], "functional_gradients"))
+        assert t.steps() == [0, 1, 2], hook
+        names = [n for n in t.tensor_names() if n.startswith("gradient/")]
+        got = sorted({s for n in names for s in t.tensor(n).steps()})
+        assert got == want, (hook, names)
+        if want:
+            assert sorted(names) == ["gradient/Net_fc1.bias", "gradient/Net_fc1.weight", "gradient/Net_fc2.bias",
+                                     "gradient/Net_fc2.weight"], hook

@@ -23,6 +23,7 @@ from real_readers import real_readers_agree  # noqa: F401 (a fixture)
 
 # Every trial a test captures is read by the real smdebug 1.0.34 too, with Vigil's answers.
 pytestmark = pytest.mark.usefixtures("real_readers_agree")
+from torch_features import global_optimizer_step_hooks, tensor_hooks_run_for_autograd_grad
 
 
 def write_config(path, root, interval=100, disable=False, dataloader=None, python=None, extra=None):
@@ -193,6 +194,198 @@ def test_a_training_run_writes_system_metrics_and_framework_events(tmp_path, pro
     assert not getattr(torch_dataloader._BaseDataLoaderIter.__next__, "__vigil_wrapped__", False)
     # the debugger trial was written as without a profiler
     assert create_trial(str(tmp_path / "trial")).steps() != []
+
+
+def registered_optimizer_hooks():
+    tables = global_optimizer_step_hooks()
+    return None if tables is None else tuple(len(t) for t in tables)
+
+
+def test_each_optimizer_step_is_one_framework_event_where_torch_has_global_step_hooks(tmp_path, profiled):
+    """torch >= 2.0: one `Optimizer` event `SGD.step` per optimizer.step(), in the step whose backward
+    pass it follows, between that backward pass and the next step; the hooks are torch's global ones,
+    registered while framework profiling is on and removed at close. Torch without them (1.13): no
+    optimizer event, and no optimizer is touched."""
+    cfg, root = profiled
+    write_config(cfg, root)
+    before = registered_optimizer_hooks()
+    during = []
+    sgd_step, optimizer_attributes = torch.optim.SGD.step, dict(vars(torch.optim.Optimizer))
+    hook, t0, t1 = train(tmp_path, steps=6, before_step=lambda i, hook: during.append(registered_optimizer_hooks()))
+    assert torch.optim.SGD.step is sgd_step and dict(vars(torch.optim.Optimizer)) == optimizer_attributes
+    events = all_framework_events(root)
+    optimizer = [e for e in events if e.event_phase == "Optimizer"]
+    if before is None:
+        assert optimizer == [] and during == [None] * 6
+        return
+    assert during == [(before[0] + 1, before[1] + 1)] * 6
+    assert registered_optimizer_hooks() == before and hook._profiler._optimizer_handles == []
+    assert len(optimizer) == 6
+    assert all(e.event_name == "SGD.step" and e.event_args["pid"] == os.getpid() for e in optimizer)
+    assert [int(e.event_args["step_num"]) for e in optimizer] == list(range(6))
+    step_starts = sorted(e.start_time for e in events if e.event_phase == "Step:ModeKeys.TRAIN") + [t1 * 1e6]
+    for s, e in enumerate(optimizer):
+        backward = [b for b in events if b.event_phase == "Backward(post-forward)"
+                    and b.event_args["step_num"] == str(s)]
+        assert len(backward) == 1
+        assert t0 * 1e6 <= backward[0].end_time <= e.start_time <= e.end_time <= step_starts[s + 1], s
+        assert e.duration == e.end_time - e.start_time
+
+
+def test_optimizer_events_stop_with_framework_profiling_and_each_optimizer_is_named(tmp_path, profiled):
+    """Two optimizers, one per layer: an event each per step, named by class; a config update that
+    disables the profiler removes the hooks at the next step boundary."""
+    cfg, root = profiled
+    write_config(cfg, root)
+    before = registered_optimizer_hooks()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    opts = [torch.optim.SGD(model[0].parameters(), lr=0.01), torch.optim.Adam(model[2].parameters(), lr=0.01)]
+    hook = smd.Hook(out_dir=str(tmp_path / "trial"))
+    hook.register_module(model)
+    seen = []
+    for i in range(5):
+        if i == 3:
+            write_config(cfg, root, disable=True)
+        model(torch.randn(4, 8)).sum().backward()
+        seen.append(registered_optimizer_hooks())
+        for opt in opts:
+            opt.step()
+            opt.zero_grad()
+    hook.close()
+    optimizer = [(e.event_name, int(e.event_args["step_num"])) for e in all_framework_events(root)
+                 if e.event_phase == "Optimizer"]
+    if before is None:
+        assert optimizer == []
+        return
+    assert sorted(optimizer) == sorted((n, s) for s in range(3) for n in ("SGD.step", "Adam.step"))
+    assert seen == [(before[0] + 1, before[1] + 1)] * 3 + [before] * 2
+    assert registered_optimizer_hooks() == before
+
+
+def test_a_fault_in_the_optimizer_observer_never_reaches_the_optimizer(tmp_path, profiled, caplog):
+    """A fault inside the profiler's optimizer hook (torch >= 2.0) is logged once and the profiler steps
+    aside; optimizer.step() still steps, and the hooks are gone by the next step boundary (removing
+    them inside torch's loop over its hook table would raise out of step() while another hook
+    follows Vigil's there: the user's, below)."""
+    cfg, root = profiled
+    write_config(cfg, root)
+    before = registered_optimizer_hooks()
+    after_fault, weights, users_calls, users_handles = [], [], [], []
+
+    def before_step(i, hook):
+        if i == 0 and before is not None:  # after the profiler's own
+            from torch.optim import optimizer as torch_optimizer
+            users_handles.append(torch_optimizer.register_optimizer_step_pre_hook(
+                lambda opt, args, kwargs: users_calls.append("pre")))
+            users_handles.append(torch_optimizer.register_optimizer_step_post_hook(
+                lambda opt, args, kwargs: users_calls.append("post")))
+        if i == 3:
+            hook._profiler._optimizer_starts = None  # a stand-in for any internal fault
+        if i == 5:  # step 4's start was the first step boundary after the fault
+            after_fault.append(registered_optimizer_hooks())
+        if i in (3, 4):
+            weights.append(hook._model[0].weight.detach().clone())
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="vigil.hook"):
+            hook, _, _ = train(tmp_path, steps=6, before_step=before_step)
+    finally:
+        for h in users_handles:
+            h.remove()
+    assert hook.step == 5 and not hook._disabled  # every step ran, tensor capture went on
+    assert not torch.equal(weights[0], weights[1])  # the step whose hook failed still stepped
+    optimizer = [int(e.event_args["step_num"]) for e in all_framework_events(root) if e.event_phase == "Optimizer"]
+    stopped = [r.getMessage() for r in caplog.records if "vigil profiler stopped" in r.getMessage()]
+    if before is None:
+        assert optimizer == [] and stopped == []  # nothing observes optimizers: nothing to fail
+        return
+    assert len(stopped) == 1 and "optimizer_step_start failed" in stopped[0], stopped
+    assert hook._profiler.stopped
+    assert optimizer == [0, 1, 2]  # published at the step boundaries before the fault
+    assert users_calls == ["pre", "post"] * 6  # the user's hooks ran at every step, the faulty one too
+    assert after_fault == [(before[0] + 1, before[1] + 1)]  # the user's, still there; Vigil's removed
+    assert registered_optimizer_hooks() == before
+
+
+def test_an_optimizer_step_that_raises_gets_no_event_and_its_error_is_the_callers(tmp_path, profiled):
+    cfg, root = profiled
+    write_config(cfg, root)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.LBFGS(model.parameters())
+    hook = smd.Hook(out_dir=str(tmp_path / "trial"))
+    hook.register_module(model)
+    x = torch.randn(8, 4)
+
+    def closure():
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        return loss
+
+    def failing():
+        raise ValueError("the user's own error")
+
+    opt.step(closure)
+    with pytest.raises(ValueError, match="the user's own error"):
+        opt.step(failing)
+    opt.step(closure)
+    hook.close()
+    events = all_framework_events(root)
+    optimizer = [e for e in events if e.event_phase == "Optimizer"]
+    if global_optimizer_step_hooks() is None:
+        assert optimizer == []
+        return
+    assert [e.event_name for e in optimizer] == ["LBFGS.step", "LBFGS.step"]
+    # LBFGS calls the model inside step(): each closure call is a step of its own
+    assert not hook._profiler._optimizer_starts
+    assert all(e.end_time >= e.start_time for e in optimizer)
+
+
+def test_a_profiler_that_fails_to_start_leaves_no_process_wide_observer(tmp_path, profiled, monkeypatch, caplog):
+    """The profiler registers torch's global optimizer hooks and wraps the data loaders when it is
+    made; if the hook then fails to attach its module observers, those go with it."""
+    cfg, root = profiled
+    write_config(cfg, root, dataloader='{"StartStep": 0, "NumSteps": 10}')
+    before = registered_optimizer_hooks()
+
+    def broken(self, enabled):
+        raise RuntimeError("cannot attach")
+
+    monkeypatch.setattr(smd.Hook, "_profile_modules", broken)
+    with caplog.at_level(logging.WARNING, logger="vigil.hook"):
+        hook = smd.Hook(out_dir=str(tmp_path / "trial"))
+    assert hook._profiler is None
+    assert [r.getMessage() for r in caplog.records if "vigil profiler not started" in r.getMessage()]
+    assert registered_optimizer_hooks() == before and not _profiling._observers.installed
+    hook.close()
+
+
+def test_backward_events_follow_the_parameters_tensor_hooks(tmp_path, profiled):
+    """A module's backward pass is observed by a tensor hook on one of its parameters
+    (Tensor.register_hook), not a post-accumulate-grad hook: a loop that takes its gradients with
+    torch.autograd.grad (so .grad is never accumulated) has its backward events wherever torch runs
+    tensor hooks for it (torch 2), and none where it does not (1.13). docs/capture.md says why."""
+    cfg, root = profiled
+    write_config(cfg, root)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    hook = smd.Hook(out_dir=str(tmp_path / "trial"))
+    hook.register_module(model)
+    params = list(model.parameters())
+    for _ in range(3):
+        grads = torch.autograd.grad(model(torch.randn(4, 8)).pow(2).mean(), params)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                p.sub_(0.01 * g)
+    hook.close()
+    assert all(p.grad is None for p in params)
+    backward = [(e.event_name, int(e.event_args["step_num"])) for e in all_framework_events(root)
+                if e.event_phase == "Backward-SubModuleInternal"]
+    if tensor_hooks_run_for_autograd_grad():
+        assert sorted(backward) == [(n, s) for n in ("0", "2") for s in range(3)]
+    else:
+        assert backward == []
 
 
 def test_pandas_frame_and_the_profiler_trial_read_the_run(tmp_path, profiled):

@@ -199,6 +199,53 @@ def test_torch_compile_under_the_hook_with_inductors_caches(torch2_python, tmp_p
     assert "MSELoss_output_0" in trial.tensor_names(collection="losses")
 
 
+COMPILED_OPTIMIZER_SCRIPT = """
+    import json, os, sys, warnings
+    out, root = sys.argv[1], sys.argv[2]
+    with open(os.environ["SMPROFILER_CONFIG_PATH"], "w") as f:
+        json.dump({"ProfilingParameters": {"ProfilerEnabled": True, "LocalPath": root}}, f)
+    import torch
+    import vigil.pytorch as smd
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    hook = smd.Hook(out_dir=out)
+    hook.register_module(model)
+    assert "torch._dynamo" not in sys.modules  # the profiler does not load it (a second or more)
+    opt = torch.optim.Adam(model.parameters(), lr=0.1)
+    step = torch.compile(opt.step, backend="eager")  # dynamo traces step() and the hooks torch calls there
+    before = [p.detach().clone() for p in model.parameters()]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            opt.zero_grad()
+            model(torch.randn(16, 4)).pow(2).mean().backward()
+            step()
+    hook.close()
+    assert all(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    print("warnings", json.dumps([str(w.message).splitlines()[0] for w in caught]))
+    print("trained")
+"""
+
+
+def test_a_compiled_optimizer_step_is_recorded_without_tracing_into_the_profiler(torch2_python, tmp_path):
+    """torch.compile(optimizer.step) after the hook was made: at the next step boundary the profiler's
+    global optimizer step hooks are registered again to run as plain Python (torch.compiler.disable),
+    so dynamo neither warns about them nor loses the events: one Optimizer event per step."""
+    from vigil.profiler import LocalAlgorithmMetricsReader
+    root = tmp_path / "profiler"
+    r = _run(torch2_python, textwrap.dedent(COMPILED_OPTIMIZER_SCRIPT), tmp_path / "trial", root, cwd=tmp_path,
+             SMPROFILER_CONFIG_PATH=str(tmp_path / "profilerconfig.json"))
+    assert r.returncode == 0, r.stderr
+    assert "trained" in r.stdout, r.stdout + r.stderr
+    assert "vigil hook disabled" not in r.stderr and "vigil profiler stopped" not in r.stderr, r.stderr
+    caught = json.loads([line for line in r.stdout.splitlines() if line.startswith("warnings ")][0][len("warnings "):])
+    assert not [w for w in caught if "does not know how to trace" in w], caught
+    events = LocalAlgorithmMetricsReader(str(root)).get_events(0, 2 ** 62)
+    optimizer = [e for e in events if e.event_phase == "Optimizer"]
+    assert [(e.event_name, e.event_args["step_num"]) for e in optimizer] == [("Adam.step", str(s)) for s in range(3)]
+
+
 # ---- FSDP2 over two gloo processes --------------------------------------------------------------------
 
 FSDP_SCRIPT = """

@@ -1,7 +1,8 @@
 """The profiler side of the training hooks (smdebug's SageMaker profiler, format spec §8): when the
 profiler config ($SMPROFILER_CONFIG_PATH) enables it, the C++ system monitor thread, framework trace
 events (steps, forward and backward passes, data-loader fetches) through the C++ trace writer, and
-cProfile stats for PythonProfilingConfig's window. docs/profiler.md says what is recorded when.
+cProfile stats for PythonProfilingConfig's window, and optimizer steps where torch has global optimizer
+step hooks (2.0 and later). docs/profiler.md says what is recorded when.
 
 Profiling must never harm training: every entry point is guarded; an internal fault is logged once
 and the profiler steps aside (monitor stopped, files published, observers removed) while training,
@@ -11,14 +12,17 @@ import cProfile
 import functools
 import os
 import re
+import sys
 import threading
 import time
+import weakref
 
 from . import _vigil
 from ._hook import is_sagemaker_job
 from .modes import ModeKeys
 
 PYTHON_STATS_FILE = "python_stats"
+OPTIMIZER_PHASE = "Optimizer"  # neither "Step" nor "cpu"/"gpu": the rules count it as a general phase
 _MODE_NAMES = {1: "train", 2: "eval", 3: "predict", 4: "global"}
 _TIMERS = {  # cProfileTimer -> the clock cProfile reads (None: cProfile's own default)
     "total_time": time.perf_counter,
@@ -110,6 +114,11 @@ class FrameworkProfiler:
         self._profiled_roots = set()  # the LocalPaths this profiler wrote into: marked ended at close
         self._monitored_roots = set()  # those where it ran the system monitor
         self._marked_end = False
+        self._optimizer_handles = []  # torch's global optimizer step hooks, while framework profiling is on
+        self._optimizer_starts = {}  # id(optimizer) -> start µs of the step running now
+        self._optimizer_hooks_eager = False  # wrapped by torch.compiler.disable (_eager)
+        self._hook_depth = threading.local()  # .n > 0 while torch runs one of them on this thread
+        self._deferred_handles = []  # removed at the next safe point (release_deferred_hooks)
         self.refresh_config(initial=True)
 
     # ---- config ----------------------------------------------------------------------------------------
@@ -159,6 +168,7 @@ class FrameworkProfiler:
                 self._reset_spans()
             if self.on_framework_change is not None:
                 self.on_framework_change(framework_on)
+            self._observe_optimizers(framework_on)
         observe = framework_on and self._dl_window is not None
         if observe != self._observing_dataloaders:
             (_observers.add if observe else _observers.remove)(self)
@@ -247,6 +257,7 @@ class FrameworkProfiler:
         if self._monitor is not None and self._monitor.stepped_aside:
             self._monitor = None  # it stopped on its own (and logged why): nothing more to do
         self.refresh_config()
+        self._optimizer_hooks_for_compile()
         self._step, self._mode, self._mode_step = global_step, int(mode), mode_step
         if self._py_window is not None:
             self._python_step_start(now)
@@ -347,6 +358,96 @@ class FrameworkProfiler:
         self.reset_forward_module_profile_stats()
         self.reset_backward_module_profile_stats()
 
+    # ---- optimizer steps (torch >= 2.0) ----------------------------------------------------------------------
+    def _observe_optimizers(self, on):
+        """Registers (or removes) torch's global optimizer step hooks, which see every optimizer's
+        step() in the process. Torch without them (1.13) records no optimizer events: optimizers are
+        the user's objects and are never patched."""
+        handles, self._optimizer_handles = self._optimizer_handles, []
+        self._optimizer_starts = {}
+        if self._in_optimizer_hook():
+            # torch is iterating its hook table: removing (or adding) an entry now would raise out of
+            # optimizer.step(). Only a fault inside one of these hooks gets here, and it turns them off.
+            self._deferred_handles.extend(handles)
+            return
+        self.release_deferred_hooks()
+        for h in handles:
+            h.remove()
+        if not on or self.framework != "pytorch":
+            return
+        register = _global_optimizer_step_hooks()
+        if register is None:
+            return
+        register_pre, register_post = register
+        ref = weakref.ref(self)  # torch's hook table must not keep a dropped profiler alive
+        # Only once torch.compile's machinery is loaded: loading it here would cost a second or more.
+        eager = _eager if "torch._dynamo" in sys.modules else (lambda fn: fn)
+
+        def observer(method):
+            def hook(optimizer, args, kwargs):
+                profiler = ref()
+                if profiler is not None:
+                    depth = profiler._hook_depth
+                    depth.n = getattr(depth, "n", 0) + 1
+                    try:
+                        getattr(profiler, method)(optimizer)
+                    except Exception as e:  # noqa: BLE001 - torch would raise it out of optimizer.step()
+                        _step_aside_quietly(profiler, "{} failed: {}: {}".format(method, type(e).__name__, e))
+                    finally:
+                        depth.n -= 1
+                return None  # anything else would replace the step's arguments
+            return eager(hook)
+
+        self._optimizer_handles = [register_pre(observer("optimizer_step_start")),
+                                   register_post(observer("optimizer_step_end"))]
+        self._optimizer_hooks_eager = eager is _eager
+
+    def _in_optimizer_hook(self):
+        return getattr(self._hook_depth, "n", 0) > 0
+
+    def _optimizer_hooks_for_compile(self):
+        """At a step boundary: hooks registered before torch.compile was loaded are registered again,
+        kept out of dynamo's tracing (a compiled step() would trace into them and warn)."""
+        if self._optimizer_handles and not self._optimizer_hooks_eager and "torch._dynamo" in sys.modules:
+            self._observe_optimizers(True)
+
+    def release_deferred_hooks(self):
+        """Removes the optimizer hooks a fault inside them turned off (they do nothing meanwhile). Called
+        at the step boundary and at close, also after the profiler stepped aside; never raises."""
+        if self._in_optimizer_hook():
+            return
+        handles, self._deferred_handles = self._deferred_handles, []
+        for h in handles:
+            try:
+                h.remove()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def optimizer_step_start(self, optimizer):
+        if not self._framework_on or self.stopped:
+            return
+        try:
+            self._optimizer_starts[id(optimizer)] = _now_us()
+        except Exception as e:  # noqa: BLE001 - never into optimizer.step()
+            self.step_aside("optimizer_step_start failed: {}: {}".format(type(e).__name__, e))
+
+    def optimizer_step_end(self, optimizer):
+        """An optimizer's step() returned: one Optimizer event, `<OptimizerClass>.step`, in the step the
+        hook is in (a step that raised has no end, and no event)."""
+        if not self._framework_on or self.stopped:
+            return
+        try:
+            now = _now_us()
+            start = self._optimizer_starts.pop(id(optimizer), None)
+            if start is None:
+                return  # framework profiling began during this step()
+            args = {"pid": self.pid}
+            if self._step >= 0:
+                args["step_num"] = str(self._mode_step)
+            self.log_trace_event(_Span(OPTIMIZER_PHASE, type(optimizer).__name__ + ".step", start, now, args))
+        except Exception as e:  # noqa: BLE001 - never into optimizer.step()
+            self.step_aside("optimizer_step_end failed: {}: {}".format(type(e).__name__, e))
+
     # ---- data loaders --------------------------------------------------------------------------------------
     def should_save_dataloader_metrics(self, metrics_name):
         """smdebug's rule: the fetches during step N serve step N + 1, so the window is asked about it."""
@@ -413,6 +514,7 @@ class FrameworkProfiler:
         """Writes what is outstanding, publishes the trace file, stops the monitor and the observers,
         then marks the end of training in the profiler output (also after the profiler stepped aside:
         the training did end, and the rules following the output must end with it)."""
+        self.release_deferred_hooks()
         if not self.stopped:
             try:
                 if self._framework_on:
@@ -458,13 +560,16 @@ class FrameworkProfiler:
                 pass
 
     def _remove_observers(self):
-        if self._observing_dataloaders:
-            self._observing_dataloaders = False
-            _observers.remove(self)
-        if self._framework_on:
-            self._framework_on = False
-            if self.on_framework_change is not None:
-                self.on_framework_change(False)
+        try:
+            self._observe_optimizers(False)
+        finally:  # the other observers go whatever happened to those
+            if self._observing_dataloaders:
+                self._observing_dataloaders = False
+                _observers.remove(self)
+            if self._framework_on:
+                self._framework_on = False
+                if self.on_framework_change is not None:
+                    self.on_framework_change(False)
 
     def _drop_cprofile(self):
         running, self._cprofile = self._cprofile, None
@@ -611,6 +716,34 @@ def _observe_fetches(writer):
         cls.fetch = fetch
         restore.append((cls, original))
     return restore
+
+
+def _step_aside_quietly(profiler, message):
+    try:
+        profiler.step_aside(message)
+    except Exception:  # noqa: BLE001 - nothing more to do from inside optimizer.step()
+        pass
+
+
+def _eager(fn):
+    """`fn` run as plain Python under torch.compile (torch.compiler.disable, torch >= 2.1): a compiled
+    optimizer step would otherwise trace into it and warn that it cannot trace time.time_ns. Loads
+    torch._dynamo."""
+    import torch
+    compiler = getattr(torch, "compiler", None)
+    disable = getattr(compiler, "disable", None)
+    return disable(fn) if disable is not None else fn
+
+
+def _global_optimizer_step_hooks():
+    """(register_optimizer_step_pre_hook, register_optimizer_step_post_hook) of torch >= 2.0, else None."""
+    try:
+        from torch.optim import optimizer as torch_optimizer
+    except ImportError:
+        return None
+    pre = getattr(torch_optimizer, "register_optimizer_step_pre_hook", None)
+    post = getattr(torch_optimizer, "register_optimizer_step_post_hook", None)
+    return (pre, post) if pre is not None and post is not None else None
 
 
 def monitor_host():

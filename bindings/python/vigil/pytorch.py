@@ -141,7 +141,13 @@ class Hook(CallbackHook):
         except Exception as e:  # noqa: BLE001 - a profiler that cannot start leaves training alone
             self.logger.error("vigil profiler not started, training goes on without it: %s: %s",
                               type(e).__name__, e)
-            self._profiler = None
+            profiler, self._profiler = self._profiler, None
+            if profiler is not None:  # its process-wide observers (data loaders, optimizer hooks) go too
+                try:
+                    profiler.stopped = True
+                    profiler._teardown()
+                except Exception:  # noqa: BLE001
+                    pass
 
     def _profile_modules(self, enabled):
         """Attaches (or removes) the profiling observers: a forward hook on every module, a gradient
@@ -344,6 +350,7 @@ class Hook(CallbackHook):
     @never_raises
     def forward_pre_hook(self, module, inputs):
         if self._profiler is not None:  # the step boundary: never raises
+            self._profiler.release_deferred_hooks()
             self._profiler.step_start(self.mode, self.mode_steps.get(self.mode, self.init_step) + 1, self.step + 1,
                                       self.module_maps.get(module, type(module).__name__))
         self._close_writers(scalars_wait_for_a_saved_step=True)
