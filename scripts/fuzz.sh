@@ -36,7 +36,9 @@ done
 "$root/scripts/install-deps.sh"
 
 # Only the harnesses and the parser sources they test are built, never the rest of the project.
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
+# shellcheck source=scripts/ccache-env.sh
+source "$root/scripts/ccache-env.sh"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 "${ccache_cmake_args[@]}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" \
   -DVIGIL_BUILD_FUZZERS=ON -DVIGIL_BUILD_TESTS=OFF -DVIGIL_BUILD_PYTHON=OFF >/dev/null
 cmake --build "$build" --target "${targets[@]}" -j "$(nproc)"

@@ -10,6 +10,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 
 jobs="$(nproc)"
 status=0
+# Each stage's heading says when it started, for CI's time figures (docs/install.md).
+stage() { echo "== $* [$(date +%T), ${SECONDS}s into scripts/test.sh]"; }
 
 # Each suite of a build must have run tests: ctest prints "No tests were found" and succeeds when a
 # build has none, e.g. one configured by scripts/run-example.sh with -DVIGIL_BUILD_TESTS=OFF.
@@ -29,30 +31,30 @@ check_suites_ran() {  # BUILD_DIR SUITE...
   done
 }
 
-echo "== build (Release)"
+stage "build (Release)"
 # Whatever configured build/ before (run-example.sh turns the tests off), this build has every test
 # and the Python module: the options are given, not taken from CMakeCache.txt.
 "$root/scripts/build.sh" "$root/build" -DVIGIL_BUILD_TESTS=ON -DVIGIL_BUILD_PYTHON=ON -DVIGIL_WITH_LIBTORCH=ON \
   -UVIGIL_TEST_SUITES
-echo "== Python environments, Vigil installed into them with pip"
+stage "Python environments, Vigil installed into them with pip"
 # After build/: the wheel's compiles are then ccache hits.
 "$root/scripts/python-envs.sh"
-echo "== tests"
+stage "tests"
 ctest --test-dir "$root/build" --output-on-failure --no-tests=error -j "$jobs" || status=1
 mapfile -t all_suites < <(cd "$root/tests" && ls -d */ | tr -d /)
 check_suites_ran "$root/build" "${all_suites[@]}"
 
-echo "== Python tests (the installed package, torch 2.13: .venv)"
+stage "Python tests (the installed package, torch 2.13: .venv)"
 # pytest exits with 5 when it collects no test, which fails the run like any other failure. The tests
 # import the installed vigil, never build/python (tests/python/conftest.py refuses it).
 VIGIL_BUILD_DIR="$root/build" "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" || status=1
-echo "== Python hook suites again on Debian's torch 1.13 (.venv-torch1), the last torch smdebug supported"
+stage "Python hook suites again on Debian's torch 1.13 (.venv-torch1), the last torch smdebug supported"
 hook_suites=(test_pytorch_hook.py test_hook_fidelity.py test_hook_misuse.py test_hook_surface.py
              test_hook_vs_smdebug.py test_xgboost_hook.py test_profiler.py test_compat.py)
 VIGIL_BUILD_DIR="$root/build" "$root/.venv-torch1/bin/python" -m pytest -q -p no:cacheprovider \
   "${hook_suites[@]/#/$root/tests/python/}" || status=1
 
-echo "== build (ASan + UBSan)"
+stage "build (ASan + UBSan)"
 sanitized_suites="format;storage;trial;trial_scenarios;writer;plugin_host;profiler;jobs;sdk;abi;reliability"
 # The host and plugin tests. The Python module is left out (an ASan-built extension cannot load into
 # the system python3), and so are the built-in rules' pathology runs (the same code paths as the
@@ -60,12 +62,13 @@ sanitized_suites="format;storage;trial;trial_scenarios;writer;plugin_host;profil
 "$root/scripts/build.sh" "$root/build-sanitize" -DVIGIL_SANITIZE=ON -DVIGIL_BUILD_PYTHON=OFF -DVIGIL_WITH_LIBTORCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DVIGIL_BUILD_TESTS=ON -DVIGIL_TEST_SUITES="$sanitized_suites"
-echo "== tests under ASan + UBSan"
+stage "tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir "$root/build-sanitize" --output-on-failure --no-tests=error -j "$jobs" || status=1
 check_suites_ran "$root/build-sanitize" ${sanitized_suites//;/ }
 
-echo "== fuzzing (short; scripts/fuzz.sh --seconds 3600 for a long run)"
+stage "fuzzing (short; scripts/fuzz.sh --seconds 3600 for a long run)"
 "$root/scripts/fuzz.sh" --seconds 10 || status=1
 
+stage "done: exit status $status"
 exit $status
