@@ -4,9 +4,9 @@ as Vigil's side of the comparison (this test process's interpreter).
 Values are compared bit for bit, so both hooks must see the same training arithmetic. The reference
 environment (`smdebug_python`) has Debian's torch 1.13; when the tests themselves run on another torch
 (2.13), its matrix products round differently (another BLAS), and every saved activation and
-gradient would differ in its last bits whatever the hooks do. Then smdebug's package, and the
-dependencies it imports that this interpreter lacks, are linked into a folder put on PYTHONPATH, and
-smdebug's hook runs on this interpreter's torch and numpy. smdebug 1.0.34 imports and trains there
+gradient would differ in its last bits whatever the hooks do. Then smdebug's package, the
+dependencies it imports that this interpreter lacks, and its numpy (1.x) and pandas are linked into a folder put
+on PYTHONPATH, and smdebug's hook runs on this interpreter's torch. smdebug 1.0.34 imports and trains there
 (it does not check the torch version on this path). Reading trials stays on `smdebug_python`.
 """
 import atexit
@@ -46,6 +46,15 @@ print(json.dumps([n for n in sys.argv[1:] if importlib.util.find_spec(n) is not 
 _CHECK = "import smdebug, smdebug.pytorch, torch; print(torch.__version__, smdebug.__version__)"
 
 _cache = {}
+
+# smdebug's generated *_pb2 modules predate protobuf 4, whose compiled descriptors refuse them
+# ("Descriptors cannot be created directly"); this interpreter's protobuf may be newer (TensorBoard's).
+# protobuf's pure-Python implementation still takes them.
+_OLD_PROTOS = {"PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python"}
+# Taken from the reference environment even where this interpreter has its own: smdebug 1.0.34 calls
+# ndarray.tostring(), which numpy 2 removed (torch 2.13 runs on numpy 1 as well as 2); pandas goes with
+# the numpy it was built for.
+_FROM_REFERENCE = {"numpy", "pandas"}  # pandas: built for its own numpy
 
 
 def _clean_env():
@@ -98,11 +107,11 @@ def reference_runner(smdebug_python):
                 pytest.fail("smdebug's environment runs Python {}, this one {}: its compiled dependencies "
                             "cannot be shared".format(ref["python"], sys.version_info[:2]))
             have = set(_query(sys.executable, _FIND, *sorted(ref["modules"])))
-            missing = {n: m for n, m in ref["modules"].items() if n not in have}
+            missing = {n: m for n, m in ref["modules"].items() if n not in have or n in _FROM_REFERENCE}
             overlay = _overlay(missing)
             atexit.register(shutil.rmtree, overlay, True)  # links only: their targets stay
             # the reference must really train on this torch, else the comparison proves nothing
-            env = dict(_clean_env(), PYTHONPATH=overlay)
+            env = dict(_clean_env(), PYTHONPATH=overlay, **_OLD_PROTOS)
             r = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True, timeout=180, env=env)
             if r.returncode != 0 or r.stdout.split()[-2:] != [torch.__version__, "1.0.34"]:
                 pytest.fail("smdebug does not import on this interpreter's torch:\n" + r.stdout + r.stderr[-3000:])
@@ -110,5 +119,5 @@ def reference_runner(smdebug_python):
     python, path = _cache[key]
     env = _clean_env()
     if path is not None:
-        env["PYTHONPATH"] = path
+        env.update(PYTHONPATH=path, **_OLD_PROTOS)
     return python, env
