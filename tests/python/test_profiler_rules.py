@@ -90,12 +90,19 @@ time.sleep(6.0 if scenario == "slow_start" else 1.0)  # the monitor samples from
 loader = DataLoader(Data(), batch_size=16, shuffle=True, num_workers=workers, drop_last=True)
 batches = iter(loader)  # one epoch of 256 batches: no second start of the workers mid-run
 time.sleep(0.5)  # the workers start and fill their queues before the first step
+# Steps at least PERIOD apart (the wait is after the optimizer step, outside the hook's Step spans): the
+# run spans more than four seconds whatever the torch and the machine's load, so that the per-second
+# rules (Dataloader: more than `patience` seconds with data-loader events) always have enough to judge.
+# On torch 2.13 the 220 steps took 1.3 s, two seconds with events, and Dataloader could not judge.
+PERIOD = 0.02
+start = time.monotonic()
 for step in range(220):
     x, y = next(batches)
     Pause.stall = scenario == "slow_step" and step == 120
     opt.zero_grad()
     crit(model(x), y).backward()
     opt.step()
+    time.sleep(max(0.0, start + (step + 1) * PERIOD - time.monotonic()))
 del batches
 time.sleep(0.5)
 stop.set()
