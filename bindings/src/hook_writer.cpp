@@ -1,4 +1,4 @@
-// _vigil.QueuedWriter: vigil::writer::QueuedWriter for the training hooks (vigil/_hook.py). The
+// _vigil.QueuedWriter: vigil::writer::QueuedWriter for the training hooks (vigil/capture/hook.py). The
 // training thread hands over numpy arrays (zero-copy views of the framework's CPU tensors); each is
 // copied once into the queue and everything else happens on the writer thread. Nothing raises
 // into the training loop: failures are reported by error() and close().

@@ -1,4 +1,4 @@
-// The profiler's C++ pieces for Python (vigil/_profiling.py captures with them inside the training
+// The profiler's C++ pieces for Python (vigil/capture/framework_profiler.py captures with them inside the training
 // hooks, vigil/profiler.py reads with them): the profiler config and its watcher, profiling windows,
 // the system monitor thread, the trace event writer, and the system / framework readers. Host
 // errors become vigil.exceptions classes (errors.cpp); calls that wait on threads or do file I/O

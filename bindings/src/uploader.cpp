@@ -1,4 +1,4 @@
-// _vigil.TrialUploader: storage::TrialUploader for the hooks (vigil/_upload.py), which write a trial
+// _vigil.TrialUploader: writer::TrialUploader for the hooks (vigil/capture/upload.py), which write a trial
 // bound for a store (s3://) into a local staging folder. Its faults are kept here for Python to
 // log (take_messages): the uploader's thread never calls into Python.
 #include <chrono>
@@ -8,13 +8,13 @@
 #include <fmt/format.h>
 
 #include "bindings.h"
-#include "storage/trial_uploader.h"
+#include "writer/trial_uploader.h"
 
 namespace vigil::python {
 
 namespace {
 
-using storage::TrialUploader;
+using writer::TrialUploader;
 
 // The uploader's once-per-fault messages, until Python takes them; shared with its thread, which
 // may outlive the uploader when the store hangs.
@@ -33,7 +33,7 @@ class PyTrialUploader {
  public:
   PyTrialUploader(const std::string& local_dir, const std::string& location, double scan_interval_s)
       : location_(location), messages_(std::make_shared<Messages>()) {
-    storage::UploaderOptions options;
+    writer::UploaderOptions options;
     options.scan_interval = std::max(millis(scan_interval_s, "scan_interval_s"), std::chrono::milliseconds(1));
     options.log = [messages = messages_](std::string_view m) {
       std::lock_guard lock(messages->mutex);
@@ -59,7 +59,7 @@ class PyTrialUploader {
   // {"files_uploaded", "bytes_uploaded", "files_left": [relpath], "error": str or None}
   py::dict finish(double timeout_s) {
     const auto timeout = millis(timeout_s, "timeout_s");
-    Result<storage::UploadReport> r = fail(Error::internal("not finished"));
+    Result<writer::UploadReport> r = fail(Error::internal("not finished"));
     {
       py::gil_scoped_release nogil;
       r = uploader_->finish(timeout);
@@ -100,14 +100,14 @@ class PyTrialUploader {
 }  // namespace
 
 void register_uploader(py::module_& m) {
-  m.def("needs_staging", &storage::needs_staging, py::arg("location"),
+  m.def("needs_staging", &writer::needs_staging, py::arg("location"),
         "Whether a hook stages `location` locally and uploads it (s3://) instead of writing it in place");
   m.def(
-      "make_staging_folder", [] { return unwrap(storage::make_staging_folder()).string(); },
+      "make_staging_folder", [] { return unwrap(writer::make_staging_folder()).string(); },
       "A fresh staging folder vigil-upload-XXXXXX in $VIGIL_STAGING_DIR, else the temp folder");
   m.def(
       "upload_timeout_from_environment",
-      [] { return double(unwrap(storage::upload_timeout_from_environment()).count()) / 1000; },
+      [] { return double(unwrap(writer::upload_timeout_from_environment()).count()) / 1000; },
       "$VIGIL_UPLOAD_TIMEOUT_SECONDS, else 60: seconds a hook's close() waits for the last uploads");
   py::class_<PyTrialUploader>(m, "TrialUploader",
                               "Copies a trial staged in a local folder to its location (s3:// or a folder) on its "

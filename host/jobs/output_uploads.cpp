@@ -42,7 +42,7 @@ std::string holds_files(const std::string& uri) {
 struct JobOutputUploads::Upload {
   JobOutput output;
   std::shared_ptr<storage::ObjectStore> store;
-  std::unique_ptr<storage::TrialUploader> uploader;
+  std::unique_ptr<writer::TrialUploader> uploader;
   OutputRecord record;
 };
 
@@ -55,7 +55,7 @@ StoreOpener default_store_opener() {
   };
 }
 
-JobOutputUploads::JobOutputUploads(JobPaths paths, storage::UploaderOptions options)
+JobOutputUploads::JobOutputUploads(JobPaths paths, writer::UploaderOptions options)
     : paths_(std::move(paths)), options_(std::move(options)) {}
 
 JobOutputUploads::~JobOutputUploads() = default;  // each TrialUploader finishes in its destructor
@@ -71,7 +71,7 @@ void JobOutputUploads::log(std::string_view message) const noexcept {
 
 Result<std::unique_ptr<JobOutputUploads>> JobOutputUploads::prepare(std::vector<JobOutput> outputs, const JobPaths& paths,
                                                                     const StoreOpener& open,
-                                                                    storage::UploaderOptions options) {
+                                                                    writer::UploaderOptions options) {
   try {
     std::unique_ptr<JobOutputUploads> self(new JobOutputUploads(paths, std::move(options)));
     std::error_code ec;
@@ -126,7 +126,7 @@ Result<void> JobOutputUploads::start_live() try {
     if (up->output.when != UploadTime::Live || up->uploader) continue;
     std::error_code ec;
     fs::create_directories(up->output.local, ec);
-    auto started = storage::TrialUploader::start(up->output.local, up->store, options_);
+    auto started = writer::TrialUploader::start(up->output.local, up->store, options_);
     if (!started) {
       up->record.status = "Failed";
       up->record.error = started.error().message;
@@ -192,7 +192,7 @@ void JobOutputUploads::finish(std::span<const fs::path> host_roots, bool compres
         log(fmt::format("{} not uploaded: {}", up->record.destination, built.error().message));
         continue;
       }
-      auto started = storage::TrialUploader::start(up->output.local, up->store, options_);
+      auto started = writer::TrialUploader::start(up->output.local, up->store, options_);
       if (!started) {
         up->record.status = "Failed";
         up->record.error = started.error().message;

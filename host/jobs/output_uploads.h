@@ -1,5 +1,5 @@
 // The uploads of a training job's outputs (job_outputs.h). Each output's folder in the job is copied
-// to its destination by a storage::TrialUploader, the uploader the hooks use, with its order (data
+// to its destination by a writer::TrialUploader, the uploader the hooks use, with its order (data
 // files, then index files in step order, the end marker last), to an S3 prefix or to a local folder
 // alike: live while the job runs for the trial, profiler, TensorBoard and rule outputs, as SageMaker
 // uploads them; at the end for the model and output archives. The job folder keeps every file: an
@@ -21,7 +21,7 @@
 #include "jobs/job_paths.h"
 #include "jobs/job_store.h"
 #include "storage/object_store.h"
-#include "storage/trial_uploader.h"
+#include "writer/trial_uploader.h"
 
 namespace vigil::jobs {
 
@@ -44,7 +44,7 @@ class JobOutputUploads {
   // folders are made once every check passed.
   [[nodiscard]] static Result<std::unique_ptr<JobOutputUploads>> prepare(std::vector<JobOutput> outputs,
                                                                          const JobPaths& paths, const StoreOpener& open,
-                                                                         storage::UploaderOptions options = {});
+                                                                         writer::UploaderOptions options = {});
   // Uploads still running are finished within TrialUploader::kDestructorTimeout each.
   ~JobOutputUploads();
   JobOutputUploads(const JobOutputUploads&) = delete;
@@ -74,12 +74,12 @@ class JobOutputUploads {
 
  private:
   struct Upload;
-  JobOutputUploads(JobPaths paths, storage::UploaderOptions options);
+  JobOutputUploads(JobPaths paths, writer::UploaderOptions options);
   void log(std::string_view message) const noexcept;
   Result<void> build_artifacts(std::span<const std::filesystem::path> host_roots, bool compress_model);
 
   JobPaths paths_;
-  storage::UploaderOptions options_;
+  writer::UploaderOptions options_;
   std::vector<std::unique_ptr<Upload>> uploads_;
   std::optional<std::string> model_artifacts_;
 };

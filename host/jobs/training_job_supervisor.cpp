@@ -731,7 +731,7 @@ int run_training_job(const TrainOptions& options) {
     std::fprintf(stderr, "vigil train: no command to run (vigil train JOB.json -- COMMAND...)\n");
     return kExitRefused;
   }
-  auto upload_timeout = storage::upload_timeout_from_environment();
+  auto upload_timeout = writer::upload_timeout_from_environment();
   if (!upload_timeout) {
     std::fprintf(stderr, "vigil train: %s\n", upload_timeout.error().message.c_str());
     return kExitRefused;
@@ -799,7 +799,7 @@ int run_training_job(const TrainOptions& options) {
   // Every destination is checked before anything runs: a job whose outputs could not go where the
   // request says is refused, not run to be failed at the end.
   auto upload_log = std::make_shared<UploadLog>(paths.log_dir() / request->name / "uploads.log");
-  storage::UploaderOptions upload_options;
+  writer::UploaderOptions upload_options;
   upload_options.log = [upload_log](std::string_view message) { upload_log->write(message); };
   auto uploads = JobOutputUploads::prepare(std::move(*outputs), paths, default_store_opener(), std::move(upload_options));
   if (!uploads) {

@@ -11,7 +11,7 @@
 #   host/plugin_host  -> common format trial profiler        (profiler: the extension vigil.profiler/1)
 #   host/evaluate     -> common format trial plugin_host
 #   host/profiler     -> common format                      (capture side: never trials or rules)
-#   host/jobs         -> common format storage evaluate profiler  (training jobs run locally: the supervisor starts the evaluator as a process; evaluate for Debugger's unsupported setups; profiler for the end markers of the profiler output)
+#   host/jobs         -> common format storage writer evaluate profiler  (training jobs run locally: the supervisor starts the evaluator as a process; evaluate for Debugger's unsupported setups; profiler for the end markers of the profiler output)
 #   host/cli          -> common format trial writer plugin_host evaluate profiler jobs
 #   hooks/libtorch    -> common format trial writer          (a training hook writes; it never evaluates)
 #   bindings/src      -> every host part
@@ -31,7 +31,7 @@ set(allowed_writer common format storage trial)
 set(allowed_plugin_host common format storage trial profiler)
 set(allowed_evaluate common format storage trial plugin_host profiler)
 set(allowed_profiler common format storage)
-set(allowed_jobs common format storage evaluate profiler)
+set(allowed_jobs common format storage writer evaluate profiler)
 set(allowed_cli common format storage trial writer plugin_host evaluate profiler jobs)
 set(allowed_libtorch common format storage trial writer)
 set(allowed_bindings ${host_parts})

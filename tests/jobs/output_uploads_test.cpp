@@ -68,8 +68,8 @@ struct Job {
 struct Log {
   std::mutex mutex;
   std::vector<std::string> lines;
-  storage::UploaderOptions options() {
-    storage::UploaderOptions o;
+  writer::UploaderOptions options() {
+    writer::UploaderOptions o;
     o.scan_interval = 50ms;
     o.log = [this](std::string_view m) {
       std::lock_guard lock(mutex);

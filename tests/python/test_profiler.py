@@ -15,7 +15,8 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data import dataloader as torch_dataloader
 
 import vigil.pytorch as smd
-from vigil import _profiling, _vigil, compat
+from vigil import _vigil, compat
+from vigil.capture import framework_profiler as _profiling
 from vigil.profiler import (LocalAlgorithmMetricsReader, LocalSystemMetricsReader, PandasFrame, ProfilerTrial,
                             TimeUnits, TraceEvent, TraceEventParser, python_stats_folders)
 from vigil.trials import create_trial

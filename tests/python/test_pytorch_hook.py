@@ -18,7 +18,7 @@ import torch
 
 import vigil
 import vigil.pytorch as smd
-from vigil.hook_config import HookConfigError
+from vigil.capture.hook_config import HookConfigError
 from real_readers import real_readers_agree  # noqa: F401 (a fixture)
 
 # Every trial a test captures is read by the real smdebug 1.0.34 too, with Vigil's answers.

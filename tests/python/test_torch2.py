@@ -267,14 +267,14 @@ FSDP_SCRIPT = """
     import torch
     import torch.distributed as dist
     from torch.distributed.fsdp import fully_shard
-    import vigil._upload
+    import vigil.capture.upload
     import vigil.compat
     vigil.compat.install()
     import smdebug.pytorch as smd
 
     out, bucket, expected_threads, order = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
     # The out_dir counts as remote: the trial is staged and uploaded by the uploader's thread.
-    vigil._upload.is_remote = lambda location: str(location).startswith(bucket)
+    vigil.capture.upload.is_remote = lambda location: str(location).startswith(bucket)
 
     def main():
         dist.init_process_group("gloo")

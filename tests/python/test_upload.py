@@ -1,7 +1,7 @@
 """Trials bound for a store: _vigil.TrialUploader, which copies a staged trial to any location
 (a folder here; s3:// once the S3 store lands, tested end to end elsewhere), and the hooks, which
 stage an s3:// out_dir locally and upload it. The hook tests treat a folder destination as remote
-(vigil._upload.is_remote), so the whole path runs without S3."""
+(vigil.capture.upload.is_remote), so the whole path runs without S3."""
 import logging
 import os
 import time

@@ -14,7 +14,7 @@
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
 
-#include "storage/trial_uploader.h"
+#include "writer/trial_uploader.h"
 #include "writer/trial_writer.h"
 
 namespace vigil::torch {
@@ -64,7 +64,7 @@ struct Hook::State {
   std::unique_ptr<TrialWriter> writer;
   fs::path out_dir;  // as the user named it (an s3:// location stays one)
   // An s3:// out_dir: the writer writes a staging folder, which this uploads (close() finishes it).
-  std::unique_ptr<storage::TrialUploader> uploader;
+  std::unique_ptr<writer::TrialUploader> uploader;
   std::chrono::milliseconds upload_timeout{0};
   std::set<std::string, std::less<>> include;
   std::vector<Param> params;
@@ -168,18 +168,18 @@ Result<std::unique_ptr<Hook>> Hook::create(HookOptions options) {
       auto it = options.mode_save_configs.find(m);
       wo.save_config[static_cast<size_t>(m) - 1] = it != options.mode_save_configs.end() ? it->second : options.save_config;
     }
-    std::unique_ptr<storage::TrialUploader> uploader;
+    std::unique_ptr<writer::TrialUploader> uploader;
     fs::path local_dir = options.out_dir;
     std::chrono::milliseconds upload_timeout{0};
-    if (storage::needs_staging(options.out_dir.string())) {
-      auto timeout = storage::upload_timeout_from_environment();
+    if (writer::needs_staging(options.out_dir.string())) {
+      auto timeout = writer::upload_timeout_from_environment();
       if (!timeout) return fail(timeout.error());
       upload_timeout = *timeout;
-      auto staging = storage::make_staging_folder();
+      auto staging = writer::make_staging_folder();
       if (!staging) return fail(staging.error());
       auto store = storage::open_object_store(options.out_dir.string(), /*create=*/true);
       if (!store) return fail(store.error());
-      auto started = storage::TrialUploader::start(*staging, std::move(*store));
+      auto started = writer::TrialUploader::start(*staging, std::move(*store));
       if (!started) return fail(started.error());
       uploader = std::move(*started);
       local_dir = *staging;
@@ -288,7 +288,7 @@ void Hook::close() noexcept {
   });
   // Also after a fault disabled the hook: what was published still goes up.
   try {
-    std::unique_ptr<storage::TrialUploader> uploader;
+    std::unique_ptr<writer::TrialUploader> uploader;
     std::chrono::milliseconds timeout{0};
     {
       std::lock_guard lock(state_->mutex);

@@ -8,7 +8,7 @@ otherwise); ``$VIGIL_UPLOAD_TIMEOUT_SECONDS`` (default 60) bounds the wait for t
 """
 import os
 
-from . import _vigil
+from .. import _vigil
 
 STAGING_ENV = "VIGIL_STAGING_DIR"
 TIMEOUT_ENV = "VIGIL_UPLOAD_TIMEOUT_SECONDS"

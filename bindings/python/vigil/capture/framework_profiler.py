@@ -17,9 +17,9 @@ import threading
 import time
 import weakref
 
-from . import _vigil
-from ._hook import is_sagemaker_job
-from .modes import ModeKeys
+from .. import _vigil
+from .hook import is_sagemaker_job
+from ..modes import ModeKeys
 
 PYTHON_STATS_FILE = "python_stats"
 OPTIMIZER_PHASE = "Optimizer"  # neither "Step" nor "cpu"/"gpu": the rules count it as a general phase

@@ -16,11 +16,11 @@
 
 #include "common/published_file.h"
 #include "format/trial_layout.h"
-#include "storage/trial_uploader.h"
+#include "writer/trial_uploader.h"
 #include "test_support.h"
 #include "writer/trial_writer.h"
 
-namespace vigil::storage {
+namespace vigil::writer {
 namespace {
 
 using namespace std::chrono_literals;
@@ -29,12 +29,12 @@ namespace fs = std::filesystem;
 
 // The destination: records successful writes in order; can fail chosen files, or everything, a
 // number of times, and can hang until released.
-class FakeStore final : public ObjectStore {
+class FakeStore final : public storage::ObjectStore {
  public:
   std::string location() const override { return "fake://dest"; }
   std::string describe(std::string_view relpath) const override { return "fake://dest/" + std::string(relpath); }
   bool is_local() const override { return false; }
-  Result<std::vector<ObjectInfo>> list(std::string_view, std::string_view) const override { return std::vector<ObjectInfo>{}; }
+  Result<std::vector<storage::ObjectInfo>> list(std::string_view, std::string_view) const override { return std::vector<storage::ObjectInfo>{}; }
   Result<bool> folder_exists(std::string_view) const override { return false; }
   Result<std::string> read(std::string_view relpath) const override {
     std::lock_guard lock(mutex_);
@@ -42,7 +42,7 @@ class FakeStore final : public ObjectStore {
     if (it == contents_.end()) return fail(Error::io(describe(relpath), "no such file"));
     return it->second;
   }
-  Result<std::shared_ptr<const StoredObject>> open(std::string_view) const override {
+  Result<std::shared_ptr<const storage::StoredObject>> open(std::string_view) const override {
     return fail(Error::not_supported("fake"));
   }
   Result<bool> exists(std::string_view relpath) const override {
@@ -495,4 +495,4 @@ TEST(TrialUploader, RefusesWhatIsNotAFolder) {
 }
 
 }  // namespace
-}  // namespace vigil::storage
+}  // namespace vigil::writer

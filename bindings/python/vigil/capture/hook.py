@@ -15,14 +15,15 @@ import time
 
 import numpy as np
 
-from . import _upload, _vigil
-from .collection import (NON_HISTOGRAM_COLLECTIONS, NON_REDUCTION_COLLECTIONS, SCALAR_COLLECTIONS, CollectionKeys,
+from .. import _vigil
+from . import upload as _upload
+from ..collection import (NON_HISTOGRAM_COLLECTIONS, NON_REDUCTION_COLLECTIONS, SCALAR_COLLECTIONS, CollectionKeys,
                          CollectionManager, match_inc)
-from .exceptions import InvalidCollectionConfiguration, SMDebugTypeError, SMDebugValueError
-from .locations import get_reduction_tensor_name
-from .modes import ALLOWED_MODES, ModeKeys, as_mode_key
-from .reduction_config import ReductionConfig
-from .save_config import SaveConfig
+from ..exceptions import InvalidCollectionConfiguration, SMDebugTypeError, SMDebugValueError
+from ..locations import get_reduction_tensor_name
+from ..modes import ALLOWED_MODES, ModeKeys, as_mode_key
+from ..reduction_config import ReductionConfig
+from ..save_config import SaveConfig
 
 logger = logging.getLogger("vigil.hook")
 
@@ -133,7 +134,7 @@ class BaseHook:
         self._tb_writers = {}
         self._closed = False
         self._max_queue_bytes = _queue_budget()
-        # s3:// locations are written in local staging folders and uploaded (vigil/_upload.py);
+        # s3:// locations are written in local staging folders and uploaded (vigil/capture/upload.py);
         # out_dir and tensorboard_dir keep naming the user's locations.
         self._uploads = []
         self._local_out_dir = self.out_dir
@@ -492,7 +493,7 @@ class BaseHook:
     # ---- JSON configuration --------------------------------------------------------------------------------
     @classmethod
     def create_from_json_file(cls, json_file_path=None):
-        """A hook from SageMaker's DebugHookConfig JSON (vigil/hook_config.py): ``json_file_path``, else
+        """A hook from SageMaker's DebugHookConfig JSON (vigil/capture/hook_config.py): ``json_file_path``, else
         ``$SMDEBUG_CONFIG_FILE_PATH``, else /opt/ml/input/config/debughookconfig.json; None when no
         file is configured (or capture is disabled)."""
         from .hook_config import create_hook_from_json_config

@@ -7,9 +7,9 @@ TensorBoardOutputConfig's file. A bad file is refused whole, before training sta
 import json
 import os
 
-from .modes import ModeKeys
-from .reduction_config import ReductionConfig
-from .save_config import SaveConfig, SaveConfigMode
+from ..modes import ModeKeys
+from ..reduction_config import ReductionConfig
+from ..save_config import SaveConfig, SaveConfigMode
 
 CONFIG_FILE_PATH_ENV = "SMDEBUG_CONFIG_FILE_PATH"
 DEFAULT_CONFIG_FILE_PATH = "/opt/ml/input/config/debughookconfig.json"
@@ -188,7 +188,7 @@ def _config_path(json_config_path):
 
 def create_hook_from_json_config(hook_class, json_config_path=None):
     """A hook_class made from the configuration file, or None when there is none (or capture is off)."""
-    from ._hook import capture_disabled
+    from .hook import capture_disabled
     if capture_disabled():
         return None
     path = _config_path(json_config_path)

@@ -1,4 +1,4 @@
-#include "storage/trial_uploader.h"
+#include "writer/trial_uploader.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,7 +23,7 @@
 #include "common/os.h"
 #include "format/trial_layout.h"
 
-namespace vigil::storage {
+namespace vigil::writer {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -125,14 +125,14 @@ void log_to_stderr(std::string_view message) {
 }  // namespace
 
 struct TrialUploader::State {
-  State(fs::path staging_, format::TrialRoot root_, std::shared_ptr<ObjectStore> dest_, UploaderOptions options_)
+  State(fs::path staging_, format::TrialRoot root_, std::shared_ptr<storage::ObjectStore> dest_, UploaderOptions options_)
       : staging(std::move(staging_)), root(std::move(root_)), dest(std::move(dest_)), options(std::move(options_)) {
     if (!options.log) options.log = log_to_stderr;
   }
 
   const fs::path staging;
   const format::TrialRoot root;  // files are opened through it: never outside the staging folder
-  const std::shared_ptr<ObjectStore> dest;
+  const std::shared_ptr<storage::ObjectStore> dest;
   UploaderOptions options;
 
   mutable std::mutex mutex;
@@ -397,7 +397,7 @@ Result<std::chrono::milliseconds> upload_timeout_from_environment() {
 
 TrialUploader::TrialUploader(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
-Result<std::unique_ptr<TrialUploader>> TrialUploader::start(fs::path staging, std::shared_ptr<ObjectStore> destination,
+Result<std::unique_ptr<TrialUploader>> TrialUploader::start(fs::path staging, std::shared_ptr<storage::ObjectStore> destination,
                                                             UploaderOptions options) {
   try {
     if (!destination) return fail(Error::invalid_argument("TrialUploader: no destination store"));
@@ -476,6 +476,6 @@ UploaderCounters TrialUploader::counters() const noexcept {
 
 const fs::path& TrialUploader::staging() const noexcept { return state_->staging; }
 
-const ObjectStore& TrialUploader::destination() const noexcept { return *state_->dest; }
+const storage::ObjectStore& TrialUploader::destination() const noexcept { return *state_->dest; }
 
-}  // namespace vigil::storage
+}  // namespace vigil::writer

@@ -29,7 +29,7 @@
 #include "common/error.h"
 #include "storage/object_store.h"
 
-namespace vigil::storage {
+namespace vigil::writer {
 
 // A location the hooks cannot write in place, so they stage it locally and upload it: "s3://...".
 bool needs_staging(std::string_view location);
@@ -67,7 +67,7 @@ class TrialUploader {
   // Starts the thread; the first scan comes at once. InvalidArgument/Io when `staging` is not a
   // folder, Internal when no thread can be started.
   [[nodiscard]] static Result<std::unique_ptr<TrialUploader>> start(std::filesystem::path staging,
-                                                                    std::shared_ptr<ObjectStore> destination,
+                                                                    std::shared_ptr<storage::ObjectStore> destination,
                                                                     UploaderOptions options = {});
   // finish(kDestructorTimeout) unless finished; never throws.
   ~TrialUploader();
@@ -85,7 +85,7 @@ class TrialUploader {
 
   UploaderCounters counters() const noexcept;
   const std::filesystem::path& staging() const noexcept;
-  const ObjectStore& destination() const noexcept;
+  const storage::ObjectStore& destination() const noexcept;
 
   struct State;  // shared with the thread, which may outlive the uploader when the store hangs
 
@@ -95,4 +95,4 @@ class TrialUploader {
   std::thread thread_;
 };
 
-}  // namespace vigil::storage
+}  // namespace vigil::writer

@@ -1,0 +1,450 @@
+"""The PyTorch hook behind ``vigil.pytorch``: smdebug's PyTorch hook (``smdebug.pytorch``), on public PyTorch extension
+points only: a forward pre-hook on the registered model (a step begins), forward hooks on every
+module and on the loss (inputs, outputs, losses), and tensor hooks on the parameters (gradients).
+
+    import vigil.pytorch as smd
+    hook = smd.Hook(out_dir="/tmp/run", save_config=smd.SaveConfig(save_interval=10),
+                    include_collections=["weights", "gradients", "losses"])
+    hook.register_module(model)
+    hook.register_loss(criterion)
+
+Tensor names are smdebug's (smdebug-format §6.2): ``<ModelClass>_<param>`` for parameters,
+``gradient/<ModelClass>_<param>``, ``<module path>_output_<i>`` / ``_input_<i>``, losses
+``<LossClass>_output_0``, ``scalar/<name>`` for save_scalar. See docs/capture.md.
+"""
+import ctypes
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from .. import _vigil
+from . import framework_profiler as _profiling
+from . import hook as _hook
+from .hook import CallbackHook, hook_singleton, never_raises
+from ..collection import Collection as _BaseCollection
+from ..collection import CollectionKeys
+from ..collection import CollectionManager as _BaseCollectionManager
+from ..exceptions import SMDebugError
+from ..modes import ModeKeys
+from ..reduction_config import ReductionConfig
+from ..save_config import SaveConfig, SaveConfigMode
+from ..trials import create_trial
+
+modes = ModeKeys
+DEFAULT_INCLUDE_COLLECTIONS = [CollectionKeys.LOSSES]
+
+
+class Collection(_BaseCollection):
+    """smdebug.pytorch's Collection: also the modules whose inputs or outputs it saves."""
+
+    def __init__(self, name, include_regex=None, tensor_names=None, reduction_config=None, save_config=None,
+                 save_histogram=True):
+        super().__init__(name, include_regex, tensor_names, reduction_config, save_config, save_histogram)
+        self._modules = {}
+
+    def add_module_tensors(self, module, inputs=False, outputs=True):
+        self._modules[module] = (inputs, outputs)
+
+    @property
+    def modules(self):
+        return self._modules
+
+
+class CollectionManager(_BaseCollectionManager):
+    """smdebug PyTorch's built-in collections and their regexes (smdebug-format §6.2)."""
+
+    def __init__(self, collections=None, create_default=True):
+        super().__init__(collections)
+        if create_default:
+            for name, regex in _vigil.pytorch_builtin_collections():
+                c = self.get(name)
+                if regex:
+                    c.include(regex)
+
+    def create_collection(self, name, cls=Collection):
+        return super().create_collection(name, cls)
+
+
+_BUILTIN = frozenset(name for name, _ in _vigil.pytorch_builtin_collections())
+
+
+# torch dtypes read in place (the rest go through Tensor.numpy()).
+_NUMPY_DTYPES = {torch.float64: np.float64, torch.float32: np.float32, torch.float16: np.float16,
+                 torch.int64: np.int64, torch.int32: np.int32, torch.int16: np.int16, torch.int8: np.int8,
+                 torch.uint8: np.uint8, torch.bool: np.bool_}
+
+
+def make_numpy_array(value):
+    """A numpy view of a CPU tensor (a copy only for other devices), numpy arrays as they are, and
+    Python scalars as 1-element arrays. TypeError for what numpy cannot hold (bfloat16).
+
+    A tensor is read in place through its address, not with Tensor.numpy(): that marks the tensor's
+    storage as never resizable again, and FSDP frees its unsharded parameters by resizing their
+    storage to 0, which then fails and ends the training. The view is for immediate use (the writer
+    copies what it is given); a value kept for later is copied."""
+    if isinstance(value, torch.Tensor):
+        t = value.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        if t.dtype == torch.bfloat16:
+            raise TypeError("bfloat16 tensors have no numpy dtype")
+        dtype = _NUMPY_DTYPES.get(t.dtype)
+        if dtype is None or type(t) is not torch.Tensor:
+            return t.numpy()
+        if not t.is_contiguous():
+            t = t.contiguous()  # a copy with a storage of its own
+        nbytes = t.numel() * t.element_size()
+        if nbytes == 0:
+            return np.empty(tuple(t.shape), dtype=dtype)
+        view = np.frombuffer((ctypes.c_byte * nbytes).from_address(t.data_ptr()), dtype=dtype)
+        return view.reshape(tuple(t.shape))
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, (bool, int, float, np.generic)):
+        return np.array([value])
+    raise TypeError("cannot save a value of type {}".format(type(value).__name__))
+
+
+class Hook(CallbackHook):
+    """smdebug.pytorch.Hook, same constructor and methods."""
+
+    def __init__(self, out_dir=None, export_tensorboard=False, tensorboard_dir=None, dry_run=False,
+                 reduction_config=None, save_config=None, include_regex=None, include_collections=None,
+                 save_all=False, include_workers="one"):
+        super().__init__(CollectionManager(), DEFAULT_INCLUDE_COLLECTIONS, init_step=-1, out_dir=out_dir,
+                         export_tensorboard=export_tensorboard, tensorboard_dir=tensorboard_dir, dry_run=dry_run,
+                         reduction_config=reduction_config, save_config=save_config, include_regex=include_regex,
+                         include_collections=include_collections, save_all=save_all,
+                         include_workers=include_workers)
+        self.module_maps = {}
+        self.has_registered_module = False
+        self.has_registered_loss_module = False
+        self._handles = []  # for as long as the hook lives
+        self._step_modules, self._step_params = [], []  # hooked only when needed (_sync_step_hooks)
+        self._forward_handles, self._gradient_handles = [], []
+        self._profiled_modules = []  # (module, name): observed while framework profiling is on
+        self._profile_handles = []
+        self._profiler = None
+        self._open_writer_now()  # torch.distributed is initialised by now: the worker is known
+        self._start_profiler()
+        set_hook(self)
+
+    # ---- the profiler (vigil/capture/framework_profiler.py, docs/profiler.md) --------------------------------------------
+    def _start_profiler(self):
+        if self._disabled:
+            return
+        try:
+            rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else None
+            self._profiler = _profiling.FrameworkProfiler(self.logger, "pytorch", rank=rank,
+                                                          runs_system_monitor=_profiling.monitor_host())
+            self._profiler.on_framework_change = self._profile_modules
+            self._profile_modules(self._profiler.framework_on)
+        except Exception as e:  # noqa: BLE001 - a profiler that cannot start leaves training alone
+            self.logger.error("vigil profiler not started, training goes on without it: %s: %s",
+                              type(e).__name__, e)
+            profiler, self._profiler = self._profiler, None
+            if profiler is not None:  # its process-wide observers (data loaders, optimizer hooks) go too
+                try:
+                    profiler.stopped = True
+                    profiler._teardown()
+                except Exception:  # noqa: BLE001
+                    pass
+
+    def _profile_modules(self, enabled):
+        """Attaches (or removes) the profiling observers: a forward hook on every module, a gradient
+        hook on one parameter of each module that has its own, and the model's forward end."""
+        handles, self._profile_handles = self._profile_handles, []
+        for h in handles:
+            h.remove()
+        if not enabled:
+            return
+        for module, name in self._profiled_modules:
+            self._profile_handles.append(module.register_forward_hook(self._profile_forward(name)))
+            own = [p for p in module.parameters(recurse=False) if p.requires_grad]
+            if own:
+                self._profile_handles.append(own[0].register_hook(self._profile_backward(name)))
+        if getattr(self, "_model", None) is not None:
+            self._profile_handles.append(self._model.register_forward_hook(self.fhook))
+
+    def _profile_forward(self, name):
+        profiler = self._profiler
+
+        def forward(module, inputs, outputs):
+            profiler.forward_end(name)  # never raises
+        return forward
+
+    def _profile_backward(self, name):
+        profiler = self._profiler
+
+        def backward(grad):
+            profiler.backward_seen(name)  # never raises
+            return None
+        return backward
+
+    # smdebug's profiling methods, on the profiler's spans
+    def fhook(self, module, inputs, outputs):
+        """The model's forward pass ended (the Python profile is split here)."""
+        if self._profiler is not None:
+            self._profiler.forward_pass_end()
+
+    def bhook(self, module, grad_input, grad_output):
+        """A module's backward pass ended (smdebug's module backward hook; Vigil's own observer is a
+        gradient hook, which leaves the module's outputs alone)."""
+        if self._profiler is not None:
+            self._profiler.backward_seen(self.module_maps.get(module, type(module).__name__))
+
+    def log_trace_event(self, event):
+        """Writes a span (``training_phase``, ``op_name``, ``start_time`` / ``end_time`` in seconds, and
+        ``args`` or smdebug's ``kwargs``) at the next step boundary."""
+        if self._profiler is not None and self._profiler.framework_on:
+            args = getattr(event, "args", None) or getattr(event, "kwargs", None) or {}
+            self._profiler.log_trace_event(_profiling._Span(
+                event.training_phase, event.op_name, int(event.start_time * 1e6), int(event.end_time * 1e6),
+                dict(args)))
+
+    def record_trace_events(self, timestamp, training_phase="", op_name="", phase="X", duration=1, **kwargs):
+        """smdebug's timeline call: a span from ``timestamp`` lasting ``duration`` (seconds), written at
+        the next step boundary while framework profiling is on; ``kwargs`` are its args."""
+        if self._profiler is not None and self._profiler.framework_on:
+            start_us = int(timestamp * 1e6)
+            self._profiler.log_trace_event(_profiling._Span(training_phase, op_name, start_us,
+                                                            start_us + int(duration * 1e6), dict(kwargs)))
+
+    def log_outstanding_forward_stats_and_reset(self, log_step_event=True):
+        if self._profiler is not None:
+            self._profiler.log_outstanding_forward_stats_and_reset(log_step_event)
+
+    def log_outstanding_backward_stats_and_reset(self):
+        if self._profiler is not None:
+            self._profiler.log_outstanding_backward_stats_and_reset()
+
+    def log_outstanding_timeline_metrics(self):
+        if self._profiler is not None:
+            self._profiler.log_outstanding_timeline_metrics()
+
+    def reset_forward_module_profile_stats(self):
+        if self._profiler is not None:
+            self._profiler.reset_forward_module_profile_stats()
+
+    def reset_backward_module_profile_stats(self):
+        if self._profiler is not None:
+            self._profiler.reset_backward_module_profile_stats()
+
+    def should_save_dataloader_metrics(self, metrics_name):
+        """Whether data-loader metrics named so are recorded now (DataloaderProfilingConfig's window
+        for the next step, and its MetricsRegex)."""
+        return self._profiler is not None and self._profiler.should_save_dataloader_metrics(metrics_name)
+
+    # ---- what the base hook needs --------------------------------------------------------------------
+    def _get_worker_name(self):
+        if dist.is_available() and dist.is_initialized():
+            return "worker_{}".format(dist.get_rank())
+        return _hook.DEFAULT_WORKER_NAME
+
+    def _get_num_workers(self):
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_world_size()
+        return 1
+
+    def _get_default_collections(self):
+        return _BUILTIN
+
+    @staticmethod
+    def _make_numpy_array(value):
+        return make_numpy_array(value)
+
+    def _prepare_collections(self):
+        # The modules become regexes first: a collection configured only by add_module_tensors is
+        # configured (smdebug's order), so the base check must see the regexes.
+        for c in self.collection_manager.get_collections().values():
+            for module, (inputs, outputs) in getattr(c, "modules", {}).items():
+                name = self.module_maps.get(module, type(module).__name__)
+                if inputs:
+                    c.include(name + self.INPUT_TENSOR_SUFFIX)
+                if outputs:
+                    c.include(name + self.OUTPUT_TENSOR_SUFFIX)
+        super()._prepare_collections()
+
+    # ---- registration ----------------------------------------------------------------------------------
+    def register_module(self, module):
+        """Hooks a model: a step begins at each forward call of `module`; every submodule's outputs,
+        and the parameters' gradients, are offered to the collections."""
+        if not isinstance(module, torch.nn.Module):
+            raise SMDebugError("Module type {} must be type torch.nn.Module".format(type(module).__name__))
+        if self._disabled:
+            return
+        top = type(module).__name__
+        for name, sub in module.named_modules():
+            self.module_maps[sub] = name
+        self.module_maps[module] = top
+        self._handles.append(module.register_forward_pre_hook(self.forward_pre_hook))
+        # Forward hooks on every module and gradient hooks on every parameter make PyTorch call into
+        # Python at each of them, so they are attached only while they can do something
+        # (_sync_step_hooks).
+        self._step_modules.extend(module.modules())
+        self._step_params.extend((top + "_" + name, p) for name, p in module.named_parameters() if p.requires_grad)
+        if self.prepared_collections:  # a model registered mid-run: its hooks too, from now on
+            self._detach_step_hooks()
+            self._sync_step_hooks()
+        self._model = module
+        self._profiled_modules.extend((sub, self.module_maps[sub]) for sub in module.modules())
+        if self._profiler is not None:
+            self._profile_modules(self._profiler.framework_on)
+        self.has_registered_module = True
+
+    def _sync_step_hooks(self):
+        """Attaches the modules' forward hooks and the parameters' gradient hooks exactly while they
+        can change what is written, so that every value lands where smdebug's hook (whose hooks are
+        always attached) puts it:
+          * a module's forward hook saves and flushes the pending save_tensor values only on a step
+            that saves something (smdebug's returns at once on the others);
+          * a gradient hook saves the gradient on such a step, and on every step flushes the pending
+            values (into the open step, or dropping them), which matters only while some are pending.
+        Called when a step begins, when the mode changes (the current step's answer may change) and
+        when save_tensor leaves a value pending."""
+        saving = self.prepared_collections and bool(self._get_collections_to_save_for_step())
+        if not saving:
+            self._remove(self._forward_handles)
+        elif not self._forward_handles:
+            self._forward_handles = [m.register_forward_hook(self.forward_hook) for m in self._step_modules]
+        if not (saving or self.custom_tensors_to_save):
+            self._remove(self._gradient_handles)
+        elif not self._gradient_handles:
+            self._gradient_handles = [p.register_hook(self.backward_hook(name)) for name, p in self._step_params]
+
+    @staticmethod
+    def _remove(handles):
+        for h in handles:
+            h.remove()
+        handles.clear()
+
+    def _detach_step_hooks(self):
+        self._remove(self._forward_handles)
+        self._remove(self._gradient_handles)
+
+    def _custom_tensor_pending(self):
+        if self.prepared_collections and not self._gradient_handles:
+            self._sync_step_hooks()
+
+    @never_raises
+    def set_mode(self, mode):
+        super().set_mode(mode)
+        if not self._disabled and self.prepared_collections:
+            self._sync_step_hooks()
+
+    register_hook = register_module  # smdebug's name for the zero-code-change patches
+
+    def register_loss(self, loss_module):
+        """Hooks a loss module (``criterion = nn.CrossEntropyLoss()``): its output is saved as
+        ``<LossClass>_output_0`` (collection losses)."""
+        if not isinstance(loss_module, torch.nn.Module):
+            # smdebug's class for it (its assert); a module that is not a _Loss is taken, where
+            # smdebug refuses it (docs/compatibility.md)
+            raise AssertionError("loss_module={} must be a torch.nn.Module".format(loss_module))
+        if self._disabled:
+            return
+        self.module_maps[loss_module] = type(loss_module).__name__
+        self._handles.append(loss_module.register_forward_hook(self.forward_hook))
+        self.has_registered_loss_module = True
+
+    # ---- the hooks PyTorch calls ---------------------------------------------------------------------
+    @never_raises
+    def forward_pre_hook(self, module, inputs):
+        if self._profiler is not None:  # the step boundary: never raises
+            self._profiler.release_deferred_hooks()
+            self._profiler.step_start(self.mode, self.mode_steps.get(self.mode, self.init_step) + 1, self.step + 1,
+                                      self.module_maps.get(module, type(module).__name__))
+        self._close_writers(scalars_wait_for_a_saved_step=True)
+        if not self.prepared_collections:
+            self._prepare_collections()
+        self._increment_step()
+        # No flush here (smdebug's pre-hook has none): values pending from the last step wait for
+        # this step's first module or gradient hook.
+        if self._get_collections_to_save_for_step():
+            self._initialize_writers()
+            for name, param in module.named_parameters():
+                self._save_for_tensor(type(module).__name__ + "_" + name, param.data)
+        self._sync_step_hooks()
+        if self.last_saved_step is not None and not self.exported_collections:
+            self.export_collections()
+            self.exported_collections = True
+
+    @never_raises
+    def forward_hook(self, module, inputs, outputs):
+        """Every module's, the loss module's too: on a step that saves, its inputs and outputs, then
+        the pending save_tensor values (a flush point)."""
+        if not self.prepared_collections or not self._get_collections_to_save_for_step():
+            return
+        name = self.module_maps.get(module)
+        if name is None:
+            return
+        self._write_inputs(name, inputs)
+        self._write_outputs(name, outputs)
+        self._save_custom_tensors_post_step()
+        self.last_saved_step = self.step
+
+    def backward_hook(self, tname):
+        def back(grad):
+            self._on_gradient(tname, grad)
+            return None  # the gradient is left as it is
+        return back
+
+    @never_raises
+    def _on_gradient(self, tname, grad):
+        """A parameter's gradient: saved on a step that saves, then the pending save_tensor values
+        are flushed (on any step)."""
+        if not self.prepared_collections:
+            return
+        if grad is not None and self._get_collections_to_save_for_step():
+            self._save_for_tensor(self.GRADIENT_PREFIX + tname, grad)
+        self._save_custom_tensors_post_step()
+
+    @never_raises
+    def record_tensor_value(self, tensor_name, tensor_value):
+        """Saves a value computed outside any module, e.g. ``F.mse_loss(...)``, as an output."""
+        if not isinstance(tensor_value, torch.Tensor):
+            raise TypeError("tensor_value={} must be torch.Tensor".format(tensor_value))
+        if self.prepared_collections and self._get_collections_to_save_for_step():
+            self._write_outputs(tensor_name, tensor_value)
+
+    def _write(self, module_name, var, suffix, idx):
+        if isinstance(var, torch.Tensor):
+            self._save_for_tensor(module_name + suffix + str(idx), var)
+            return idx + 1
+        if isinstance(var, (tuple, list)):
+            for v in var:
+                idx = self._write(module_name, v, suffix, idx)
+        return idx
+
+    def _write_inputs(self, name, inputs):
+        key = name + self.INPUT_TENSOR_SUFFIX
+        self.written_tensor_name_for_step[key] = self._write(
+            name, inputs, self.INPUT_TENSOR_SUFFIX, self.written_tensor_name_for_step.get(key, 0))
+
+    def _write_outputs(self, name, outputs):
+        key = name + self.OUTPUT_TENSOR_SUFFIX
+        self.written_tensor_name_for_step[key] = self._write(
+            name, outputs, self.OUTPUT_TENSOR_SUFFIX, self.written_tensor_name_for_step.get(key, 0))
+
+    @staticmethod
+    def count_parameters(model):
+        return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+    def close(self):
+        super().close()
+        if self._profiler is not None:
+            self._profiler.close()
+            self._profile_modules(False)
+        self._detach_step_hooks()
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+
+# smdebug's hook singleton (Hook() sets it).
+get_hook, set_hook, del_hook = hook_singleton(lambda path: Hook.create_from_json_file(path))
+
+
+__all__ = ["Hook", "Collection", "CollectionKeys", "CollectionManager", "ReductionConfig", "SaveConfig",
+           "SaveConfigMode", "modes", "create_trial", "get_hook", "set_hook", "del_hook"]
