@@ -11,7 +11,8 @@ import torch
 
 import vigil
 import vigil.pytorch as smd
-from vigil import _upload, _vigil
+from vigil import _vigil
+from vigil.capture import upload as _upload
 
 from real_readers import real_readers_agree  # noqa: F401 (a fixture)
 
