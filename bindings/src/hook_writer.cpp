@@ -3,6 +3,8 @@
 // copied once into the queue and everything else happens on the writer thread. Nothing raises
 // into the training loop: failures are reported by error() and close().
 #include "bindings.h"
+#include "format/collections_json.h"
+#include "writer/capture_policy.h"
 #include "writer/queued_writer.h"
 
 namespace vigil::python {
@@ -103,6 +105,44 @@ class PyQueuedWriter {
   std::unique_ptr<QueuedWriter> writer_;
 };
 
+// _vigil.CapturePolicy: the capture core (writer/capture_policy.h) for the Python hooks, which keep
+// smdebug's Collection objects and hand their configuration over once, as a collections file.
+class PyCapturePolicy {
+ public:
+  // `collections_json`: a collections file (§1.4) whose null reduction_config / save_config modes
+  // take the hook's; `defaults_json`: {"reduction_config": ..., "save_config": ...}, the hook's.
+  PyCapturePolicy(const std::string& collections_json, std::vector<std::string> include, const std::string& defaults_json,
+                  int64_t init_step) {
+    auto collections = unwrap(format::parse_collections_json(collections_json, "the hook's collections"));
+    auto defaults_file = unwrap(format::parse_collections_json(
+        R"({"collections": {"defaults": )" + defaults_json + "}}", "the hook's save and reduction configuration"));
+    writer::CaptureDefaults defaults;
+    const auto& d = defaults_file.collections.at(0);
+    if (d.reduction_config) defaults.reduction_config = *d.reduction_config;
+    if (d.save_config)
+      for (size_t i = 0; i < defaults.save_config.size(); ++i)
+        if ((*d.save_config)[i]) defaults.save_config[i] = *(*d.save_config)[i];
+    policy_ = unwrap(writer::CapturePolicy::create(std::move(collections.collections), std::move(include),
+                                                   std::move(defaults), init_step));
+  }
+
+  // None when nothing of `name` is saved now; else (collections, save_raw, save_shape, reductions
+  // [(op, abs)], histogram collection or None, scalar_summary).
+  py::object plan(const std::string& name, bool check_due) {
+    const writer::CapturePlan p = policy_.plan(name, {}, check_due);
+    if (p.empty()) return py::none();
+    std::vector<std::pair<std::string, bool>> reductions;
+    for (const auto& r : p.reductions) reductions.emplace_back(r.op, r.abs);
+    return py::make_tuple(p.collections, p.save_raw, p.save_shape, reductions, p.histogram_collection, p.scalar_summary);
+  }
+
+  std::string collections_json(int64_t num_workers) const {
+    return format::serialize_collections_json(policy_.collections_file(num_workers));
+  }
+
+  writer::CapturePolicy policy_;
+};
+
 }  // namespace
 
 void register_hook_writer(py::module_& m) {
@@ -123,6 +163,25 @@ void register_hook_writer(py::module_& m) {
         return out;
       },
       "The collections of scalars (never reduced or histogrammed), the host's one table");
+  py::class_<PyCapturePolicy>(m, "CapturePolicy",
+                              "smdebug's hook policy (host/writer/capture_policy.h): steps, due collections, plans")
+      .def(py::init<const std::string&, std::vector<std::string>, const std::string&, int64_t>(),
+           py::arg("collections_json"), py::arg("include"), py::arg("defaults_json"), py::arg("init_step") = -1)
+      .def("set_mode", [](PyCapturePolicy& p, int mode) { p.policy_.set_mode(mode_or_global(mode)); }, py::arg("mode"))
+      .def("begin_step", [](PyCapturePolicy& p) { p.policy_.begin_step(); })
+      .def("set_step", [](PyCapturePolicy& p, int64_t global_step, int64_t mode_step) { p.policy_.set_step(global_step, mode_step); },
+           py::arg("global_step"), py::arg("mode_step"))
+      .def_property_readonly("step", [](const PyCapturePolicy& p) { return p.policy_.global_step(); })
+      .def("mode_step", [](const PyCapturePolicy& p, int mode) { return p.policy_.mode_step(mode_or_global(mode)); },
+           py::arg("mode"))
+      .def("due_collections", [](PyCapturePolicy& p) { return p.policy_.due_collections(); },
+           "The included collections due at the current step, by name")
+      .def("plan", &PyCapturePolicy::plan, py::arg("name"), py::arg("check_due") = true)
+      .def("join", [](PyCapturePolicy& p, const std::string& name, const std::vector<std::string>& collections) {
+             return p.policy_.join(name, collections);
+           }, py::arg("name"), py::arg("collections"), "smdebug's save_tensor: True when one of them saves the raw value")
+      .def("collections_json", &PyCapturePolicy::collections_json, py::arg("num_workers"),
+           "The collections as configured and completed, with the names recorded so far");
   py::class_<PyQueuedWriter>(m, "QueuedWriter", "A trial writer with its own thread and a bounded queue (hooks)")
       .def(py::init<const std::string&, const std::string&, int64_t, uint64_t, bool>(), py::arg("out_dir"),
            py::arg("worker"), py::arg("num_workers"), py::arg("max_queue_bytes"), py::arg("resume") = false)

@@ -12,16 +12,13 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
-#include <regex>
 #include <set>
-#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "common/file_read.h"
 #include "common/published_file.h"
-#include "common/search_regex.h"
 #include "format/event_proto.h"
 #include "format/index_json.h"
 #include "format/tfrecord.h"
@@ -36,19 +33,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
-constexpr std::string_view kReductionOps[] = {"min", "max", "mean", "std", "variance", "sum", "prod", "l1", "l2"};
-
-size_t mode_index(Mode m) { return static_cast<size_t>(m) - 1; }
-
-bool is_scalar_collection(std::string_view name) {
-  return std::ranges::find(kScalarCollections, name) != std::end(kScalarCollections);
-}
-
-bool is_norm(std::string_view op) { return op == "l1" || op == "l2"; }
-
-// smdebug's write order of reductions: plain, norms, abs plain, abs norms.
-int reduction_group(const format::ReductionSpec& r) { return (r.abs ? 2 : 0) + (is_norm(r.op) ? 1 : 0); }
 
 // "smdebug/reductions/[abs_]<op>/<base>" with every ":<digits>" dropped (non-TF frameworks, §3.10).
 std::string reduction_tensor_name(std::string_view base, std::string_view op, bool abs) {
@@ -121,35 +105,9 @@ std::optional<uint64_t> element_count(std::span<const int64_t> shape) {
   return *count;
 }
 
-// re.search; std::regex can throw on pathological input (error_complexity/error_stack), which counts
-// as no match rather than escaping.
-bool regex_search(const std::string& text, const std::regex& r) {
-  try {
-    return std::regex_search(text, r);
-  } catch (const std::regex_error&) {
-    return false;
-  }
-}
-
-// std::regex stands in for Python's re.search (common/search_regex.h).
-[[nodiscard]] Result<std::vector<std::regex>> compile_regexes(const format::CollectionConfig& c) {
-  std::vector<std::regex> out;
-  for (const auto& pattern : c.include_regex) {
-    auto re = compile_search_regex(pattern);
-    if (!re) return fail(Error::invalid_argument(fmt::format("collection {}: include_regex: {}", c.name, re.error().message)));
-    out.push_back(std::move(*re));
-  }
-  return out;
-}
-
 }  // namespace
 
 struct TrialWriter::State {
-  struct Collection {
-    format::CollectionConfig config;
-    std::vector<std::regex> regexes;
-    std::set<std::string> saved;  // names saved while belonging to it, for tensor_names
-  };
   // The records and index of the open step; the event file is streamed to its .tmp.
   struct OpenStep {
     int64_t global_step = 0;
@@ -163,12 +121,8 @@ struct TrialWriter::State {
 
   fs::path out_dir;
   WriterOptions options;
-  std::vector<Collection> collections;
-  // name -> indices of the collections it belongs to by tensor_names or include_regex.
-  std::unordered_map<std::string, std::vector<size_t>> membership;
-
-  int64_t global_step = -1;  // the callback hooks' init_step: the first begin_step gives 0
-  std::array<int64_t, 4> mode_steps{-1, -1, -1, -1};
+  // save_tensor()'s policy, saving every collection; it also numbers the steps (§4).
+  CapturePolicy policy;
   Mode mode = Mode::Global;
   std::optional<OpenStep> step;
   std::optional<int64_t> last_written_step;
@@ -177,83 +131,15 @@ struct TrialWriter::State {
   bool builtins_installed = false;
   bool closed = false;
 
-  int64_t mode_step() const { return mode_steps[mode_index(mode)]; }
+  int64_t global_step() const { return policy.global_step(); }
+  int64_t mode_step() const { return policy.mode_step(); }
 
+  // smdebug PyTorch's collections, first, unless the caller configured its own (see WriterOptions).
   void ensure_collections() {
     if (builtins_installed) return;
     builtins_installed = true;
-    if (!options.builtin_collections && !collections.empty()) return;
-    for (const auto& b : kPyTorchCollections) {
-      Collection c;
-      c.config.name = b.name;
-      if (!b.regex.empty()) {
-        c.config.include_regex.emplace_back(b.regex);
-        c.regexes.emplace_back(c.config.include_regex.back(), std::regex::ECMAScript);
-      }
-      c.config.save_histogram = b.save_histogram;
-      collections.push_back(std::move(c));
-    }
-  }
-
-  std::optional<size_t> find(std::string_view name) const {
-    for (size_t i = 0; i < collections.size(); ++i)
-      if (collections[i].config.name == name) return i;
-    return std::nullopt;
-  }
-
-  // Unknown names get a collection with the writer's defaults, like smdebug's get(create=True).
-  size_t find_or_create(std::string_view name) {
-    ensure_collections();
-    if (auto i = find(name)) return *i;
-    Collection c;
-    c.config.name = std::string(name);
-    collections.push_back(std::move(c));
-    return collections.size() - 1;
-  }
-
-  const std::vector<size_t>& matching(const std::string& name) {
-    auto it = membership.find(name);
-    if (it != membership.end()) return it->second;
-    std::vector<size_t> found;
-    for (size_t i = 0; i < collections.size(); ++i) {
-      const auto& c = collections[i];
-      bool in = std::ranges::find(c.config.tensor_names, name) != c.config.tensor_names.end() || c.saved.contains(name) ||
-                std::ranges::any_of(c.regexes, [&](const std::regex& r) { return regex_search(name, r); });
-      if (in) found.push_back(i);
-    }
-    return membership.emplace(name, std::move(found)).first->second;
-  }
-
-  // The collections `name` belongs to (plus `explicit_names`); "default" when none (§6.2).
-  std::vector<size_t> collections_of(const std::string& name, std::span<const std::string> explicit_names) {
-    ensure_collections();
-    std::vector<size_t> out;
-    for (const auto& e : explicit_names) out.push_back(find_or_create(e));
-    for (size_t i : matching(name))
-      if (std::ranges::find(out, i) == out.end()) out.push_back(i);
-    if (out.empty()) out.push_back(find_or_create("default"));
-    return out;
-  }
-
-  const format::SaveConfigMode& save_config(const Collection& c, Mode m) const {
-    const size_t i = mode_index(m);
-    if (c.config.save_config && (*c.config.save_config)[i]) return *(*c.config.save_config)[i];
-    return options.save_config[i];
-  }
-
-  bool due(const Collection& c) const {
-    if ((mode == Mode::Eval || mode == Mode::Predict) &&
-        (c.config.name == "gradients" || c.config.name == "optimizer_variables"))
-      return false;
-    return save_config(c, mode).should_save_step(mode_step());
-  }
-
-  void record_membership(const std::string& name, const std::vector<size_t>& in) {
-    auto& cached = membership[name];
-    for (size_t i : in) {
-      collections[i].saved.insert(name);
-      if (std::ranges::find(cached, i) == cached.end()) cached.push_back(i);
-    }
+    if (!options.builtin_collections && policy.has_collections()) return;
+    for (auto& b : pytorch_builtin_collections()) (void)policy.add_collection(std::move(b));  // valid regexes
   }
 
   double now() const {
@@ -338,19 +224,7 @@ struct TrialWriter::State {
 
   [[nodiscard]] Result<void> write_collections() {
     ensure_collections();
-    format::CollectionsFile file;
-    file.num_workers = options.num_workers;
-    for (const auto& c : collections) {
-      format::CollectionConfig out = c.config;
-      std::set<std::string> names(c.config.tensor_names.begin(), c.config.tensor_names.end());
-      names.insert(c.saved.begin(), c.saved.end());
-      out.tensor_names.assign(names.begin(), names.end());
-      if (!out.reduction_config) out.reduction_config = format::ReductionConfig{};
-      std::array<std::optional<format::SaveConfigMode>, 4> sc;
-      for (Mode m : kAllModes) sc[mode_index(m)] = save_config(c, m);
-      out.save_config = sc;
-      file.collections.push_back(std::move(out));
-    }
+    const format::CollectionsFile file = policy.collections_file(options.num_workers);
     auto w = write_file(out_dir / format::collections_file_relpath(options.worker),
                         format::serialize_collections_json(file));
     if (w) collections_written = true;
@@ -401,6 +275,7 @@ struct TrialWriter::State {
     for (const auto& d : step_dirs)
       if (auto r = list_dir(d, files); !r) return r;
     std::set<int64_t> published;
+    int64_t last_step = -1;
     std::optional<format::StepIndex> last_index;
     for (const auto& file : files) {
       const std::string rel = relative(file);
@@ -416,10 +291,9 @@ struct TrialWriter::State {
       auto index = format::parse_index_json(*text, file.string());
       if (!index) return fail(index.error());
       published.insert(*step);
-      int64_t& mode_step_counter = mode_steps[mode_index(index->mode)];
-      mode_step_counter = std::max(mode_step_counter, index->mode_step);
-      if (*step > global_step) {
-        global_step = *step;
+      policy.set_mode_step(index->mode, std::max(policy.mode_step(index->mode), index->mode_step));
+      if (*step > last_step) {
+        last_step = *step;
         last_index = std::move(*index);
       }
     }
@@ -447,8 +321,10 @@ struct TrialWriter::State {
     if (ec) return fail(Error::io(collections_file.string(), ec.message()));
 
     if (last_index) {
-      last_written_step = global_step;
+      last_written_step = last_step;
       mode = last_index->mode;
+      policy.set_mode(mode);
+      policy.set_step(last_step, policy.mode_step());
     }
     return {};
   }
@@ -494,8 +370,6 @@ Result<std::unique_ptr<TrialWriter>> TrialWriter::create(const fs::path& out_dir
   if (out_dir.empty()) return fail(Error::invalid_argument("out_dir is empty"));
   if (options.worker.empty()) return fail(Error::invalid_argument("worker name is empty"));
   if (options.num_workers < 1) return fail(Error::invalid_argument("num_workers must be at least 1"));
-  for (const auto& sc : options.save_config)
-    if (sc.save_interval <= 0) return fail(Error::invalid_argument("save_interval must be positive"));
 
   // smdebug refuses to write into a finished trial (SMDebugRuntimeError, §1.6).
   const fs::path marker = out_dir / format::kEndOfTrainingMarker;
@@ -508,9 +382,12 @@ Result<std::unique_ptr<TrialWriter>> TrialWriter::create(const fs::path& out_dir
   if (ec && ec != std::errc::no_such_file_or_directory) return fail(Error::io(marker.string(), ec.message()));
   if (auto made = make_dirs(out_dir); !made) return fail(made.error());
 
+  auto policy = CapturePolicy::create({}, {"all"}, {.save_config = options.save_config});
+  if (!policy) return fail(policy.error());
   auto state = std::make_unique<State>();
   state->out_dir = out_dir;
   state->options = std::move(options);
+  state->policy = std::move(*policy);
   return std::unique_ptr<TrialWriter>(new TrialWriter(std::move(state)));
 }
 
@@ -525,31 +402,9 @@ Result<std::unique_ptr<TrialWriter>> TrialWriter::resume(const fs::path& out_dir
 }
 
 Result<void> TrialWriter::add_collection(format::CollectionConfig collection) {
-  if (collection.name.empty()) return fail(Error::invalid_argument("collection name is empty"));
-  auto regexes = compile_regexes(collection);
-  if (!regexes) return fail(regexes.error());
-  if (collection.reduction_config) {
-    for (const auto& r : collection.reduction_config->reductions)
-      if (std::ranges::find(kReductionOps, r.op) == std::end(kReductionOps))
-        return fail(Error::invalid_argument(fmt::format("collection {}: unknown reduction {}", collection.name, r.op)));
-  }
-  if (collection.save_config) {
-    for (const auto& sc : *collection.save_config)
-      if (sc && sc->save_interval <= 0)
-        return fail(Error::invalid_argument(fmt::format("collection {}: save_interval must be positive", collection.name)));
-  }
   auto& s = *state_;
   if (s.options.builtin_collections) s.ensure_collections();
-  State::Collection c{std::move(collection), std::move(*regexes), {}};
-  // Re-adding a collection replaces its configuration; the names saved into it stay.
-  if (auto i = s.find(c.config.name)) {
-    c.saved = std::move(s.collections[*i].saved);
-    s.collections[*i] = std::move(c);
-  } else {
-    s.collections.push_back(std::move(c));
-  }
-  s.membership.clear();
-  return {};
+  return s.policy.add_collection(std::move(collection));
 }
 
 Result<void> TrialWriter::begin_step(Mode mode) {
@@ -557,15 +412,11 @@ Result<void> TrialWriter::begin_step(Mode mode) {
   if (s.closed) return fail(Error::invalid_argument("the writer is closed"));
   if (!mode_from_int(static_cast<int64_t>(mode))) return fail(Error::invalid_argument("invalid mode"));
   if (auto r = s.finish_previous_step(); !r) return r;
-  ++s.global_step;
   s.mode = mode;
-  // GLOBAL's mode step is the global step; other modes count their own steps (§4).
-  if (mode == Mode::Global)
-    s.mode_steps[mode_index(mode)] = s.global_step;
-  else
-    ++s.mode_steps[mode_index(mode)];
+  s.policy.set_mode(mode);
+  s.policy.begin_step();
   s.step.emplace();
-  s.step->global_step = s.global_step;
+  s.step->global_step = s.global_step();
   s.step->index.mode = s.mode;
   s.step->index.mode_step = s.mode_step();
   return {};
@@ -584,9 +435,9 @@ Result<void> TrialWriter::begin_step_at(int64_t global_step, Mode mode, int64_t 
     return fail(Error::invalid_argument(
         fmt::format("global step {} is not after the last written step {}", global_step, *floor)));
   if (auto r = s.finish_previous_step(); !r) return r;
-  s.global_step = global_step;
   s.mode = mode;
-  s.mode_steps[mode_index(mode)] = mode_step;
+  s.policy.set_mode(mode);
+  s.policy.set_step(global_step, mode_step);
   s.step.emplace();
   s.step->global_step = global_step;
   s.step->index.mode = mode;
@@ -602,11 +453,10 @@ Result<void> TrialWriter::close_with_marker(bool end_marker) {
 }
 
 bool TrialWriter::should_save(std::string_view name) const {
-  auto& s = *state_;  // membership is cached, so the lookup mutates the state
+  auto& s = *state_;  // the policy records the names it is asked about
   if (!s.step || s.closed) return false;
-  for (size_t i : s.collections_of(std::string(name), {}))
-    if (s.due(s.collections[i])) return true;
-  return false;
+  s.ensure_collections();
+  return !s.policy.plan(name, {}, true, "default").empty();
 }
 
 Result<void> TrialWriter::save_tensor(std::string_view name_view, const TensorData& data,
@@ -616,37 +466,15 @@ Result<void> TrialWriter::save_tensor(std::string_view name_view, const TensorDa
   const std::string name(name_view);
   auto count = validate(name, data);
   if (!count) return fail(count.error());
-
-  const std::vector<size_t> members = s.collections_of(name, collections);
-  std::vector<size_t> due;
-  for (size_t i : members)
-    if (s.due(s.collections[i])) due.push_back(i);
-  if (due.empty()) return {};
-  s.record_membership(name, members);
+  s.ensure_collections();
+  const CapturePlan plan = s.policy.plan(name, collections, true, "default");
+  if (plan.empty()) return {};
   if (*count == 0) return {};  // smdebug lists the name but writes nothing for zero-size arrays
-
-  // Union of the due collections' reduction configs (§6.2).
-  bool save_raw = false;
-  bool save_shape = false;
-  std::vector<format::ReductionSpec> reductions;
-  for (size_t i : due) {
-    const auto& c = s.collections[i].config;
-    if (is_scalar_collection(c.name) || !c.reduction_config) {
-      save_raw = true;
-      continue;
-    }
-    save_raw = save_raw || c.reduction_config->save_raw_tensor;
-    save_shape = save_shape || c.reduction_config->save_shape;
-    for (const auto& r : c.reduction_config->reductions)
-      if (std::ranges::find(reductions, r) == reductions.end()) reductions.push_back(r);
-  }
-  std::ranges::stable_sort(reductions, {}, reduction_group);
-
-  if (save_shape) {
+  if (plan.save_shape) {
     if (auto r = write_shape(name, data.shape); !r) return r;
   }
-  if (auto r = write_reductions(name, data, reductions); !r) return r;
-  if (save_raw) return s.write_tensor(name, data);
+  if (auto r = write_reductions(name, data, plan.reductions); !r) return r;
+  if (plan.save_raw) return s.write_tensor(name, data);
   return {};
 }
 
@@ -706,7 +534,7 @@ Result<void> TrialWriter::save_scalar(std::string_view name, double value) {
   return state_->write_tensor(fmt::format("scalar/{}", name), data);
 }
 
-int64_t TrialWriter::global_step() const { return state_->global_step; }
+int64_t TrialWriter::global_step() const { return state_->global_step(); }
 Mode TrialWriter::mode() const { return state_->mode; }
 int64_t TrialWriter::mode_step() const { return state_->mode_step(); }
 const fs::path& TrialWriter::out_dir() const { return state_->out_dir; }

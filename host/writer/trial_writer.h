@@ -22,31 +22,11 @@
 #include "common/mode.h"
 #include "format/collections_json.h"
 #include "format/dtype.h"
+#include "writer/capture_policy.h"
 
 namespace vigil::writer {
 
 using format::ElementType;
-
-// smdebug PyTorch's built-in collections (§6.2, §10.4): the writer's when the caller configures
-// none, and the C++ hooks' regexes.
-struct BuiltinCollection {
-  std::string_view name;
-  std::string_view regex;  // empty: no include_regex
-  bool save_histogram;
-};
-inline constexpr BuiltinCollection kPyTorchCollections[] = {
-    {"default", "", true},
-    {"weights", "^(?!gradient).*weight", true},
-    {"biases", "^(?!gradient).*bias", true},
-    {"gradients", "^gradient", true},
-    {"losses", "[Ll]oss_(?!input).*output", false},
-    {"all", "", true},
-};
-
-// Scalar collections always save the raw value and are never reduced or histogrammed (§3.9, §6.2);
-// the Python hooks take the same list (vigil.collection.SCALAR_COLLECTIONS).
-inline constexpr std::string_view kScalarCollections[] = {"losses", "metrics", "feature_importance", "average_shap",
-                                                          "sm_metrics"};
 
 struct WriterOptions {
   std::string worker = "worker_0";
@@ -55,9 +35,10 @@ struct WriterOptions {
   // collection without its own (§6.1).
   std::array<format::SaveConfigMode, 4> save_config{};
   bool write_end_marker = true;  // close() writes training_job_end.ts
-  // Start with smdebug PyTorch's six collections (default, weights, biases, gradients, losses, all)
-  // as its hook does; add_collection() then replaces or adds. Off: only what is added (plus
-  // "default" for names no collection claims), e.g. to reproduce another writer's file order.
+  // save_tensor()'s collections (a CapturePolicy saving every collection): smdebug PyTorch's six
+  // (default, weights, biases, gradients, losses, all) as its hook has them; add_collection() then
+  // replaces or adds. Off: only what is added (plus "default" for names no collection claims), e.g.
+  // to reproduce another writer's file order.
   bool builtin_collections = true;
   // Off: the caller owns the collections file and publishes it with publish_collections() (a hook
   // that keeps smdebug's Collection objects in Python); the writer never writes one itself.
@@ -92,9 +73,10 @@ class TrialWriter {
   [[nodiscard]] static Result<std::unique_ptr<TrialWriter>> resume(const std::filesystem::path& out_dir, WriterOptions options = {});
   ~TrialWriter();  // closes without the end marker if close() was not called
 
-  // Collections decide what save_tensor() writes for a name (raw / reductions / shape, §6.2).
-  // A tensor in no configured collection goes to "default". Re-adding a name replaces its
-  // configuration. InvalidArgument for a regex std::regex cannot compile or an unknown reduction.
+  // Collections decide what save_tensor() writes for a name (raw / reductions / shape, §6.2), by the
+  // capture core (capture_policy.h). A tensor in no configured collection goes to "default".
+  // Re-adding a name replaces its configuration. InvalidArgument for a regex std::regex cannot
+  // compile or an unknown reduction.
   [[nodiscard]] Result<void> add_collection(format::CollectionConfig collection);
 
   // Starts a step like smdebug's hook: the global step increments, and so does the mode step of

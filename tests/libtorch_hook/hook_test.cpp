@@ -257,7 +257,8 @@ size_t count(const std::string& text, std::string_view what) {
 }
 
 TEST(LibtorchHookFaults, WriteFailuresDisableTheHookOnceAndTrainingGoesOn) {
-  // Weights fail first (in begin_step); with only gradients included, inside autograd's tensor hook.
+  // The writer thread fails at the first event file (weights in begin_step; with only gradients
+  // included, those queued from autograd's tensor hook); the training thread never waits for it.
   for (const bool gradients_only : {false, true}) {
     SCOPED_TRACE(gradients_only ? "gradients only" : "all collections");
     ScratchDir dir;
@@ -281,8 +282,9 @@ TEST(LibtorchHookFaults, WriteFailuresDisableTheHookOnceAndTrainingGoesOn) {
     const std::string err = ::testing::internal::GetCapturedStderr();
     EXPECT_FALSE(hook->enabled());
     EXPECT_EQ(count(err, "vigil::torch::Hook:"), 1u) << err;
-    EXPECT_NE(err.find(gradients_only ? "cannot save gradient/TinyNet_" : "cannot save TinyNet_"), std::string::npos)
-        << err;
+    // The writer thread meets the broken folder; the hook says so when it next ends a step.
+    EXPECT_NE(err.find("the trial could not be written: "), std::string::npos) << err;
+    EXPECT_NE(err.find((options.out_dir / "events").string()), std::string::npos) << err;
     EXPECT_NE(err.find("the hook is disabled"), std::string::npos) << err;
     EXPECT_TRUE(net->fc1->weight.grad().defined());
     EXPECT_FALSE(torch::equal(before, net->fc1->weight.detach()));  // the optimizer kept training

@@ -125,7 +125,7 @@ def test_the_collections_are_smdebugs_regexes():
     # losses keeps its look-behind: the host rewrites it for its ECMAScript regexes
     # (tests/trial/search_regex_test.cpp checks that the rewrite selects the same names).
     for name, regex in SPEC_REGEXES.items():
-        assert smd.XGBOOST_REGEXES[name] == regex, name
+        assert vigil.capture.xgboost.XGBOOST_REGEXES[name] == regex, name
 
 
 def test_binary_run_saves_every_collection_with_xgboosts_values(binary_run):

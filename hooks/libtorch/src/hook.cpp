@@ -1,4 +1,6 @@
-// vigil::torch::Hook: libtorch tensors into TrialWriter (format spec §3.8, §6.1, §6.2).
+// vigil::torch::Hook: libtorch tensors, chosen by the capture core (writer/capture_policy.h), into
+// the queued writer (writer/queued_writer.h), whose thread does the reductions and the I/O
+// (format spec §3.8, §6.1, §6.2).
 #include "vigil/torch/hook.h"
 
 #include <atomic>
@@ -14,15 +16,17 @@
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
 
+#include "writer/capture_policy.h"
+#include "writer/queued_writer.h"
 #include "writer/trial_uploader.h"
-#include "writer/trial_writer.h"
 
 namespace vigil::torch {
 
 namespace fs = std::filesystem;
+using writer::CapturePlan;
 using writer::ElementType;
+using writer::QueuedWriter;
 using writer::TensorData;
-using writer::TrialWriter;
 
 namespace {
 
@@ -56,25 +60,25 @@ struct Hook::State {
   struct Param {
     std::string name;  // "<top>_<path>"
     at::Tensor tensor;
-    bool save_value = false;
     std::optional<unsigned> grad_hook;
   };
 
   std::mutex mutex;  // the gradient hooks may run on autograd's threads
-  std::unique_ptr<TrialWriter> writer;
+  writer::CapturePolicy policy;
+  std::unique_ptr<QueuedWriter> writer;
+  int64_t num_workers = 1;
   fs::path out_dir;  // as the user named it (an s3:// location stays one)
   // An s3:// out_dir: the writer writes a staging folder, which this uploads (close() finishes it).
   std::unique_ptr<writer::TrialUploader> uploader;
   std::chrono::milliseconds upload_timeout{0};
-  std::set<std::string, std::less<>> include;
   std::vector<Param> params;
   std::set<std::string, std::less<>> warned;  // names skipped for their dtype
-  Mode mode = Mode::Global;
   bool step_open = false;
+  bool saved_any = false;              // a step of this hook had something to write
+  bool collections_published = false;  // after the first saved step, as smdebug's hook
   std::atomic<bool> disabled = false;  // read by enabled() without the lock
   bool closed = false;
 
-  bool included(std::string_view collection) const { return include.contains(collection) || include.contains("all"); }
   bool active() const { return writer && !disabled && !closed; }
 
   void disable(const std::string& why) {
@@ -104,13 +108,22 @@ struct Hook::State {
     }
   }
 
-  void check(const Result<void>& r, std::string_view what) {
-    if (!r) disable(fmt::format("{}: {}", what, r.error().message));
+  // The writer thread stops at its first error; the hook then steps aside.
+  void check_writer() {
+    if (!writer) return;
+    if (auto e = writer->error()) disable(fmt::format("the trial could not be written: {}", e->message));
   }
 
-  // Hands the tensor's bytes to the writer, which decides from the collections whether and how
-  // (raw, reductions) it is saved at this step.
+  void publish_collections() {
+    writer->publish_collections(format::serialize_collections_json(policy.collections_file(num_workers)));
+    collections_published = true;
+  }
+
+  // Saves `value` as the capture core plans it at this step (nothing when no collection of it is
+  // due): the bytes are copied into the writer's queue; reductions and I/O happen on its thread.
   void save(const std::string& name, const at::Tensor& value, std::span<const std::string> collections) {
+    const CapturePlan plan = policy.plan(name, collections);
+    if (plan.empty()) return;
     at::Tensor t = value.detach();
     if (t.layout() != c10::kStrided) t = t.to_dense();
     auto dtype = element_type(t.scalar_type());
@@ -120,18 +133,27 @@ struct Hook::State {
                      c10::toString(t.scalar_type()));
       return;
     }
+    if (t.numel() == 0) return;  // smdebug lists the name but writes nothing for zero-size values
     if (!t.device().is_cpu()) t = t.cpu();
-    t = t.contiguous();  // itself when already contiguous: no copy
+    t = t.contiguous();  // itself when already contiguous: no copy here; the writer copies once
     const TensorData data{.dtype = *dtype,
                           .shape = {t.sizes().begin(), t.sizes().end()},
                           .bytes = {static_cast<const std::byte*>(t.data_ptr()), t.nbytes()}};
-    if (auto r = writer->save_tensor(name, data, collections); !r)
-      disable(fmt::format("cannot save {}: {}", name, r.error().message));
+    writer->write({.name = name, .save_shape = plan.save_shape, .reductions = plan.reductions, .save_raw = plan.save_raw},
+                  data);
+    saved_any = true;
+  }
+
+  void end_step() {
+    if (!step_open) return;
+    step_open = false;
+    writer->end_step();
+    check_writer();
   }
 
   void on_gradient(const std::string& name, const at::Tensor& grad) noexcept {
     guarded("saving a gradient", [&] {
-      if (step_open && grad.defined() && writer->should_save(name)) save(name, grad, {});
+      if (step_open && grad.defined()) save(name, grad, {});
     });
   }
 
@@ -161,13 +183,29 @@ Hook::~Hook() {
 
 Result<std::unique_ptr<Hook>> Hook::create(HookOptions options) {
   try {
-    writer::WriterOptions wo;
-    wo.worker = options.worker;
-    wo.num_workers = options.num_workers;
+    writer::CaptureDefaults defaults;
     for (Mode m : kAllModes) {
       auto it = options.mode_save_configs.find(m);
-      wo.save_config[static_cast<size_t>(m) - 1] = it != options.mode_save_configs.end() ? it->second : options.save_config;
+      defaults.save_config[static_cast<size_t>(m) - 1] =
+          it != options.mode_save_configs.end() ? it->second : options.save_config;
     }
+    // smdebug PyTorch's collections; with "all" included, its "all" collection holds every tensor
+    // (as the Python hook's save_all). A collection given reductions keeps its regex, so its members
+    // and its collections-file entry stay smdebug's.
+    std::vector<format::CollectionConfig> collections = writer::pytorch_builtin_collections();
+    const bool all = std::ranges::find(options.include_collections, "all") != options.include_collections.end();
+    for (auto& c : collections)
+      if (c.name == "all" && all) c.include_regex = {".*"};
+    for (auto& [name, reduction] : options.reductions) {
+      auto same = std::ranges::find(collections, name, &format::CollectionConfig::name);
+      if (same != collections.end())
+        same->reduction_config = reduction;
+      else
+        collections.push_back({.name = name, .reduction_config = reduction});
+    }
+    auto policy = writer::CapturePolicy::create(std::move(collections), options.include_collections, defaults);
+    if (!policy) return fail(policy.error());
+
     std::unique_ptr<writer::TrialUploader> uploader;
     fs::path local_dir = options.out_dir;
     std::chrono::milliseconds upload_timeout{0};
@@ -184,22 +222,19 @@ Result<std::unique_ptr<Hook>> Hook::create(HookOptions options) {
       uploader = std::move(*started);
       local_dir = *staging;
     }
-    auto w = TrialWriter::create(local_dir, std::move(wo));
+    writer::QueuedWriterOptions wo;
+    wo.writer.worker = options.worker;
+    wo.writer.num_workers = options.num_workers;
+    wo.writer.write_collections = false;  // the hook publishes its policy's collections
+    auto w = QueuedWriter::create(local_dir, std::move(wo));
     if (!w) return fail(w.error());
-    for (auto& [name, reduction] : options.reductions) {
-      format::CollectionConfig c{.name = name, .reduction_config = reduction};
-      // A built-in collection re-added with reductions keeps its regex, so its members and its
-      // collections-file entry stay smdebug's.
-      for (const auto& b : writer::kPyTorchCollections)
-        if (b.name == name && !b.regex.empty()) c.include_regex.emplace_back(b.regex);
-      if (auto r = (*w)->add_collection(std::move(c)); !r) return fail(r.error());
-    }
     auto state = std::make_shared<State>();
+    state->policy = std::move(*policy);
     state->writer = std::move(*w);
+    state->num_workers = options.num_workers;
     state->out_dir = options.out_dir;
     state->uploader = std::move(uploader);
     state->upload_timeout = upload_timeout;
-    state->include.insert(options.include_collections.begin(), options.include_collections.end());
     return std::unique_ptr<Hook>(new Hook(std::move(state)));
   } catch (const std::exception& e) {
     return fail(Error::internal(fmt::format("vigil::torch::Hook::create: {}", e.what())));
@@ -212,14 +247,9 @@ void Hook::register_module(::torch::nn::Module& module, std::string top_name) no
   state_->guarded("register_module", [&] {
     auto& s = *state_;
     if (top_name.empty()) top_name = class_name(module);
-    const bool weights = s.included("weights"), biases = s.included("biases"), all = s.included("all");
     for (const auto& item : module.named_parameters(/*recurse=*/true)) {
       State::Param p{.name = fmt::format("{}_{}", top_name, item.key()), .tensor = item.value()};
-      // The weights and biases collections' regexes (§6.2): ^(?!gradient).*weight, ^(?!gradient).*bias.
-      const bool named = !p.name.starts_with("gradient");
-      p.save_value = all || (named && weights && p.name.find("weight") != std::string::npos) ||
-                     (named && biases && p.name.find("bias") != std::string::npos);
-      if (s.included("gradients") && p.tensor.requires_grad()) {
+      if (s.policy.includes("gradients") && p.tensor.requires_grad()) {
         p.grad_hook = p.tensor.register_hook(
             [weak = std::weak_ptr<State>(state_), name = "gradient/" + p.name](const at::Tensor& grad) {
               if (auto locked = weak.lock()) locked->on_gradient(name, grad);
@@ -231,33 +261,30 @@ void Hook::register_module(::torch::nn::Module& module, std::string top_name) no
 }
 
 void Hook::set_mode(Mode mode) noexcept {
-  state_->guarded("set_mode", [&] { state_->mode = mode; });
+  state_->guarded("set_mode", [&] { state_->policy.set_mode(mode); });
 }
 
 void Hook::begin_step() noexcept {
   state_->guarded("begin_step", [&] {
     auto& s = *state_;
-    s.step_open = false;
-    s.check(s.writer->begin_step(s.mode), "cannot start a step");
+    s.end_step();
     if (!s.active()) return;
+    if (s.saved_any && !s.collections_published) s.publish_collections();
+    s.policy.begin_step();
+    s.writer->begin_step(s.policy.global_step(), s.policy.mode(), s.policy.mode_step());
     s.step_open = true;
-    for (const auto& p : s.params)
-      if (p.save_value && s.active() && s.writer->should_save(p.name)) s.save(p.name, p.tensor, {});
+    for (const auto& p : s.params) s.save(p.name, p.tensor, {});
   });
 }
 
 void Hook::end_step() noexcept {
-  state_->guarded("end_step", [&] {
-    auto& s = *state_;
-    s.step_open = false;
-    s.check(s.writer->end_step(), "cannot publish the step");
-  });
+  state_->guarded("end_step", [&] { state_->end_step(); });
 }
 
 void Hook::record_loss(const at::Tensor& loss, std::string_view name) noexcept {
   state_->guarded("record_loss", [&] {
     auto& s = *state_;
-    if (!s.step_open || !s.included("losses")) return;
+    if (!s.step_open || !s.policy.includes("losses")) return;
     const std::string collection = "losses";
     s.save(fmt::format("{}_output_0", name), loss, {&collection, 1});
   });
@@ -280,11 +307,13 @@ void Hook::close() noexcept {
   }
   state_->guarded("close", [&] {
     auto& s = *state_;
-    s.step_open = false;
-    auto closed = s.writer->close();
+    s.end_step();
+    if (!s.active()) return;
+    if (!s.collections_published) s.publish_collections();
+    auto closed = s.writer->close(/*end_marker=*/true);
     s.writer.reset();
     s.closed = true;
-    s.check(closed, "cannot finish the trial");
+    if (!closed) s.disable(fmt::format("the trial could not be written: {}", closed.error().message));
   });
   // Also after a fault disabled the hook: what was published still goes up.
   try {

@@ -1,7 +1,10 @@
-"""What every Vigil training hook shares (vigil.pytorch, vigil.xgboost): smdebug's hook semantics
-(steps and modes, collections and what is saved when, scalars, custom tensors, the collections
-file) over a C++ writer with its own thread (``_vigil.QueuedWriter``), and the rule that a hook never
-harms training: every method catches everything, logs the first fault once and disables the hook.
+"""What every Vigil training hook shares (vigil.pytorch, vigil.xgboost): smdebug's object model and
+API (collections, save and reduction configurations, modes, scalars, custom tensors, the collections
+file) over the capture core (``_vigil.CapturePolicy``, host/writer/capture_policy.h: step numbering,
+which collections are due, which hold a tensor, what to write of it), which is given the
+collections once, and a C++ writer with its own thread (``_vigil.QueuedWriter``); and the rule that a
+hook never harms training: every method catches everything, logs the first fault once and disables
+the hook.
 
 Framework hooks subclass ``BaseHook`` and give ``_make_numpy_array``, ``_get_worker_name``,
 ``_get_num_workers`` and ``_get_default_collections``.
@@ -17,10 +20,8 @@ import numpy as np
 
 from .. import _vigil
 from . import upload as _upload
-from ..collection import (NON_HISTOGRAM_COLLECTIONS, NON_REDUCTION_COLLECTIONS, SCALAR_COLLECTIONS, CollectionKeys,
-                         CollectionManager, match_inc)
+from ..collection import CollectionKeys, CollectionManager
 from ..exceptions import InvalidCollectionConfiguration, SMDebugTypeError, SMDebugValueError
-from ..locations import get_reduction_tensor_name
 from ..modes import ALLOWED_MODES, ModeKeys, as_mode_key
 from ..reduction_config import ReductionConfig
 from ..save_config import SaveConfig
@@ -115,15 +116,10 @@ class BaseHook:
             if CollectionKeys.ALL not in self.include_collections:
                 self.include_collections.append(CollectionKeys.ALL)
         self.init_step = init_step
-        self.step = init_step
         self.mode = ModeKeys.GLOBAL
-        self.mode_steps = {ModeKeys.GLOBAL: init_step}
         self.last_saved_step = None
         self.exported_collections = False
-        self.prepared_collections = False
-        self._collections_to_save = set()
-        self._collections_to_save_for_step = None
-        self.tensor_to_collections = {}
+        self._policy = None  # the capture core, given the collections when the first step begins
         self.written_tensor_name_for_step = {}
         self.scalar_cache = []
         self.custom_tensors_to_save = {}
@@ -205,76 +201,89 @@ class BaseHook:
             raise misuse(SMDebugValueError("Invalid mode {}. Valid modes are {}.".format(
                 mode, ",".join(m.name for m in ALLOWED_MODES))))
         self.mode = key
-        self.mode_steps.setdefault(self.mode, self.init_step)
-        self._collections_to_save_for_step = None
+        if self._policy is not None:
+            self._policy.set_mode(int(key))
+
+    @property
+    def prepared_collections(self):
+        return self._policy is not None
+
+    @property
+    def step(self):
+        """The global step (smdebug's hook.step); init_step before the first."""
+        return self._policy.step if self._policy is not None else self.init_step
+
+    @property
+    def mode_steps(self):
+        """{mode: its step} (smdebug's hook.mode_steps)."""
+        if self._policy is None:
+            return {m: self.init_step for m in ModeKeys}
+        return {m: self._policy.mode_step(int(m)) for m in ModeKeys}
 
     def _increment_step(self):
-        self.step += 1
-        self.mode_steps[self.mode] = self.mode_steps.get(self.mode, self.init_step) + 1
-        self.mode_steps[ModeKeys.GLOBAL] = self.step
+        self._policy.begin_step()
         self.written_tensor_name_for_step = {}
-        self._collections_to_save_for_step = None
+
+    def _set_step(self, step):
+        """A step the framework numbers itself (an XGBoost round): the global and the mode step."""
+        self._policy.set_step(step, step)
+        self.written_tensor_name_for_step = {}
 
     # ---- collections -----------------------------------------------------------------------------------
     def get_collection(self, name, create=True):
+        self._sync_tensor_names()
         return self.collection_manager.get(name, create=create)
 
     def get_collections(self):
+        self._sync_tensor_names()
         return self.collection_manager.get_collections()
 
     def add_collection(self, collection):
         self.collection_manager.add(collection)
 
     def _prepare_collections(self):
+        """Hands the collections to the capture core (smdebug's _prepare_collections): the core
+        completes each (a save configuration mode or reduction configuration not set explicitly is
+        the hook's; scalar collections are saved raw, without histograms), and the Collection
+        objects take the completed configuration back, as smdebug's are changed in place."""
         defaults = self._get_default_collections()
-        for name, c in self.collection_manager.get_collections().items():
+        collections = self.collection_manager.get_collections()
+        for name, c in collections.items():
             if name not in defaults and not c.include_regex and not c.tensor_names:
                 raise misuse(InvalidCollectionConfiguration(name))  # smdebug raises it into the loop
-            if CollectionKeys.ALL in self.include_collections or name in self.include_collections:
-                self._collections_to_save.add(c)
-        for name, c in self.collection_manager.get_collections().items():
-            if name in NON_HISTOGRAM_COLLECTIONS:
-                c.save_histogram = False
-            if c.save_config is None:
-                c.save_config = self.save_config
-            else:
-                c.save_config.merge_default_save_config(self.save_config)
-            if name in NON_REDUCTION_COLLECTIONS:
-                c.reduction_config = ReductionConfig(save_raw_tensor=True)
-            elif c.reduction_config is None:
-                c.reduction_config = self.reduction_config
-        self.prepared_collections = True
+        given = {"collections": {name: _as_given(c) for name, c in collections.items()}, "_meta": {}}
+        hook_defaults = {"reduction_config": self.reduction_config.to_json_dict(),
+                         "save_config": self.save_config.to_json_dict()}
+        policy = _vigil.CapturePolicy(json.dumps(given), list(self.include_collections), json.dumps(hook_defaults),
+                                      self.init_step)
+        policy.set_mode(int(self.mode))
+        completed = json.loads(policy.collections_json(1))["collections"]
+        for name, c in collections.items():
+            done = completed[name]
+            c.save_histogram = done["save_histogram"]
+            c.reduction_config = ReductionConfig.from_dict(done["reduction_config"])
+            c.save_config = SaveConfig.from_dict(done["save_config"])
+        self._policy = policy
 
     def _get_collections_to_save_for_step(self):
-        if self._collections_to_save_for_step is None:
-            due = set()
-            for c in self._collections_to_save:
-                if self.mode in (ModeKeys.EVAL, ModeKeys.PREDICT) and c.name in (
-                        CollectionKeys.GRADIENTS, CollectionKeys.OPTIMIZER_VARIABLES):
-                    continue
-                if c.save_config.should_save_step(self.mode, self.mode_steps[self.mode]):
-                    due.add(c)
-            self._collections_to_save_for_step = due
-        return self._collections_to_save_for_step
+        """The names of the included collections due at this step."""
+        return self._policy.due_collections()
 
-    def _get_collections_with_tensor(self, tensor_name):
-        colls = self.tensor_to_collections.get(tensor_name)
-        if colls is None:
-            colls = set()
-            for c in self._collections_to_save:
-                if tensor_name in c.tensor_names:
-                    colls.add(c)
-                elif match_inc(tensor_name, c.include_regex):
-                    c.add_tensor_name(tensor_name)
-                    colls.add(c)
-            self.tensor_to_collections[tensor_name] = colls
-        return colls
+    def _sync_tensor_names(self):
+        """The Collection objects list the names the core recorded in them."""
+        if self._policy is None:
+            return
+        recorded = json.loads(self._policy.collections_json(1))["collections"]
+        for name, c in self.collection_manager.get_collections().items():
+            for tensor_name in recorded.get(name, {}).get("tensor_names", []):
+                c.add_tensor_name(tensor_name)
 
     def export_collections(self):
         if not self._is_writing_worker():
             return
         num_workers = self._get_num_workers() if self.save_all_workers else 1
         self.collection_manager.set_num_workers(num_workers)
+        self._sync_tensor_names()
         if self._ensure_writer():
             self._writer.publish_collections(json.dumps(self.collection_manager.to_json_dict()))
 
@@ -302,7 +311,7 @@ class BaseHook:
         """Opens the current step in the trial. Before the first step (step -1) there is none to open."""
         if self._step_open or self.step < 0 or not self._ensure_writer():
             return
-        self._writer.begin_step(self.step, int(self.mode), self.mode_steps[self.mode])
+        self._writer.begin_step(self.step, int(self.mode), self._policy.mode_step(int(self.mode)))
         self._step_open = True
 
     def _close_writers(self, scalars_wait_for_a_saved_step=False):
@@ -348,15 +357,13 @@ class BaseHook:
                            save_raw and array.size > 0, wall_time=wall_time)
 
     def _save_for_tensor(self, tensor_name, tensor_value, check_before_write=True):
-        colls = self._get_collections_with_tensor(tensor_name)
-        due = colls & self._get_collections_to_save_for_step() if check_before_write else colls
-        if not due:
-            return
-        self._write_for_tensor(tensor_name, tensor_value, due)
+        plan = self._policy.plan(tensor_name, check_before_write)
+        if plan is not None:
+            self._write_for_tensor(tensor_name, tensor_value, plan)
 
-    def _write_for_tensor(self, tensor_name, tensor_value, save_collections):
-        """Shape, reductions (the union over the collections), histogram, raw value, scalar summary:
-        smdebug-format §6.2, in smdebug's order."""
+    def _write_for_tensor(self, tensor_name, tensor_value, plan):
+        """What the core planned (smdebug-format §6.2), in smdebug's order: histogram, shape,
+        reductions, raw value, scalar summary."""
         try:
             array = self._make_numpy_array(tensor_value)
         except TypeError as e:  # a dtype numpy cannot hold: this tensor is skipped, the hook goes on
@@ -364,39 +371,16 @@ class BaseHook:
                 self._unsaveable.add(tensor_name)
                 self.logger.warning("%s is not saved: %s", tensor_name, e)
             return
-        reductions, save_raw, save_shape = [], False, False
-        for c in sorted(save_collections, key=lambda c: c.name):
-            rc = c.reduction_config
-            save_raw = save_raw or rc.save_raw_tensor
-            save_shape = save_shape or rc.save_shape
-            if c.name in SCALAR_COLLECTIONS:
-                continue
-            for op in rc.reductions + rc.norms:
-                if (op, False) not in reductions:
-                    reductions.append((op, False))
-            for op in rc.abs_reductions + rc.abs_norms:
-                if (op, True) not in reductions:
-                    reductions.append((op, True))
+        _, save_raw, save_shape, reductions, histogram_collection, scalar_summary = plan
         if array.dtype.kind in "USO":
             reductions = []
-        self._write_histogram(tensor_name, array, save_collections)
+        tb = self._tb_writer(self.mode)
+        if tb is not None and array.size:
+            if histogram_collection is not None and array.dtype != np.bool_ and array.dtype.kind in "iuf":
+                tb.add_histogram("{}/{}".format(histogram_collection, tensor_name), np.ascontiguousarray(array),
+                                 self.step, time.time())
         self._write_raw_tensor_simple(tensor_name, array, save_shape, reductions, save_raw)
-        self._write_scalar_summary(tensor_name, array, save_collections)
-
-    def _write_histogram(self, tensor_name, array, save_collections):
-        tb = self._tb_writer(self.mode)
-        if tb is None or array.dtype == np.bool_ or array.size == 0 or array.dtype.kind not in "iuf":
-            return
-        for c in sorted(save_collections, key=lambda c: c.name):
-            if c.name not in NON_HISTOGRAM_COLLECTIONS and c.save_histogram:
-                tb.add_histogram("{}/{}".format(c.name, tensor_name), np.ascontiguousarray(array), self.step, time.time())
-                return
-
-    def _write_scalar_summary(self, tensor_name, array, save_collections):
-        tb = self._tb_writer(self.mode)
-        if tb is None or array.size != 1 or array.dtype.kind not in "iufb":
-            return
-        if any(c.name in SCALAR_COLLECTIONS for c in save_collections):
+        if tb is not None and scalar_summary and array.size == 1 and array.dtype.kind in "iufb":
             tb.add_scalar(tensor_name, float(array.reshape(-1)[0]), self.step, time.time())
 
     # ---- TensorBoard ---------------------------------------------------------------------------------------
@@ -450,10 +434,9 @@ class BaseHook:
         step; with no step open (the step saves nothing) it is dropped, as smdebug drops it."""
         pending, self.custom_tensors_to_save = self.custom_tensors_to_save, {}
         for name, (value, coll_names) in pending.items():
-            colls = [self.collection_manager.get(c) for c in coll_names]
-            for c in colls:
-                c.add_tensor_name(name)
-            if any(c.reduction_config is None or c.reduction_config.save_raw_tensor for c in colls):
+            for c in coll_names:
+                self.collection_manager.get(c).add_tensor_name(name)
+            if self._policy is not None and self._policy.join(name, coll_names):
                 self._write_raw_tensor_simple(name, self._make_numpy_array(value))
 
     # ---- the end ---------------------------------------------------------------------------------------------
@@ -525,6 +508,18 @@ def hook_singleton(make):
         current[0] = None
 
     return get_hook, set_hook, del_hook
+
+
+def _as_given(collection):
+    """A collection's JSON form as configured: the save configuration modes it did not set itself
+    are null, so that the core gives them the hook's (smdebug's merge_default_save_config)."""
+    d = collection.to_json_dict()
+    sc = collection.save_config
+    if sc is not None:
+        for mode in ModeKeys:
+            if mode not in sc._explicit:
+                d["save_config"][mode.name] = None
+    return d
 
 
 def _flat(x):

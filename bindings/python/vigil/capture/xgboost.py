@@ -183,13 +183,11 @@ class Hook(CallbackHook, TrainingCallback):
             return
         if not self.prepared_collections:
             self._prepare_collections()  # here, not earlier: collections may be configured after the hook
-        self.step = self.mode_steps[self.mode] = self.mode_steps[ModeKeys.GLOBAL] = int(epoch)
-        self.written_tensor_name_for_step = {}
-        self._collections_to_save_for_step = None
+        self._set_step(int(epoch))
         if self.last_saved_step is not None and not self.exported_collections:
             self.export_collections()
             self.exported_collections = True
-        due = {c.name for c in self._get_collections_to_save_for_step()}
+        due = set(self._get_collections_to_save_for_step())
         if due and self._is_writing_worker():  # the other ranks of include_workers="one" skip the work
             self._initialize_writers()
             self._write_due(model, evals_log or {}, due)

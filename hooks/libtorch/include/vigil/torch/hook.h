@@ -13,20 +13,24 @@
 //     hook.record_loss(loss, "MSELoss");     // "MSELoss_output_0", collection "losses"
 //     loss.backward();                       // gradients are saved as autograd computes them
 //     optimizer.step();
-//     hook.end_step();                       // publishes the step's files
+//     hook.end_step();                       // the step's files are published by the writer thread
 //   }
 //   hook.close();                            // writes training_job_end.ts
 //
 // Tensor names follow smdebug PyTorch (§6.2): parameters "<top>_<path>" (Net_fc1.weight), their
 // gradients "gradient/<top>_<path>". What is saved follows the save configuration of each tensor's
 // collections at the current mode step (§6.1); in EVAL and PREDICT steps gradients are never saved.
+// Those decisions are the capture core's (host/writer/capture_policy.h), the same as the Python hooks'.
 //
 // Saved dtypes: float, double, half, int8/16/32/64, uint8, bool; others are skipped with one warning
 // per name. A tensor on another device or not contiguous is copied to a contiguous CPU tensor first;
-// a contiguous CPU tensor is written straight from its memory.
+// its bytes are then copied once into the writer's bounded queue (256 MiB; a step that would go past
+// it is dropped and marked, writer/queued_writer.h), and the writer thread computes the reductions
+// and writes, so the training thread never waits for the disk.
 //
 // The hook never harms training: no method throws. The first libtorch or writer error is printed
-// once to stderr and disables the hook, which then saves nothing more; training goes on.
+// once to stderr (a writer error when the hook next ends a step) and disables the hook, which then
+// saves nothing more; training goes on.
 // Methods and the gradient hooks may run on different threads (autograd's device threads).
 #pragma once
 
