@@ -115,7 +115,7 @@ class PyCapturePolicy {
                   int64_t init_step) {
     auto collections = unwrap(format::parse_collections_json(collections_json, "the hook's collections"));
     auto defaults_file = unwrap(format::parse_collections_json(
-        R"({"collections": {"defaults": )" + defaults_json + "}}", "the hook's save and reduction configuration"));
+        R"({"_meta": {"num_workers": 1}, "collections": {"defaults": )" + defaults_json + "}}", "the hook's save and reduction configuration"));
     writer::CaptureDefaults defaults;
     const auto& d = defaults_file.collections.at(0);
     if (d.reduction_config) defaults.reduction_config = *d.reduction_config;

@@ -251,7 +251,7 @@ class BaseHook:
         for name, c in collections.items():
             if name not in defaults and not c.include_regex and not c.tensor_names:
                 raise misuse(InvalidCollectionConfiguration(name))  # smdebug raises it into the loop
-        given = {"collections": {name: _as_given(c) for name, c in collections.items()}, "_meta": {}}
+        given = {"collections": {name: _as_given(c) for name, c in collections.items()}, "_meta": {"num_workers": 1}}
         hook_defaults = {"reduction_config": self.reduction_config.to_json_dict(),
                          "save_config": self.save_config.to_json_dict()}
         policy = _vigil.CapturePolicy(json.dumps(given), list(self.include_collections), json.dumps(hook_defaults),
