@@ -219,8 +219,9 @@ Result<void> read_interval(const json& object, std::string_view where, ProfilerC
                                           : fmt::format("{}.ProfilingIntervalInMilliseconds", where);
   auto ms = json_integer(**v, field);
   if (!ms) return fail(std::move(ms.error()));
-  if (std::find(kAllowedIntervalsMs.begin(), kAllowedIntervalsMs.end(), *ms) == kAllowedIntervalsMs.end())
-    return fail(field_error(field, fmt::format("{} is not one of {}", *ms, fmt::join(kAllowedIntervalsMs, ", "))));
+  const auto& allowed = format::sagemaker::kProfilingIntervalsMs;
+  if (std::find(allowed.begin(), allowed.end(), *ms) == allowed.end())
+    return fail(field_error(field, fmt::format("{} is not one of {}", *ms, fmt::join(allowed, ", "))));
   config.interval_ms = *ms;
   return {};
 }
@@ -347,8 +348,9 @@ Result<ProfilerConfig> load_profiler_config(const std::filesystem::path& path) {
 }
 
 std::filesystem::path profiler_config_path_from_environment() {
-  const char* set = std::getenv(std::string(kConfigPathVariable).c_str());
-  return (set && *set) ? std::filesystem::path(set) : std::filesystem::path(std::string(kDefaultConfigPath));
+  const char* set = std::getenv(std::string(format::sagemaker::kProfilerConfigVariable).c_str());
+  return (set && *set) ? std::filesystem::path(set)
+                       : std::filesystem::path(format::sagemaker::default_config_path(format::sagemaker::kProfilerConfigFile));
 }
 
 ProfilerConfigWatcher::ProfilerConfigWatcher(std::filesystem::path path) : path_(std::move(path)) {}
