@@ -3,6 +3,8 @@
 #include "bindings.h"
 #include "format/sagemaker_container.h"
 #include "format/trial_layout.h"
+#include "vigil/sdk/text.hpp"
+
 
 namespace vigil::python {
 
@@ -47,6 +49,9 @@ void register_sagemaker(py::module_& m) {
   s.attr("PROFILING_INTERVALS_MS") = py::tuple(py::cast(std::vector<int64_t>(sm::kProfilingIntervalsMs.begin(),
                                                                              sm::kProfilingIntervalsMs.end())));
   set("END_OF_TRAINING_MARKER", format::kEndOfTrainingMarker);
+  s.def("parse_bool", [](std::string_view text) { return sdk::parse_bool(text); }, py::arg("text"),
+        "SageMaker's string boolean (vigil/sdk/text.hpp): true/false in any case or 1/0, around "
+        "whitespace; None for anything else.");
 }
 
 }  // namespace vigil::python

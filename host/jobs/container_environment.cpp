@@ -10,6 +10,7 @@
 #include "format/json_limits.h"
 #include "format/python_json.h"
 #include "format/sagemaker_container.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::jobs {
 
@@ -149,12 +150,6 @@ ojson decode_hyperparameter(const std::string& text) {
   // An integer literal beyond 64 bits reads back as a double here but stays exact in Python: keep the text.
   if (v.is_number_float() && text.find_first_of(".eE") == std::string::npos) return text;
   return v;
-}
-
-std::string upper_ascii(std::string s) {
-  for (char& c : s)
-    if (c >= 'a' && c <= 'z') c = char(c - 'a' + 'A');
-  return s;
 }
 
 size_t code_points(std::string_view s) {
@@ -366,10 +361,10 @@ std::map<std::string, std::string> host_environment(const TrainingJobRequest& re
   set("SM_HPS", compact_sorted(hps.user));
   for (const auto& [name, value] : hps.user.items())
     if (name.find('=') == std::string::npos)  // no variable can have such a name (the toolkit fails on it)
-      set("SM_HP_" + upper_ascii(name), variable_value(value));
+      set("SM_HP_" + sdk::upper(name), variable_value(value));
   set("SM_USER_ARGS", compact_sorted(user_args(hps.user)));
   set("SM_CHANNELS", compact_sorted(channels));
-  for (const auto& [name, dir] : channel_dirs.items()) set("SM_CHANNEL_" + upper_ascii(name), dir.get<std::string>());
+  for (const auto& [name, dir] : channel_dirs.items()) set("SM_CHANNEL_" + sdk::upper(name), dir.get<std::string>());
   set("SM_INPUT_DATA_CONFIG", compact_sorted(inputs));
   set("SM_MODEL_DIR", training_env["model_dir"].get<std::string>());
   set("SM_OUTPUT_DIR", training_env["output_dir"].get<std::string>());

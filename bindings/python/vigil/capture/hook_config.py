@@ -29,10 +29,12 @@ class HookConfigError(ValueError):
 
 
 def _bool(value, where):
+    """SageMaker's one boolean rule (vigil/sdk/text.hpp's parse_bool, through _vigil.sagemaker)."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value in ("True", "true", "False", "false"):
-        return value.lower() == "true"
+    parsed = _sagemaker.parse_bool(value) if isinstance(value, str) else None
+    if parsed is not None:
+        return parsed
     raise HookConfigError("{}: expected true or false, got {!r}".format(where, value))
 
 
