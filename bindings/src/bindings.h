@@ -106,5 +106,6 @@ void register_hook_writer(py::module_& m);
 void register_plugin_rules(py::module_& m);
 void register_profiler(py::module_& m);
 void register_uploader(py::module_& m);
+void register_sagemaker(py::module_& m);
 
 }  // namespace vigil::python

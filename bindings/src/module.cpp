@@ -17,4 +17,5 @@ PYBIND11_MODULE(_vigil, m) {
   vigil::python::register_plugin_rules(m);
   vigil::python::register_profiler(m);
   vigil::python::register_uploader(m);
+  vigil::python::register_sagemaker(m);
 }

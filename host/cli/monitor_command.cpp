@@ -17,6 +17,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
+#include "format/sagemaker_container.h"
 #include "profiler/profiler_config.h"
 #include "profiler/profiler_trial.h"
 #include "profiler/system_monitor.h"
@@ -85,7 +86,7 @@ int run_monitor(const std::vector<std::string>& args) {
         out = *v;
       } else if (a == "--interval-ms") {
         const auto ms = parse_number<int64_t>(*v);
-        const auto& allowed = profiler::kAllowedIntervalsMs;
+        const auto& allowed = format::sagemaker::kProfilingIntervalsMs;
         if (!ms || std::find(allowed.begin(), allowed.end(), *ms) == allowed.end())
           return usage_error(fmt::format("--interval-ms: {} is not one of {}", *v, fmt::join(allowed, ", ")));
         interval_ms = *ms;

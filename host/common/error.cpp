@@ -4,12 +4,12 @@
 #include <vigil/sdk/messages.hpp>
 
 #include <cctype>
+#include <vigil/sdk/text.hpp>
 
 namespace vigil {
 
 std::optional<Mode> parse_mode_name(std::string_view name) {
-  while (!name.empty() && std::isspace(static_cast<unsigned char>(name.front()))) name.remove_prefix(1);
-  while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.remove_suffix(1);
+  name = sdk::trim(name);
   for (Mode m : kAllModes)
     if (mode_name(m) == name) return m;
   return std::nullopt;

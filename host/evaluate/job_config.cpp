@@ -9,6 +9,7 @@
 
 #include "format/json_limits.h"
 #include "plugin_host/profiles.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::evaluate {
 
@@ -28,11 +29,7 @@ std::optional<int64_t> parse_int(std::string_view s) {
 bool truthy(const nlohmann::json& v) {
   if (v.is_boolean()) return v.get<bool>();
   if (v.is_number()) return v.get<double>() != 0;
-  if (v.is_string()) {
-    std::string s = v.get<std::string>();
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return s == "true" || s == "1";
-  }
+  if (v.is_string()) return sdk::parse_bool(v.get_ref<const std::string&>()).value_or(false);
   return false;
 }
 

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::evaluate {
 
 namespace {
+
+using sdk::iequals;
 
 // The sets of the rules config's _ruleGroups.py (since March 2021), the framework groups that
 // _get_rule_list(framework) builds from them, and the older SIMPLE set of ruleGroups.json.
@@ -52,12 +55,6 @@ const std::vector<RuleGroup>& groups() {
     };
   }();
   return all;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
 }
 
 }  // namespace

@@ -9,9 +9,12 @@
 
 #include "format/json_limits.h"
 #include "format/python_json.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::format {
 namespace {
+
+using sdk::trim;
 
 using ojson = nlohmann::ordered_json;
 
@@ -22,13 +25,6 @@ constexpr int64_t kDefaultSaveInterval = 500;
 
 bool is_reduction(std::string_view op) { return std::find(kReductions.begin(), kReductions.end(), op) != kReductions.end(); }
 bool is_norm(std::string_view op) { return std::find(kNorms.begin(), kNorms.end(), op) != kNorms.end(); }
-
-std::string_view trim(std::string_view s) {
-  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 std::optional<int64_t> as_int64(const ojson& v) {
   if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<int64_t>();

@@ -14,10 +14,15 @@
 
 #include "common/file_read.h"
 #include "format/json_limits.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::jobs {
 
 namespace {
+
+using sdk::ascii_lower;
+using sdk::iequals;
+using sdk::lower;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -94,20 +99,6 @@ struct Binding {
   std::vector<UserEntry> users;
   std::vector<Statement> statements;
 };
-
-char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), ascii_lower);
-  return out;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return ascii_lower(x) == ascii_lower(y);
-         });
-}
 
 // `*` matches any run of characters (none included), `?` any one character. Backtracks only to the
 // last `*` seen, so the cost stays O(pattern × text) whatever the pattern.

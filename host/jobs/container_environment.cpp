@@ -9,6 +9,8 @@
 
 #include "format/json_limits.h"
 #include "format/python_json.h"
+#include "format/sagemaker_container.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::jobs {
 
@@ -16,10 +18,10 @@ namespace {
 
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
+namespace sagemaker = format::sagemaker;
 
 constexpr std::string_view kInstanceGroup = "homogeneousCluster";  // the toolkit's name for the one group
 constexpr std::string_view kNetworkInterface = "lo";               // every host is this machine
-constexpr std::string_view kDefaultCheckpointPath = "/opt/ml/checkpoints";
 constexpr int kDefaultLogLevel = 20;  // Python's logging.INFO, the toolkit's default
 
 // Hyperparameters the toolkit takes for itself (besides every other sagemaker_* name).
@@ -148,12 +150,6 @@ ojson decode_hyperparameter(const std::string& text) {
   // An integer literal beyond 64 bits reads back as a double here but stays exact in Python: keep the text.
   if (v.is_number_float() && text.find_first_of(".eE") == std::string::npos) return text;
   return v;
-}
-
-std::string upper_ascii(std::string s) {
-  for (char& c : s)
-    if (c >= 'a' && c <= 'z') c = char(c - 'a' + 'A');
-  return s;
 }
 
 size_t code_points(std::string_view s) {
@@ -296,7 +292,7 @@ std::map<std::string, std::string> host_environment(const TrainingJobRequest& re
   ojson channel_dirs = ojson::object();
   ojson channels = ojson::array();
   for (const auto& [name, config] : inputs.items()) {
-    channel_dirs[name] = container("/opt/ml/input/data/" + name);
+    channel_dirs[name] = container(std::string(sagemaker::kInputDataDir) + "/" + name);
     channels.push_back(name);
   }
   std::sort(channels.begin(), channels.end());
@@ -309,7 +305,7 @@ std::map<std::string, std::string> host_environment(const TrainingJobRequest& re
                                                                         : ojson(kDefaultLogLevel);
   const ojson module_dir = sagemaker_hp("sagemaker_submit_directory")
                                ? ojson(python_str(*sagemaker_hp("sagemaker_submit_directory")))
-                               : ojson(container("/opt/ml/code"));
+                               : ojson(container(sagemaker::kCodeDir));
   ojson entry_point = nullptr, module_name = nullptr;
   if (const ojson* program = sagemaker_hp("sagemaker_program")) {
     entry_point = *program;
@@ -329,24 +325,24 @@ std::map<std::string, std::string> host_environment(const TrainingJobRequest& re
   training_env["framework_module"] = nullptr;
   training_env["hosts"] = hosts;
   training_env["hyperparameters"] = hps.user;
-  training_env["input_config_dir"] = container("/opt/ml/input/config");
+  training_env["input_config_dir"] = container(sagemaker::kInputConfigDir);
   training_env["input_data_config"] = inputs;
-  training_env["input_dir"] = container("/opt/ml/input");
+  training_env["input_dir"] = container(sagemaker::kInputDir);
   training_env["instance_groups"] = ojson::array({kInstanceGroup});
   training_env["is_hetero"] = false;
   training_env["is_master"] = host_index == 0;
   training_env["job_name"] = request.name;
   training_env["log_level"] = log_level;
   training_env["master_hostname"] = host_name(0);
-  training_env["model_dir"] = container("/opt/ml/model");
+  training_env["model_dir"] = container(sagemaker::kModelDir);
   training_env["module_dir"] = module_dir;
   training_env["module_name"] = module_name;
   training_env["network_interface_name"] = kNetworkInterface;
   training_env["num_cpus"] = cpus;
   training_env["num_gpus"] = 0;
-  training_env["output_data_dir"] = container("/opt/ml/output/data");
-  training_env["output_dir"] = container("/opt/ml/output");
-  training_env["output_intermediate_dir"] = container("/opt/ml/output/intermediate");
+  training_env["output_data_dir"] = container(sagemaker::kOutputDataDir);
+  training_env["output_dir"] = container(sagemaker::kOutputDir);
+  training_env["output_intermediate_dir"] = container(sagemaker::kOutputIntermediateDir);
   training_env["resource_config"] = resources;
   training_env["user_entry_point"] = entry_point;
 
@@ -365,17 +361,17 @@ std::map<std::string, std::string> host_environment(const TrainingJobRequest& re
   set("SM_HPS", compact_sorted(hps.user));
   for (const auto& [name, value] : hps.user.items())
     if (name.find('=') == std::string::npos)  // no variable can have such a name (the toolkit fails on it)
-      set("SM_HP_" + upper_ascii(name), variable_value(value));
+      set("SM_HP_" + sdk::upper(name), variable_value(value));
   set("SM_USER_ARGS", compact_sorted(user_args(hps.user)));
   set("SM_CHANNELS", compact_sorted(channels));
-  for (const auto& [name, dir] : channel_dirs.items()) set("SM_CHANNEL_" + upper_ascii(name), dir.get<std::string>());
+  for (const auto& [name, dir] : channel_dirs.items()) set("SM_CHANNEL_" + sdk::upper(name), dir.get<std::string>());
   set("SM_INPUT_DATA_CONFIG", compact_sorted(inputs));
   set("SM_MODEL_DIR", training_env["model_dir"].get<std::string>());
   set("SM_OUTPUT_DIR", training_env["output_dir"].get<std::string>());
   set("SM_OUTPUT_DATA_DIR", training_env["output_data_dir"].get<std::string>());
   set("SM_OUTPUT_INTERMEDIATE_DIR", training_env["output_intermediate_dir"].get<std::string>());
   set("SM_INPUT_DIR", training_env["input_dir"].get<std::string>());
-  set("SM_INPUT_CONFIG_DIR", training_env["input_config_dir"].get<std::string>());
+  set(std::string(sagemaker::kInputConfigDirVariable), training_env["input_config_dir"].get<std::string>());
   set("SM_MODULE_DIR", variable_value(module_dir));
   set("SM_NUM_CPUS", std::to_string(cpus));
   set("SM_NUM_GPUS", "0");
@@ -386,15 +382,18 @@ std::map<std::string, std::string> host_environment(const TrainingJobRequest& re
     set("SM_MODULE_NAME", variable_value(module_name));
   }
   set("SM_TRAINING_ENV", compact_sorted(training_env));
-  set("TRAINING_JOB_NAME", request.name);
+  set(std::string(sagemaker::kTrainingJobNameVariable), request.name);
   set("TRAINING_JOB_ARN", std::string(job_arn));
 
   const OptionalFiles files = optional_files(request);
   const fs::path config_dir = paths.host_config_dir(host_index);
-  if (files.debug_hook) set("SMDEBUG_CONFIG_FILE_PATH", (config_dir / kDebugHookConfigFile).string());
-  if (files.tensorboard) set("TENSORBOARD_CONFIG_FILE_PATH", (config_dir / kTensorBoardConfigFile).string());
-  if (files.profiler) set("SMPROFILER_CONFIG_PATH", (config_dir / kProfilerConfigFile).string());
-  if (files.checkpoint) set("CHECKPOINT_CONFIG_FILE_PATH", (config_dir / kCheckpointConfigFile).string());
+  auto point_at = [&](std::string_view variable, std::string_view file) {
+    set(std::string(variable), (config_dir / file).string());
+  };
+  if (files.debug_hook) point_at(sagemaker::kDebugHookConfigVariable, sagemaker::kDebugHookConfigFile);
+  if (files.tensorboard) point_at(sagemaker::kTensorBoardConfigVariable, sagemaker::kTensorBoardConfigFile);
+  if (files.profiler) point_at(sagemaker::kProfilerConfigVariable, sagemaker::kProfilerConfigFile);
+  if (files.checkpoint) point_at(sagemaker::kCheckpointConfigVariable, sagemaker::kCheckpointConfigFile);
 
   set("MASTER_ADDR", "127.0.0.1");
   set("MASTER_PORT", std::to_string(master_port));
@@ -409,9 +408,9 @@ std::map<std::string, std::string> container_config_files(const TrainingJobReque
   std::map<std::string, std::string> files;
   ojson hyperparameters = ojson::object();
   for (const auto& [name, value] : request.hyperparameters) hyperparameters[name] = value;
-  files[std::string(kHyperparametersFile)] = file_text(hyperparameters);
-  files[std::string(kResourceConfigFile)] = file_text(resource_config(request, host_index));
-  files[std::string(kInputDataConfigFile)] = file_text(input_data_config(request));
+  files[std::string(sagemaker::kHyperparametersFile)] = file_text(hyperparameters);
+  files[std::string(sagemaker::kResourceConfigFile)] = file_text(resource_config(request, host_index));
+  files[std::string(sagemaker::kInputDataConfigFile)] = file_text(input_data_config(request));
 
   const OptionalFiles present = optional_files(request);
   if (present.debug_hook) {
@@ -420,30 +419,30 @@ std::map<std::string, std::string> container_config_files(const TrainingJobReque
     config["LocalPath"] = paths.debug_output().string();
     for (const char* key : {"HookParameters", "CollectionConfigurations"})
       if (auto it = hook.find(key); it != hook.end() && !it->is_null()) config[key] = to_ordered(*it);
-    files[std::string(kDebugHookConfigFile)] = file_text(config);
+    files[std::string(sagemaker::kDebugHookConfigFile)] = file_text(config);
   }
   if (present.tensorboard) {
     ojson config = ojson::object();
     config["LocalPath"] = paths.tensorboard_output().string();
-    files[std::string(kTensorBoardConfigFile)] = file_text(config);
+    files[std::string(sagemaker::kTensorBoardConfigFile)] = file_text(config);
   }
   if (present.profiler) {
     ojson config = to_ordered(*request_member(request, "ProfilerConfig"));
     if (!config.contains("ProfilingParameters") || !config["ProfilingParameters"].is_object())
       config["ProfilingParameters"] = ojson::object();
     config["ProfilingParameters"]["LocalPath"] = paths.profiler_output().string();
-    files[std::string(kProfilerConfigFile)] = file_text(config);
+    files[std::string(sagemaker::kProfilerConfigFile)] = file_text(config);
   }
   if (present.checkpoint) {
     const json& checkpoint = *request_member(request, "CheckpointConfig");
-    std::string local = std::string(kDefaultCheckpointPath);
+    std::string local = std::string(sagemaker::kCheckpointDir);
     // An empty LocalPath counts as none (as evaluate::check_debugger_supported reads it).
     if (auto it = checkpoint.find("LocalPath"); it != checkpoint.end() && it->is_string() && !it->get_ref<const std::string&>().empty())
       local = it->get<std::string>();
     ojson config = ojson::object();
     config["LocalPath"] = map_container_path(paths, host_index, local).string();
     if (auto it = checkpoint.find("S3Uri"); it != checkpoint.end() && it->is_string()) config["S3Uri"] = it->get<std::string>();
-    files[std::string(kCheckpointConfigFile)] = file_text(config);
+    files[std::string(sagemaker::kCheckpointConfigFile)] = file_text(config);
   }
   return files;
 }

@@ -17,14 +17,6 @@
 
 namespace vigil::jobs {
 
-inline constexpr std::string_view kHyperparametersFile = "hyperparameters.json";
-inline constexpr std::string_view kResourceConfigFile = "resourceconfig.json";
-inline constexpr std::string_view kInputDataConfigFile = "inputdataconfig.json";
-inline constexpr std::string_view kDebugHookConfigFile = "debughookconfig.json";
-inline constexpr std::string_view kTensorBoardConfigFile = "tensorboardoutputconfig.json";
-inline constexpr std::string_view kProfilerConfigFile = "profilerconfig.json";
-inline constexpr std::string_view kCheckpointConfigFile = "checkpointconfig.json";
-
 // The variables of host `host_index` (0-based) that the job sets; the supervisor lays them over
 // its own environment (PATH, HOME, ... come from there).
 // * The SageMaker training toolkit's variables, spelt as it spells them: SM_CURRENT_HOST, SM_HOSTS,

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "format/sagemaker_container.h"
+
 namespace vigil::jobs {
 
 namespace {
@@ -45,7 +47,7 @@ fs::path map_container_path(const JobPaths& paths, int host_index, std::string_v
   if (given.is_relative()) return normal_without_trailing_separator(host_root / given);
   const fs::path normal = normal_without_trailing_separator(given);
   // Component by component, so that /opt/mlx is not taken for a path under /opt/ml.
-  static const fs::path container_base{"/opt/ml"};
+  static const fs::path container_base{std::string(format::sagemaker::kContainerRoot)};
   auto base = container_base.begin();
   auto it = normal.begin();
   for (; base != container_base.end(); ++base, ++it)

@@ -13,20 +13,18 @@
 #include "common/file_read.h"
 #include "common/published_file.h"
 #include "common/sha256.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::jobs {
 namespace fs = std::filesystem;
 
 namespace {
 
+using sdk::lower;
+
 std::string env_or(const char* name, std::string fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::string(v) : std::move(fallback);
-}
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return s;
 }
 
 // sagemaker-api §4.7: processing-job/<first 26 chars of the job>-<lower-cased rule>-<8 hex>; the

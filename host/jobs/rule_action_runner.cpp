@@ -18,6 +18,7 @@
 #include "jobs/child_process.h"
 #include "jobs/job_store.h"
 #include "jobs/rule_actions.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::jobs {
 
@@ -43,7 +44,7 @@ std::string deliver_by_command(const std::string& command, const nlohmann::json&
     for (size_t i = 0; i < key.size(); ++i) {
       if (i > 0 && std::isupper(static_cast<unsigned char>(key[i])) && std::islower(static_cast<unsigned char>(key[i - 1])))
         name += '_';
-      name += char(std::toupper(static_cast<unsigned char>(key[i])));
+      name += sdk::ascii_upper(key[i]);
     }
     // A variable is bounded (the kernel refuses one over 128 KiB, and so the whole command): a long
     // message is cut here, and whole on the command's input.

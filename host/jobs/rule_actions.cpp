@@ -10,6 +10,7 @@
 #include <set>
 
 #include "format/json_limits.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::jobs {
 
@@ -133,18 +134,12 @@ bool valid_phone_number(std::string_view s) {
   return s.size() >= 2 && s.size() <= 16 && s[0] == '+' && std::all_of(s.begin() + 1, s.end(), is_ascii_digit);
 }
 
-std::string lower_ascii(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
-  return s;
-}
-
 }  // namespace
 
 Result<RuleActions> parse_rule_actions(std::string_view action_json, std::string_view default_job_name) {
   std::string text = action_json.find("\\\"") != std::string_view::npos ? unescape_python_literal(action_json)
                                                                          : std::string(action_json);
-  text = lower_ascii(std::move(text));
+  text = sdk::lower(std::move(text));
   if (format::json_nesting_exceeds(text))
     return fail(Error::invalid_argument(fmt::format("action_json nests deeper than {} levels", format::kMaxJsonDepth)));
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -191,7 +186,7 @@ Result<RuleActions> parse_rule_actions(std::string_view action_json, std::string
         prefix = string_key("training_job_prefix");
         if (!prefix) continue;
       } else if (!default_job_name.empty()) {
-        prefix = lower_ascii(std::string(default_job_name));
+        prefix = sdk::lower(std::string(default_job_name));
       } else {
         skip("stoptraining requires \"training_job_prefix\"");
         continue;

@@ -10,6 +10,7 @@
 
 #include "evaluate/job_config.h"
 #include "format/json_limits.h"
+#include "format/sagemaker_container.h"
 #include "jobs/job_outputs.h"
 
 namespace vigil::jobs {
@@ -520,13 +521,13 @@ void check_profiler_config(Validator& v, const json& request) {
   if (!profiler) return;
   const std::string path = "profilerConfig";
   v.string_member(*profiler, "S3OutputPath", path, kOutputUri);
+  const auto& intervals = format::sagemaker::kProfilingIntervalsMs;
   if (auto interval = v.integer_member(*profiler, "ProfilingIntervalInMilliseconds", path,
                                        std::numeric_limits<int64_t>::min(), std::nullopt, /*is_long=*/true);
-      interval && std::find(std::begin(kProfilingIntervalsMs), std::end(kProfilingIntervalsMs), *interval) ==
-                      std::end(kProfilingIntervalsMs))
+      interval && std::find(intervals.begin(), intervals.end(), *interval) == intervals.end())
     v.violation(v.member(*profiler, "ProfilingIntervalInMilliseconds", path),
                 child_path(path, "ProfilingIntervalInMilliseconds"),
-                fmt::format("Member must satisfy enum value set: [{}]", fmt::join(kProfilingIntervalsMs, ", ")));
+                fmt::format("Member must satisfy enum value set: [{}]", fmt::join(intervals, ", ")));
   v.map_member(*profiler, "ProfilingParameters", path, kHookParameters);
   v.boolean_member(*profiler, "DisableProfiler", path);
 }

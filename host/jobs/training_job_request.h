@@ -33,9 +33,6 @@ struct TrainingJobRequest {
 
 // The number of ProcessingInstanceType values (InstanceType of rule configurations; sagemaker-api §1).
 inline constexpr size_t kProcessingInstanceTypeCount = 133;
-// ProfilingIntervalInMilliseconds values the hosts' profiler accepts (the same list as
-// profiler::kAllowedIntervalsMs, which host/jobs may not include; a test keeps them equal).
-inline constexpr int64_t kProfilingIntervalsMs[] = {100, 200, 500, 1000, 5000, 60000};
 
 // Parses and validates `json_text`. Every error is InvalidArgument with a message that starts with
 // "ValidationException: ":
@@ -50,7 +47,7 @@ inline constexpr int64_t kProfilingIntervalsMs[] = {100, 200, 500, 1000, 5000, 6
 //   boolean", "... an object", "... a list", "... a map"; map entries are named
 //   '<map path>.<key>'), a missing CollectionName (smdebug refuses the hook file without one),
 //   ResourceConfig.InstanceCount < 1 (the model allows 0, which runs no host), a
-//   ProfilingIntervalInMilliseconds outside kProfilingIntervalsMs ("Member must satisfy enum value
+//   ProfilingIntervalInMilliseconds outside format::sagemaker::kProfilingIntervalsMs ("Member must satisfy enum value
 //   set: [...]": the hosts' profiler refuses the file otherwise); values are printed as text,
 //   numbers in decimal, maps as Java's {k=v, ...}, lists and objects as compact JSON;
 // * then, for a request without such violations, a RuleConfigurationName used twice over the two

@@ -22,6 +22,7 @@
 
 #include "common/file_read.h"
 #include "common/published_file.h"
+#include "format/trial_layout.h"
 #include "jobs/access_policy.h"
 #include "jobs/child_process.h"
 #include "jobs/container_environment.h"
@@ -45,7 +46,6 @@ constexpr int kExitRefused = 2;
 constexpr int kExitRecords = 3;
 constexpr int kExitUploads = 4;
 constexpr std::string_view kTargetPrefix = "sagemaker-training-job:";
-constexpr std::string_view kEndMarker = "training_job_end.ts";
 
 // SIGINT or SIGTERM to `vigil train` stops the job as StopTrainingJob would.
 volatile sig_atomic_t g_stop_signal = 0;
@@ -376,8 +376,9 @@ void Supervisor::stop_hosts(std::chrono::milliseconds grace) {
 void Supervisor::write_end_markers() {
   const fs::path debug = paths_.debug_output();
   std::error_code ec;
-  if (fs::is_directory(debug, ec) && !fs::exists(debug / kEndMarker, ec))
-    (void)publish_file(debug / kEndMarker, debug / (std::string(kEndMarker) + ".tmp"),
+  const fs::path marker = debug / format::kEndOfTrainingMarker;
+  if (fs::is_directory(debug, ec) && !fs::exists(marker, ec))
+    (void)publish_file(marker, marker.string() + std::string(format::kTmpSuffix),
                        fmt::format("{}\n", int64_t(epoch_seconds_now())));
   // The profiler output's markers lie in its system/ and framework/ folders (format spec §8.6).
   if (fs::is_directory(paths_.profiler_output(), ec))

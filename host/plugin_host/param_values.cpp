@@ -11,22 +11,14 @@
 
 #include "common/regex_limits.h"
 #include "plugin_host/profiles.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::plugin_host {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using sdk::lower;
+using sdk::trim;
 
 std::string bounds_text(const vigil_param_spec& spec) {
   if (!std::isnan(spec.min_value) && !std::isnan(spec.max_value))
@@ -49,10 +41,9 @@ std::expected<ParsedParam, std::string> parse_param_value(const vigil_param_spec
   const std::string_view text = trim(raw);
   switch (spec.type) {
     case VIGIL_PARAM_BOOL: {
-      const std::string t = lower(text);
-      if (t == "true" || t == "1") p.b = true;
-      else if (t == "false" || t == "0") p.b = false;
-      else return std::unexpected("expected True or False");
+      const auto b = sdk::parse_bool(text);
+      if (!b) return std::unexpected("expected True or False");
+      p.b = *b;
       return p;
     }
     case VIGIL_PARAM_INT64: {

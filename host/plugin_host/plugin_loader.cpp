@@ -19,12 +19,15 @@
 #include "plugin_host/host_services.h"
 #include "plugin_host/param_values.h"
 #include "plugin_host/profiles.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::plugin_host {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+using sdk::iequals;
 
 // Which plugin libraries are initialised, process-wide. A library loaded again while it is loaded
 // (by another registry, or through another path to the same file) is the same mapped code, so it has
@@ -75,12 +78,6 @@ PluginRegistry::PluginRegistry(PluginRegistry&&) noexcept = default;
 PluginRegistry& PluginRegistry::operator=(PluginRegistry&&) noexcept = default;
 
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 bool nonempty(const char* s) { return s && *s; }
 

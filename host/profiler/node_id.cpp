@@ -11,12 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_read.h"
+#include "format/sagemaker_container.h"
 
 namespace vigil::profiler {
 
 std::filesystem::path resource_config_path() {
-  if (const char* dir = std::getenv("SM_INPUT_CONFIG_DIR"); dir && *dir) return std::filesystem::path(dir) / "resourceconfig.json";
-  return std::string(kResourceConfigPath);
+  namespace sagemaker = format::sagemaker;
+  const char* dir = std::getenv(std::string(sagemaker::kInputConfigDirVariable).c_str());
+  return std::filesystem::path(dir && *dir ? dir : std::string(sagemaker::kInputConfigDir)) / sagemaker::kResourceConfigFile;
 }
 
 Result<std::optional<std::string>> current_host_from_resource_config(const std::filesystem::path& path) {

@@ -13,10 +13,8 @@
 
 namespace vigil::profiler {
 
-inline constexpr std::string_view kResourceConfigPath = "/opt/ml/input/config/resourceconfig.json";
-
 // This container's resourceconfig.json: in $SM_INPUT_CONFIG_DIR when the training toolkit's variable
-// is set (`vigil train` sets it for each host: one machine, several hosts), else kResourceConfigPath.
+// is set (`vigil train` sets it for each host: one machine, several hosts), else /opt/ml/input/config.
 [[nodiscard]] std::filesystem::path resource_config_path();
 
 // Its "current_host"; nullopt when the file does not exist (not in a SageMaker container).

@@ -17,17 +17,14 @@
 #include "common/file_read.h"
 #include "format/json_limits.h"
 #include "profiler/python_literal.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::profiler {
 namespace {
 
-using nlohmann::json;
+using sdk::lower;
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return out;
-}
+using nlohmann::json;
 
 Error field_error(std::string_view field, std::string_view what) {
   return Error::invalid_argument(fmt::format("{}: {}", field, what));
@@ -91,11 +88,8 @@ Result<double> json_number(const json& v, std::string_view field) {
 
 Result<bool> json_bool(const json& v, std::string_view field) {
   if (v.is_boolean()) return v.get<bool>();
-  if (v.is_string()) {
-    const std::string s = lower(v.get<std::string>());
-    if (s == "true") return true;
-    if (s == "false") return false;
-  }
+  if (v.is_string())
+    if (const auto b = sdk::parse_bool(v.get_ref<const std::string&>())) return *b;
   return fail(field_error(field, fmt::format("{} is not true or false", v.dump())));
 }
 
@@ -219,8 +213,9 @@ Result<void> read_interval(const json& object, std::string_view where, ProfilerC
                                           : fmt::format("{}.ProfilingIntervalInMilliseconds", where);
   auto ms = json_integer(**v, field);
   if (!ms) return fail(std::move(ms.error()));
-  if (std::find(kAllowedIntervalsMs.begin(), kAllowedIntervalsMs.end(), *ms) == kAllowedIntervalsMs.end())
-    return fail(field_error(field, fmt::format("{} is not one of {}", *ms, fmt::join(kAllowedIntervalsMs, ", "))));
+  const auto& allowed = format::sagemaker::kProfilingIntervalsMs;
+  if (std::find(allowed.begin(), allowed.end(), *ms) == allowed.end())
+    return fail(field_error(field, fmt::format("{} is not one of {}", *ms, fmt::join(allowed, ", "))));
   config.interval_ms = *ms;
   return {};
 }
@@ -347,8 +342,9 @@ Result<ProfilerConfig> load_profiler_config(const std::filesystem::path& path) {
 }
 
 std::filesystem::path profiler_config_path_from_environment() {
-  const char* set = std::getenv(std::string(kConfigPathVariable).c_str());
-  return (set && *set) ? std::filesystem::path(set) : std::filesystem::path(std::string(kDefaultConfigPath));
+  const char* set = std::getenv(std::string(format::sagemaker::kProfilerConfigVariable).c_str());
+  return (set && *set) ? std::filesystem::path(set)
+                       : std::filesystem::path(format::sagemaker::default_config_path(format::sagemaker::kProfilerConfigFile));
 }
 
 ProfilerConfigWatcher::ProfilerConfigWatcher(std::filesystem::path path) : path_(std::move(path)) {}

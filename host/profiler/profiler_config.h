@@ -7,7 +7,6 @@
 
 #include <sys/types.h>
 
-#include <array>
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
@@ -17,13 +16,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "format/sagemaker_container.h"
 
 namespace vigil::profiler {
-
-inline constexpr std::string_view kConfigPathVariable = "SMPROFILER_CONFIG_PATH";
-inline constexpr std::string_view kDefaultConfigPath = "/opt/ml/input/config/profilerconfig.json";
-inline constexpr std::string_view kDefaultLocalPath = "/opt/ml/output/profiler";
-inline constexpr std::array<int64_t, 6> kAllowedIntervalsMs = {100, 200, 500, 1000, 5000, 60000};
 
 // One *ProfilingConfig string: a step range or a time range, plus the options of its kind.
 struct MetricsConfig {
@@ -47,7 +42,7 @@ struct ProfilerConfig {
   bool has_profiling_parameters = false;  // ProfilingParameters present and not empty
   bool profiler_enabled = true;   // ProfilingParameters.ProfilerEnabled
   int64_t interval_ms = 500;      // ProfilingIntervalInMilliseconds
-  std::filesystem::path local_path{std::string(kDefaultLocalPath)};
+  std::filesystem::path local_path{std::string(format::sagemaker::kProfilerOutputDir)};
   uint64_t rotate_max_file_size_bytes = 10485760;
   double rotate_file_close_interval_s = 60;
   int64_t file_open_fail_threshold = 50;

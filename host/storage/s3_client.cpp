@@ -15,6 +15,7 @@
 
 #include "format/crc32c.h"
 #include "storage/sigv4.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::storage {
 
@@ -218,8 +219,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   }
   const size_t colon = line.find(':');
   if (colon == std::string_view::npos) return line.size();
-  std::string name(line.substr(0, colon));
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  const std::string name = sdk::lower(line.substr(0, colon));
   std::string_view value = line.substr(colon + 1);
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);

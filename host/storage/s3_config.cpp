@@ -7,20 +7,17 @@
 #include <fstream>
 #include <map>
 #include <vector>
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::storage {
 namespace {
+
+using sdk::trim;
 
 // key -> value of one INI section; a nested block ("s3 =" then indented "key = value" lines) is
 // stored as "s3.key".
 using IniSection = std::map<std::string, std::string>;
 using IniFile = std::map<std::string, IniSection>;
-
-std::string_view trim(std::string_view s) {
-  const size_t first = s.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
-}
 
 // The AWS file format: [section], key = value, full-line comments (# or ;) and comments after
 // whitespace. A file that is missing or unreadable holds nothing (as for the AWS CLI).

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "common/sha256.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::storage {
 namespace {
@@ -14,12 +15,6 @@ constexpr size_t kShaBlock = 64;
 
 std::string_view as_view(const std::array<uint8_t, 32>& digest) {
   return {reinterpret_cast<const char*>(digest.data()), digest.size()};
-}
-
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return out;
 }
 
 // Trims both ends and folds runs of spaces to one, as the canonical headers require.
@@ -97,7 +92,7 @@ Signature sign_v4(const RequestToSign& request, const SigningKeyParts& key, std:
     canonical_query += k + "=" + v;
   }
   std::vector<std::pair<std::string, std::string>> headers;
-  for (const auto& [k, v] : request.headers) headers.emplace_back(lowercase(k), canonical_header_value(v));
+  for (const auto& [k, v] : request.headers) headers.emplace_back(sdk::lower(k), canonical_header_value(v));
   std::sort(headers.begin(), headers.end());
   std::string canonical_headers;
   for (const auto& [k, v] : headers) {

@@ -16,6 +16,7 @@
 #include "common/search_regex.h"
 #include "format/event_proto.h"
 #include "format/index_json.h"
+#include "format/sagemaker_container.h"
 #include "format/tfrecord.h"
 #include "format/trial_layout.h"
 #include "trial/element_access.h"
@@ -29,12 +30,12 @@ namespace vigil {
 namespace fs = std::filesystem;
 
 TrialOptions trial_options_from_env(TrialOptions base) {
-  if (const char* w = std::getenv("SMDEBUG_INCOMPLETE_STEP_WAIT_WINDOW")) {
+  if (const char* w = std::getenv(std::string(format::sagemaker::kIncompleteStepWaitWindowVariable).c_str())) {
     char* end = nullptr;
     long long v = std::strtoll(w, &end, 10);
     if (end && *end == '\0' && v > 0) base.incomplete_step_wait_window = v;
   }
-  if (const char* d = std::getenv("SMDEBUG_TRAINING_END_DELAY_REFRESH")) {
+  if (const char* d = std::getenv(std::string(format::sagemaker::kTrainingEndDelayRefreshVariable).c_str())) {
     char* end = nullptr;
     double v = std::strtod(d, &end);
     if (end && *end == '\0' && v >= 0) base.end_refresh_delay = std::chrono::milliseconds(int64_t(v * 1000));

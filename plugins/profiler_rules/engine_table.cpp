@@ -5,6 +5,7 @@
 
 #include "engines.h"
 #include "statistics.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::profiler_rules {
 
@@ -86,10 +87,7 @@ std::span<const EngineType> engine_types() { return kTypes; }
 const EngineType* find_engine_type(std::string_view name) {
   for (const EngineType& t : kTypes) {
     const std::string_view n = t.name;
-    if (n.size() == name.size() && std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-        }))
-      return &t;
+    if (sdk::iequals(n, name)) return &t;
   }
   return nullptr;
 }

@@ -2,16 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::profiler_rules {
 
 namespace {
 
-std::string lower(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using sdk::lower;
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 

@@ -6,24 +6,11 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::profiler_rules {
 
-namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-}  // namespace
+using sdk::trim;
 
 std::optional<double> parse_number(std::string_view text) {
   text = trim(text);
@@ -33,13 +20,6 @@ std::optional<double> parse_number(std::string_view text) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return v;
-}
-
-std::optional<bool> parse_bool(std::string_view text) {
-  const std::string t = lower(trim(text));
-  if (t == "true" || t == "1") return true;
-  if (t == "false" || t == "0") return false;
-  return std::nullopt;
 }
 
 Result<ParamValues> ParamValues::parse(std::string_view rule, std::span<const sdk::ParamSpec> specs,
@@ -83,7 +63,7 @@ Result<ParamValues> ParamValues::parse(std::string_view rule, std::span<const sd
           break;
         }
         case VIGIL_PARAM_BOOL: {
-          const auto b = parse_bool(*v.text);
+          const auto b = sdk::parse_bool(*v.text);
           if (!b)
             return sdk::fail(
                 Error::invalid_argument(fmt::format("{} {} must be True or False (got \"{}\")", rule, v.name, *v.text)));

@@ -72,7 +72,5 @@ class ParamValues {
 // A parameter text as a number (Python float(): surrounding spaces allowed, nothing after); nullopt
 // when it is not one.
 std::optional<double> parse_number(std::string_view text);
-// "True"/"False" as Python's str(bool) writes them (also true/false, 1/0); nullopt otherwise.
-std::optional<bool> parse_bool(std::string_view text);
 
 }  // namespace vigil::profiler_rules

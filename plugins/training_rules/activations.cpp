@@ -8,10 +8,13 @@
 
 #include "training_support.h"
 #include "training_rules.h"
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::training {
 
 namespace {
+
+using sdk::lower;
 
 struct LayerCount {
   int64_t batch = 0;
@@ -37,11 +40,6 @@ std::optional<LayerCount> count_inactive(const Values& v, double threshold_inact
   }
   c.percent = 100.0 * static_cast<double>(c.inactive) / static_cast<double>(c.units);
   return c;
-}
-
-std::string lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
 }
 
 }  // namespace

@@ -4,17 +4,15 @@
 #include <cctype>
 #include <cmath>
 #include <set>
+#include <vigil/sdk/text.hpp>
 
 namespace vigil::builtin::xgboost {
 
 namespace {
 
-bool is_integral(double v) { return std::isfinite(v) && v == std::trunc(v); }
+using sdk::lower;
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+bool is_integral(double v) { return std::isfinite(v) && v == std::trunc(v); }
 
 }  // namespace
 

@@ -36,7 +36,7 @@ set(allowed_cli common format storage trial writer plugin_host evaluate profiler
 set(allowed_libtorch common format storage trial writer)
 set(allowed_bindings ${host_parts})
 list(JOIN host_parts "|" host_alternatives)
-set(sdk_shared_with_host error error_record messages half)
+set(sdk_shared_with_host error error_record messages half text)
 list(JOIN sdk_shared_with_host "|" sdk_shared_alternatives)
 
 set(violations "")

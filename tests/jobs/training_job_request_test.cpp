@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "profiler/profiler_config.h"
 #include "request_examples.h"
 #include "test_support.h"
 
@@ -315,12 +314,6 @@ TEST(TrainingJobRequest, RuleInstanceTypesAreTheProcessingInstanceTypes) {
   EXPECT_TRUE(message.ends_with(", ml.g7.24xlarge, ml.g7.48xlarge]")) << message;
   const auto values = std::count(message.begin() + message.find('['), message.end(), ',') + 1;
   EXPECT_EQ(size_t(values), kProcessingInstanceTypeCount);
-}
-
-// host/jobs may not include the profiler; its copy of the interval list must not drift.
-TEST(TrainingJobRequest, ProfilingIntervalsAreTheProfilersList) {
-  EXPECT_TRUE(std::equal(std::begin(kProfilingIntervalsMs), std::end(kProfilingIntervalsMs),
-                         profiler::kAllowedIntervalsMs.begin(), profiler::kAllowedIntervalsMs.end()));
 }
 
 TEST(TrainingJobRequest, SeveralViolationsAreCountedAndJoinedInMemberOrder) {

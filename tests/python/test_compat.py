@@ -1,11 +1,14 @@
 """vigil.compat: smdebug's import names resolve to Vigil after install()."""
+import ast
 import importlib
+import os
+import re
 import subprocess
 import sys
 import textwrap
 
 
-from conftest import PYTHON_DIR, trial_dir
+from conftest import PYTHON_DIR, SHARED, trial_dir
 
 
 def run_fresh(code):
@@ -95,3 +98,54 @@ def test_unmodified_rule_runs_after_install(tmp_path):
             print("met at", e.step)
     ''' % (str(src), trial_dir("mlp_healthy")))
     assert "met at 0" in out
+
+
+def _smdebug_config_constants():
+    """smdebug's smdebug.core.config_constants as the API surface file records them: name -> value."""
+    with open(os.path.join(SHARED, "spec", "smdebug-api-surface.txt")) as f:
+        section = f.read().split("## smdebug.core.config_constants\n", 1)[1].split("\n## ", 1)[0]
+    return {m.group(1): ast.literal_eval(m.group(2)) for m in re.finditer(r"^(\w+) = (.*)$", section, re.M)}
+
+
+def test_sagemaker_container_facts_are_the_hosts_table_and_smdebugs_values():
+    """Python restates none of SageMaker's container facts: config_constants, the hook's configuration
+    and locations take them from host/format/sagemaker_container.h (_vigil.sagemaker), and the table
+    holds smdebug's values."""
+    from vigil import _vigil, config_constants, locations
+    from vigil.capture import hook, hook_config  # noqa: F401 - they import the table at load time
+    sm = _vigil.sagemaker
+    table = {
+        "CONFIG_FILE_PATH_ENV_STR": sm.DEBUG_HOOK_CONFIG_VARIABLE,
+        "TENSORBOARD_CONFIG_FILE_PATH_ENV_STR": sm.TENSORBOARD_CONFIG_VARIABLE,
+        "CHECKPOINT_CONFIG_FILE_PATH_ENV_VAR": sm.CHECKPOINT_CONFIG_VARIABLE,
+        "DEFAULT_CONFIG_FILE_PATH": sm.default_config_path(sm.DEBUG_HOOK_CONFIG_FILE),
+        "DEFAULT_SAGEMAKER_TENSORBOARD_PATH": sm.default_config_path(sm.TENSORBOARD_CONFIG_FILE),
+        "DEFAULT_CHECKPOINT_CONFIG_FILE": sm.default_config_path(sm.CHECKPOINT_CONFIG_FILE),
+        "DEFAULT_RESOURCE_CONFIG_FILE": sm.default_config_path(sm.RESOURCE_CONFIG_FILE),
+        "DEFAULT_SAGEMAKER_OUTDIR": sm.DEBUG_OUTPUT_DIR,
+        "INCOMPLETE_STEP_WAIT_WINDOW_KEY": sm.INCOMPLETE_STEP_WAIT_WINDOW_VARIABLE,
+        "TRAINING_END_DELAY_REFRESH_KEY": sm.TRAINING_END_DELAY_REFRESH_VARIABLE,
+    }
+    smdebug = _smdebug_config_constants()
+    for name, value in table.items():
+        assert getattr(config_constants, name) == value == smdebug[name], name
+    assert locations.TRAINING_END_FILE == sm.END_OF_TRAINING_MARKER == "training_job_end.ts"
+    assert hook.DEFAULT_SAGEMAKER_OUTDIR == sm.DEBUG_OUTPUT_DIR
+    assert sm.PROFILING_INTERVALS_MS == (100, 200, 500, 1000, 5000, 60000)
+    assert sm.PROFILER_CONFIG_VARIABLE == "SMPROFILER_CONFIG_PATH"
+    assert _vigil.profiler_config_path_from_environment() in (
+        os.environ.get(sm.PROFILER_CONFIG_VARIABLE), sm.default_config_path(sm.PROFILER_CONFIG_FILE))
+
+
+def test_capture_environment_is_a_leaf_module():
+    """vigil.capture.environment imports nothing of the capture side; the hook, its JSON configuration
+    and the framework profiler import it, and none of them imports a sibling inside a function."""
+    def parsed(name):
+        with open(importlib.import_module("vigil.capture." + name).__file__) as f:
+            return ast.parse(f.read())
+    leaf = [n for n in ast.walk(parsed("environment")) if isinstance(n, ast.ImportFrom) and n.level == 1]
+    assert not leaf, [n.module for n in leaf]
+    for name in ("hook", "hook_config", "framework_profiler"):
+        nested = [n.module for fn in ast.walk(parsed(name)) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  for n in ast.walk(fn) if isinstance(n, ast.ImportFrom) and n.level == 1]
+        assert not nested, "{} imports {} inside a function".format(name, nested)

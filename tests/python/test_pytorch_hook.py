@@ -290,6 +290,24 @@ def test_a_bad_json_configuration_is_refused_naming_the_field(tmp_path, doc, fie
     assert not os.path.exists(tmp_path / "t")  # nothing half-configured
 
 
+def _boolean_spellings():
+    """tests/sdk/boolean_spellings.txt: the table the C++ rule (vigil/sdk/text.hpp) is tested on."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "sdk", "boolean_spellings.txt")) as f:
+        rows = [line.rstrip("\n").split("|", 1) for line in f if line.strip() and not line.startswith("#")]
+    return [(text, {"true": True, "false": False, "none": None}[expected]) for expected, text in rows]
+
+
+@pytest.mark.parametrize("text,expected", _boolean_spellings())
+def test_json_configuration_booleans_follow_sagemakers_one_rule(tmp_path, text, expected):
+    from vigil.capture.hook_config import parse_hook_config
+    doc = {"LocalPath": str(tmp_path / "t"), "HookParameters": {"save_all": text}}
+    if expected is None:
+        with pytest.raises(HookConfigError, match="save_all"):
+            parse_hook_config(doc)
+    else:
+        assert parse_hook_config(doc)[0]["save_all"] is expected
+
+
 def test_capture_switched_off_by_the_environment(tmp_path, monkeypatch):
     path = tmp_path / "cfg.json"
     path.write_text(json.dumps({"LocalPath": str(tmp_path / "t")}))

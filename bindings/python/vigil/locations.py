@@ -5,11 +5,12 @@ import logging
 import os
 import re
 
+from . import _vigil
 from .modes import ModeKeys
 
 MAX_INDEX_FILE_NUM_IN_INDEX_PREFIX = 1000
 REDUCTIONS_PREFIX = "smdebug/reductions/"
-TRAINING_END_FILE = "training_job_end.ts"
+TRAINING_END_FILE = _vigil.sagemaker.END_OF_TRAINING_MARKER
 _INDEX_PREFIX = re.compile(r"(.+)/index/\d{9}/\d+_.+\.json$")
 _COLLECTION_FILE = re.compile(r".*/collections/.+/(.+)_collections\.(json|ts)$")
 

@@ -18,7 +18,7 @@ import time
 import weakref
 
 from .. import _vigil
-from .hook import is_sagemaker_job
+from .environment import is_sagemaker_job
 from ..modes import ModeKeys
 
 PYTHON_STATS_FILE = "python_stats"

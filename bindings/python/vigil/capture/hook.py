@@ -20,6 +20,8 @@ import numpy as np
 
 from .. import _vigil
 from . import upload as _upload
+from .environment import capture_disabled, is_sagemaker_job
+from .hook_config import create_hook_from_json_config, tensorboard_dir_from_sagemaker
 from ..collection import CollectionKeys, CollectionManager
 from ..exceptions import InvalidCollectionConfiguration, SMDebugTypeError, SMDebugValueError
 from ..modes import ALLOWED_MODES, ModeKeys, as_mode_key
@@ -29,19 +31,9 @@ from ..save_config import SaveConfig
 logger = logging.getLogger("vigil.hook")
 
 DEFAULT_WORKER_NAME = "worker_0"
-DEFAULT_SAGEMAKER_OUTDIR = "/opt/ml/output/tensors"
+DEFAULT_SAGEMAKER_OUTDIR = _vigil.sagemaker.DEBUG_OUTPUT_DIR
 DEFAULT_MAX_QUEUE_MB = 256
 QUEUE_ENV = "VIGIL_HOOK_MAX_QUEUE_MB"
-
-
-def capture_disabled():
-    """``USE_SMDEBUG=false|0`` (SageMaker's switch) or ``VIGIL_DISABLE=1`` turn capture off."""
-    use = os.environ.get("USE_SMDEBUG", "true").strip().lower()
-    return use in ("false", "0") or os.environ.get("VIGIL_DISABLE", "").strip() in ("1", "true", "True")
-
-
-def is_sagemaker_job():
-    return "TRAINING_JOB_NAME" in os.environ
 
 
 def misuse(exc):
@@ -479,7 +471,6 @@ class BaseHook:
         """A hook from SageMaker's DebugHookConfig JSON (vigil/capture/hook_config.py): ``json_file_path``, else
         ``$SMDEBUG_CONFIG_FILE_PATH``, else /opt/ml/input/config/debughookconfig.json; None when no
         file is configured (or capture is disabled)."""
-        from .hook_config import create_hook_from_json_config
         return create_hook_from_json_config(cls, json_file_path)
 
     def __repr__(self):
@@ -534,7 +525,6 @@ def _tensorboard_dir(export_tensorboard, tensorboard_dir, out_dir):
     """smdebug-format §1.7: tensorboard_dir if given, else <out_dir>/tensorboard with export_tensorboard.
     In a SageMaker job the TensorBoardOutputConfig file decides."""
     if is_sagemaker_job():
-        from .hook_config import tensorboard_dir_from_sagemaker
         return tensorboard_dir_from_sagemaker()
     if tensorboard_dir is not None:
         return str(tensorboard_dir)
@@ -556,4 +546,4 @@ def _queue_budget():
     return int(mb * (1 << 20))
 
 
-__all__ = ["BaseHook", "CallbackHook", "hook_singleton", "never_raises", "capture_disabled", "is_sagemaker_job"]
+__all__ = ["BaseHook", "CallbackHook", "hook_singleton", "never_raises"]

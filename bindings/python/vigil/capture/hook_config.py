@@ -7,14 +7,13 @@ TensorBoardOutputConfig's file. A bad file is refused whole, before training sta
 import json
 import os
 
+from .. import _vigil
 from ..modes import ModeKeys
 from ..reduction_config import ReductionConfig
 from ..save_config import SaveConfig, SaveConfigMode
+from .environment import capture_disabled, sagemaker_config_path
 
-CONFIG_FILE_PATH_ENV = "SMDEBUG_CONFIG_FILE_PATH"
-DEFAULT_CONFIG_FILE_PATH = "/opt/ml/input/config/debughookconfig.json"
-TENSORBOARD_CONFIG_FILE_PATH_ENV = "TENSORBOARD_CONFIG_FILE_PATH"
-DEFAULT_TENSORBOARD_CONFIG_FILE_PATH = "/opt/ml/input/config/tensorboardoutputconfig.json"
+_sagemaker = _vigil.sagemaker
 
 _TOP_KEYS = {"LocalPath", "S3OutputPath", "S3Path", "HookParameters", "CollectionConfigurations"}
 _SAVE_KEYS = ("save_interval", "save_steps", "start_step", "end_step")
@@ -30,10 +29,12 @@ class HookConfigError(ValueError):
 
 
 def _bool(value, where):
+    """SageMaker's one boolean rule (vigil/sdk/text.hpp's parse_bool, through _vigil.sagemaker)."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value in ("True", "true", "False", "false"):
-        return value.lower() == "true"
+    parsed = _sagemaker.parse_bool(value) if isinstance(value, str) else None
+    if parsed is not None:
+        return parsed
     raise HookConfigError("{}: expected true or false, got {!r}".format(where, value))
 
 
@@ -113,7 +114,7 @@ def parse_hook_config(doc, source="debughookconfig.json"):
     for key in doc:
         if key not in _TOP_KEYS:
             raise HookConfigError("{}: unknown key {!r}".format(source, key))
-    out_dir = doc.get("LocalPath", "/opt/ml/output/tensors")
+    out_dir = doc.get("LocalPath", _sagemaker.DEBUG_OUTPUT_DIR)
     if not isinstance(out_dir, str) or not out_dir:
         raise HookConfigError("{}: LocalPath must be a non-empty string".format(source))
     hook_params = doc.get("HookParameters") or {}
@@ -182,13 +183,12 @@ def _config_path(json_config_path):
         if not os.path.exists(json_config_path):
             raise HookConfigError("hook configuration {} does not exist".format(json_config_path))
         return json_config_path
-    path = os.environ.get(CONFIG_FILE_PATH_ENV, DEFAULT_CONFIG_FILE_PATH)
+    path = sagemaker_config_path(_sagemaker.DEBUG_HOOK_CONFIG_VARIABLE, _sagemaker.DEBUG_HOOK_CONFIG_FILE)
     return path if os.path.exists(path) else None
 
 
 def create_hook_from_json_config(hook_class, json_config_path=None):
     """A hook_class made from the configuration file, or None when there is none (or capture is off)."""
-    from .hook import capture_disabled
     if capture_disabled():
         return None
     path = _config_path(json_config_path)
@@ -219,7 +219,7 @@ def create_hook_from_json_config(hook_class, json_config_path=None):
 def tensorboard_dir_from_sagemaker():
     """In a SageMaker job, TensorBoard output goes to the LocalPath of TensorBoardOutputConfig's file;
     none when that file does not exist."""
-    path = os.environ.get(TENSORBOARD_CONFIG_FILE_PATH_ENV, DEFAULT_TENSORBOARD_CONFIG_FILE_PATH)
+    path = sagemaker_config_path(_sagemaker.TENSORBOARD_CONFIG_VARIABLE, _sagemaker.TENSORBOARD_CONFIG_FILE)
     if not os.path.exists(path):
         return None
     with open(path) as f:

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "vigil/sdk/error.hpp"
+#include "vigil/sdk/text.hpp"
 
 namespace vigil::sdk::inline v1 {
 
@@ -143,17 +144,6 @@ inline void param_bool_default_must_be_true_false_1_0() {}
 inline void param_spec_struct_size_is_wrong() {}
 inline void param_calibrated_default_must_be_non_empty() {}
 
-constexpr bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
-
 consteval bool check_params(std::span<const ParamSpec> params) {
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamSpec& p = params[i];
@@ -179,7 +169,7 @@ consteval bool check_params(std::span<const ParamSpec> params) {
     }
     if (p.type() == VIGIL_PARAM_BOOL && p.default_text()) {
       const std::string_view d = p.default_text();
-      if (!iequals(d, "true") && !iequals(d, "false") && d != "1" && d != "0") param_bool_default_must_be_true_false_1_0();
+      if (!parse_bool(d)) param_bool_default_must_be_true_false_1_0();
     }
   }
   return true;
