@@ -17,7 +17,7 @@ packages=(
   libcurl4-openssl-dev                   # the S3 client (host/storage/s3_client.cpp): HTTP(S) with OpenSSL
   zlib1g-dev                             # vigil train's model.tar.gz and output.tar.gz (host/jobs/output_archive.cpp)
   nodejs                                 # the S3 test server (tests/support/s3_test_server.py runs s3rver, an npm package)
-  tmux                                   # tests/python/test_training_jobs.py: vigil attach driven on a terminal (send-keys, capture-pane)
+  tmux                                   # tests/cli/test_training_jobs.py: vigil attach driven on a terminal (send-keys, capture-pane)
   util-linux                             # setpriv: the remote-debug tests connect as another user
   chromium                               # the ProfilerReport page's browser test (tests/support/check_html_in_browser.py: headless render + screenshot)
   # scripts/fuzz.sh: libFuzzer + ASan/UBSan runtimes and llvm-symbolizer for readable reports. clang 19,

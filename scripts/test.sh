@@ -44,10 +44,11 @@ ctest --test-dir "$root/build" --output-on-failure --no-tests=error -j "$jobs" |
 mapfile -t all_suites < <(cd "$root/tests" && ls -d */ | tr -d /)
 check_suites_ran "$root/build" "${all_suites[@]}"
 
-stage "Python tests (the installed package, torch 2.13: .venv)"
+stage "Python tests (the installed package and the vigil command's end-to-end scenarios, torch 2.13: .venv)"
 # pytest exits with 5 when it collects no test, which fails the run like any other failure. The tests
-# import the installed vigil, never build/python (tests/python/conftest.py refuses it).
-VIGIL_BUILD_DIR="$root/build" "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" || status=1
+# import the installed vigil, never build/python (tests/conftest.py refuses it).
+VIGIL_BUILD_DIR="$root/build" "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" \
+  "$root/tests/cli" || status=1
 stage "Python hook suites again on Debian's torch 1.13 (.venv-torch1), the last torch smdebug supported"
 hook_suites=(test_pytorch_hook.py test_hook_fidelity.py test_hook_misuse.py test_hook_surface.py
              test_hook_vs_smdebug.py test_xgboost_hook.py test_profiler.py test_compat.py)
@@ -55,7 +56,7 @@ VIGIL_BUILD_DIR="$root/build" "$root/.venv-torch1/bin/python" -m pytest -q -p no
   "${hook_suites[@]/#/$root/tests/python/}" || status=1
 
 stage "build (ASan + UBSan)"
-sanitized_suites="format;storage;trial;trial_scenarios;writer;plugin_host;profiler;jobs;sdk;abi;reliability"
+sanitized_suites="format;storage;trial;trial_scenarios;writer;plugin_host;evaluate;profiler;jobs;sdk;abi;reliability"
 # The host and plugin tests. The Python module is left out (an ASan-built extension cannot load into
 # the system python3), and so are the built-in rules' pathology runs (the same code paths as the
 # plugin tests, run above without sanitizers). -O1 -g1 keeps the build and the runs quick.

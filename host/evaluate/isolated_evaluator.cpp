@@ -94,7 +94,7 @@ std::string errno_text(int err) { return std::strerror(err); }
   return move_high(fd);
 }
 
-// fork+exec of `argv` with `stdin_fd` as its stdin and `events_fd` as fd 3, with default signal
+// posix_spawn of `argv` with `stdin_fd` as its stdin and `events_fd` as fd 3, with default signal
 // handling. SIGINT and SIGTERM stay blocked: a stop that arrives before the child's signal thread
 // waits for them stays pending for it instead of killing the child.
 [[nodiscard]] Result<pid_t> spawn(const fs::path& executable, const std::vector<std::string>& args, int stdin_fd, int events_fd) {

@@ -1,6 +1,6 @@
 // `vigil evaluate --isolate`: the evaluator with fault containment by process. The job's rules are
 // grouped by the plugin that provides them; each group runs in its own child process (the `vigil`
-// executable again, started with fork+exec, running the ordinary Evaluator on its rules) that
+// executable again, started with posix_spawn, running the ordinary Evaluator on its rules) that
 // reports every status change, trigger and rule call back over a pipe. The parent merges them into
 // one status board, so the status file looks as without --isolate. A child that dies (a signal,
 // exit()), runs a rule call for longer than the rule timeout, or grows past the memory limit gives

@@ -1,40 +1,25 @@
 # cmake -DROOT=<source tree> -P check_layering.cmake
-# The one-way arrows between the parts (docs/architecture.md), checked on every #include "...":
-# a part may include its own headers and those of the parts listed for it, nothing else. The table
-# below is the only statement of the arrows; the architecture document points here.
-#
-#   host/common       -> (nothing of the host)
-#   host/format       -> common
-#   host/storage      -> common format                      (where trial bytes live: s3:// locations, SigV4, the S3 client; knows no trials; format for CRC32C)
-#   host/trial        -> common format
-#   host/writer       -> common format trial
-#   host/plugin_host  -> common format trial profiler        (profiler: the extension vigil.profiler/1)
-#   host/evaluate     -> common format trial plugin_host
-#   host/profiler     -> common format                      (capture side: never trials or rules)
-#   host/jobs         -> common format storage writer evaluate profiler  (training jobs run locally: the supervisor starts the evaluator as a process; evaluate for Debugger's unsupported setups; profiler for the end markers of the profiler output)
-#   host/cli          -> common format trial writer plugin_host evaluate profiler jobs
-#   hooks/libtorch    -> common format trial writer          (a training hook writes; it never evaluates)
-#   bindings/src      -> every host part
-#   abi/include       -> vigil/*.h of the ABI itself          (plain C: also <dlpack/dlpack.h>, <std*.h>)
-#   sdk/include       -> the ABI and the SDK                   (never the host)
-#   plugins/          -> the ABI, the SDK, the plugin's own files   (built like any third-party plugin)
-#
-# The host shares a few of the SDK's header-only pieces instead of keeping copies (one table per
-# fact): host/, hooks/ and bindings/ may include <vigil/sdk/X.hpp> for X in sdk_shared_with_host.
+# The one-way arrows between the parts, checked on every #include "...": a part may include its own
+# headers and those of the parts in its allowed_<part> list below, nothing else. These lists are the
+# only statement of the arrows (docs/architecture.md points here); each carries why it holds what it does.
 cmake_policy(VERSION 3.25)
 set(host_parts common format storage trial writer plugin_host evaluate profiler jobs cli)
-set(allowed_common "")
-set(allowed_format common)
-set(allowed_storage common format)
-set(allowed_trial common format storage)
-set(allowed_writer common format storage trial)
-set(allowed_plugin_host common format storage trial profiler)
-set(allowed_evaluate common format storage trial plugin_host profiler)
-set(allowed_profiler common format storage)
-set(allowed_jobs common format storage writer evaluate profiler)
-set(allowed_cli common format storage trial writer plugin_host evaluate profiler jobs)
-set(allowed_libtorch common format storage trial writer)
-set(allowed_bindings ${host_parts})
+set(allowed_common "")                                  # shared by every part: includes no part of the host
+set(allowed_format common)                              # bytes <-> records: knows no storage and no trials
+set(allowed_storage common format)                      # where trial bytes live (knows no trials); format for CRC32C, file names and TrialRoot
+set(allowed_trial common format storage)                # the trial model reads every file through a storage::ObjectStore
+set(allowed_writer common format storage trial)         # the capture side: writes trials (trial for their model), uploads through storage; never the rule side
+set(allowed_plugin_host common format storage trial profiler)  # the host side of the ABI over trials; profiler for the extension vigil.profiler/1
+set(allowed_evaluate common format storage trial plugin_host profiler)  # runs rules through plugin_host; profiler for a profiler rule's trial
+set(allowed_profiler common format storage)             # capture side and readers of profiler data: never trials or rules
+set(allowed_jobs common format storage writer evaluate profiler)  # training jobs: writer's uploader for outputs, evaluate for Debugger's unsupported setups (the evaluator itself runs as a process), profiler for the end markers of its output
+set(allowed_cli common format storage trial writer plugin_host evaluate profiler jobs)  # the `vigil` command: every part
+set(allowed_libtorch common format storage trial writer)  # hooks/libtorch: a training hook writes; it never evaluates
+set(allowed_bindings ${host_parts})                     # bindings/src: the Python module offers every part
+# sdk/include and plugins/ include no part of the host: they are built like any third-party plugin, on
+# the ABI and the SDK alone. abi/include is plain C: its own vigil/*.h, <dlpack/dlpack.h>, <std*.h>.
+# The host shares a few of the SDK's header-only pieces instead of keeping copies (one table per
+# fact): host/, hooks/ and bindings/ may include <vigil/sdk/X.hpp> for X in sdk_shared_with_host.
 list(JOIN host_parts "|" host_alternatives)
 set(sdk_shared_with_host error error_record messages half text)
 list(JOIN sdk_shared_with_host "|" sdk_shared_alternatives)
@@ -82,7 +67,7 @@ set(check_sdk TRUE)
 foreach(part ${host_parts})
   file(GLOB files "${ROOT}/host/${part}/*.h" "${ROOT}/host/${part}/*.cpp")
   if(NOT files)
-    message(FATAL_ERROR "host/${part}/ has no sources: update the table in check_layering.cmake")
+    message(FATAL_ERROR "host/${part}/ has no sources: update host_parts in check_layering.cmake")
   endif()
   # A part may always include itself.
   check_files("${allowed_${part}};${part}" ${files})
@@ -112,6 +97,6 @@ if(checked LESS 100)
 endif()
 if(violations)
   list(JOIN violations "\n  " text)
-  message(FATAL_ERROR "includes against the layering of docs/architecture.md:\n  ${text}")
+  message(FATAL_ERROR "includes against the arrows of check_layering.cmake:\n  ${text}")
 endif()
 message(STATUS "layering: ${checked} files follow the arrows")

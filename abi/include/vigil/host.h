@@ -64,7 +64,7 @@ typedef struct vigil_host_api {
    * by appended fields (VIGIL_HAS_FIELD), an incompatible change is a new revision, and a host may
    * offer several revisions at once. The table is static and valid until the plugin's deinit returns,
    * so a plugin may ask once (in init) and keep the pointer; its functions carry their own thread
-   * tags. Each extension declares its id and table in a header of its own (none is defined yet). */
+   * tags. Each extension declares its id and table in a header of its own (vigil/profiler.h). */
   const void *(VIGIL_CALL *get_extension)(const struct vigil_host_api *host, const char *id);
 
   /* ---- per rule instance ---- */

@@ -5,17 +5,26 @@
     for name in trial.tensor_names(collection="gradients"):
         print(name, trial.tensor(name).reduction_value(0, "mean", abs=True))
 
-Modules: ``vigil.trials`` (create_trial, Trial, LocalTrial, Tensor), ``vigil.modes`` (ModeKeys),
+Reading trials and running rules: ``vigil.trials`` (create_trial, Trial, LocalTrial, Tensor),
+``vigil.rules`` (Rule, RequiredTensors, invoke_rule, load), ``vigil.profiler`` (profiler output
+readers, ProfilerTrial, PandasFrame). What a trial is made of: ``vigil.modes`` (ModeKeys),
 ``vigil.exceptions`` (smdebug's exceptions), ``vigil.collection`` (Collection, CollectionManager),
 ``vigil.reduction_config`` / ``vigil.save_config`` (ReductionConfig, SaveConfig, SaveConfigMode),
-``vigil.locations`` (smdebug's name helpers), ``vigil.rules`` (Rule, RequiredTensors, invoke_rule,
-load), ``vigil.writer`` (TrialWriter), ``vigil.compat`` (smdebug import names). See docs/python.md.
+``vigil.locations`` (smdebug's name helpers), ``vigil.config_constants`` (smdebug's configuration
+constants). Writing: ``vigil.writer`` (TrialWriter). Capture: ``vigil.pytorch`` and
+``vigil.xgboost`` (the hooks; imported on demand, as they import torch and xgboost), made in
+``vigil.capture``. ``vigil.compat`` (smdebug's import names), ``vigil.installation`` (where the
+command, plugins, headers and CMake package are; ``python -m vigil``). See docs/python.md.
 """
 from . import _vigil
-from . import modes, exceptions, collection, reduction_config, save_config, locations, trials, rules, writer, compat
+from . import (capture, collection, compat, config_constants, exceptions, installation, locations, modes, profiler,
+               reduction_config, rules, save_config, trials, writer)
 from .modes import ModeKeys
-from .trials import create_trial, StepState
+from .trials import StepState, create_trial
 
-__version__ = _vigil.__version__
+__version__: str = _vigil.__version__
 
-__all__ = ["create_trial", "ModeKeys", "StepState", "modes", "exceptions", "trials", "rules", "writer", "compat"]
+# vigil.pytorch and vigil.xgboost are left out: `from vigil import *` must not import torch or xgboost.
+__all__ = ["create_trial", "ModeKeys", "StepState", "capture", "collection", "compat", "config_constants",
+           "exceptions", "installation", "locations", "modes", "profiler", "reduction_config", "rules",
+           "save_config", "trials", "writer"]

@@ -41,7 +41,7 @@ def _local_path(uri):
     return os.path.abspath(os.path.expanduser(uri))
 
 
-_loaded_files = {}
+_loaded_files: dict = {}  # (path, mtime) -> the rule file run as a module
 
 
 def _load_module(path):

@@ -231,7 +231,7 @@ class _FrameworkModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 _FINDER = _FrameworkModules()
 
 
-def install():
+def install() -> None:
     """Makes ``smdebug`` and the submodules above resolve to Vigil in this process (sys.modules)."""
     if is_installed():
         return
@@ -243,7 +243,7 @@ def install():
         sys.meta_path.insert(0, _FINDER)
 
 
-def uninstall():
+def uninstall() -> None:
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
     for name in [n for n in sys.modules if n == "smdebug" or n.startswith("smdebug.")]:
@@ -251,9 +251,9 @@ def uninstall():
             del sys.modules[name]
 
 
-def is_installed():
+def is_installed() -> bool:
     m = sys.modules.get("smdebug")
-    return m is not None and getattr(m, _MARK, False)
+    return m is not None and bool(getattr(m, _MARK, False))
 
 
 __all__ = ["install", "uninstall", "is_installed", "OMITTED", "SIGNATURE_DIFFERENCES"]

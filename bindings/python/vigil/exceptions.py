@@ -11,6 +11,10 @@ one table, the host's own (``_vigil.status_classes()``), so Python, the C ABI an
 An exception built from a host error carries ``status`` (the code) and, for damaged data, ``file``
 and ``offset``; ``str(e)`` is the host's message, which is smdebug's text.
 """
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple, Type
+
 from .modes import ModeKeys, mode_name
 
 
@@ -58,51 +62,51 @@ class SMDebugCustomerError(SMDebugError):
 # ---- trial and rule exceptions -------------------------------------------------------------------
 
 class StepNotYetAvailable(SMDebugError):
-    def __init__(self, step, mode):
+    def __init__(self, step: int, mode: Any) -> None:
         super().__init__(step, mode)
         self.step = step
         self.mode = mode
 
-    def _format(self):
+    def _format(self) -> str:
         return "Step {} of mode {} not yet available".format(self.step, mode_name(self.mode))
 
 
 class MissingCollectionFiles(SMDebugError):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
 
-    def _format(self):
+    def _format(self) -> str:
         return "Training job has ended. All the collection files could not be loaded"
 
 
 class IndexReaderException(SMDebugError):
-    def __init__(self, message):
+    def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
-    def _format(self):
+    def _format(self) -> str:
         return str(self.message)
 
 
 class StepUnavailable(SMDebugError):
-    def __init__(self, step, mode):
+    def __init__(self, step: int, mode: Any) -> None:
         super().__init__(step, mode)
         self.step = step
         self.mode = mode
 
-    def _format(self):
+    def _format(self) -> str:
         return "Step {} of mode {} is not available as it was not saved".format(self.step, mode_name(self.mode))
 
 
 class TensorUnavailableForStep(SMDebugError):
-    def __init__(self, tname, step, mode=ModeKeys.GLOBAL, has_reductions=False):
+    def __init__(self, tname: str, step: int, mode: Any = ModeKeys.GLOBAL, has_reductions: bool = False) -> None:
         super().__init__(tname, step, mode, has_reductions)
         self.step = step
         self.mode = mode
         self.tname = tname
         self.has_reductions = has_reductions
 
-    def _format(self):
+    def _format(self) -> str:
         msg = "Value for tensor {} is not available for step {} with mode {} as it was not saved.".format(
             self.tname, self.step, mode_name(self.mode))
         if self.has_reductions:
@@ -112,84 +116,84 @@ class TensorUnavailableForStep(SMDebugError):
 
 
 class ShapeUnavailableForStep(SMDebugError):
-    def __init__(self, tname, step, mode=ModeKeys.GLOBAL):
+    def __init__(self, tname: str, step: int, mode: Any = ModeKeys.GLOBAL) -> None:
         super().__init__(tname, step, mode)
         self.step = step
         self.mode = mode
         self.tname = tname
 
-    def _format(self):
+    def _format(self) -> str:
         return "Shape for tensor {} is not available for step {} with mode {} as it was not saved.".format(
             self.tname, self.step, mode_name(self.mode))
 
 
 class TensorUnavailable(SMDebugError):
-    def __init__(self, tname):
+    def __init__(self, tname: str) -> None:
         super().__init__(tname)
         self.tname = tname
 
-    def _format(self):
+    def _format(self) -> str:
         return "Tensor {} was not saved.".format(self.tname)
 
 
 class InvalidWorker(SMDebugError):
-    def __init__(self, worker):
+    def __init__(self, worker: str) -> None:
         super().__init__(worker)
         self.worker = worker
 
-    def _format(self):
+    def _format(self) -> str:
         return "Invalid Worker: {}".format(self.worker)
 
 
 class NoMoreProfilerData(SMDebugError):
-    def __init__(self, timestamp):
+    def __init__(self, timestamp: int) -> None:
         super().__init__(timestamp)
         self.timestamp = timestamp
 
-    def _format(self):
+    def _format(self) -> str:
         return "Looking for timestamp {} and reached end of training.".format(self.timestamp)
 
 
 class NoMoreData(SMDebugError):
-    def __init__(self, step, mode, last_step):
+    def __init__(self, step: int, mode: Any, last_step: int) -> None:
         super().__init__(step, mode, last_step)
         self.step = step
         self.mode = mode
         self.last_step = last_step
 
-    def _format(self):
+    def _format(self) -> str:
         return ("Looking for step {} of mode {} and reached end of training. Max step available is {}"
                 .format(self.step, mode_name(self.mode), self.last_step))
 
 
 class RuleEvaluationConditionMet(SMDebugError):
-    def __init__(self, rule_name, step, end_of_rule=False):
+    def __init__(self, rule_name: str, step: int, end_of_rule: bool = False) -> None:
         super().__init__(rule_name, step, end_of_rule)
         self.rule_name = rule_name
         self.step = step
         self.end_of_rule = end_of_rule
 
-    def _format(self):
+    def _format(self) -> str:
         return "Evaluation of the rule {} at step {} resulted in the condition being met".format(
             self.rule_name, self.step)
 
 
 class InsufficientInformationForRuleInvocation(SMDebugError):
-    def __init__(self, rule_name, message):
+    def __init__(self, rule_name: str, message: str) -> None:
         super().__init__(rule_name, message)
         self.rule_name = rule_name
         self.message = message
 
-    def _format(self):
+    def _format(self) -> str:
         return "Insufficient information to invoke rule {}: {}".format(self.rule_name, self.message)
 
 
 class InvalidCollectionConfiguration(SMDebugError):
-    def __init__(self, c_name):
+    def __init__(self, c_name: str) -> None:
         super().__init__(c_name)
         self.c_name = c_name
 
-    def _format(self):
+    def _format(self) -> str:
         return ("Collection {} has not been configured. Please ensure collection configuration exists with "
                 "include_regex, tensor_names or reductions".format(self.c_name))
 
@@ -220,7 +224,7 @@ def _code_table():
 
 
 _CODE_TO_NAME = _code_table()
-_NAME_TO_CODE = {}
+_NAME_TO_CODE: dict = {}
 for _code, _name in sorted(_CODE_TO_NAME.items()):
     _NAME_TO_CODE.setdefault(_name, _code)  # SMDebugRuntimeError <- VIGIL_E_INTERNAL (the first)
 del _code, _name
@@ -235,7 +239,7 @@ def _class_named(name):
     return globals().get(name, SMDebugRuntimeError)
 
 
-def class_of_status(code):
+def class_of_status(code: int) -> Type[BaseException]:
     """The exception class a host status code stands for."""
     return _class_named(_CODE_TO_NAME.get(int(code), "SMDebugRuntimeError"))
 
@@ -247,9 +251,11 @@ def _mode_or_int(mode):
         return mode
 
 
-def from_status(code, message, step=0, mode=ModeKeys.GLOBAL, tensor="", worker="", rule="", last_step=-1,
-                has_reductions=False, end_of_rule=False, file=None, offset=None):
+def from_status(code: int, message: str, step: int = 0, mode: Any = ModeKeys.GLOBAL, tensor: str = "", worker: str = "",
+                rule: str = "", last_step: int = -1, has_reductions: bool = False, end_of_rule: bool = False,
+                file: Optional[str] = None, offset: Optional[int] = None) -> BaseException:
     """The exception for a host status code and its error record, with smdebug's fields filled."""
+    e: Any  # an smdebug class, given the host's fields below
     cls = class_of_status(code)
     mode = _mode_or_int(mode)
     if cls is TensorUnavailableForStep:
@@ -288,7 +294,7 @@ def from_status(code, message, step=0, mode=ModeKeys.GLOBAL, tensor="", worker="
     return e
 
 
-def status_of(exc):
+def status_of(exc: BaseException) -> int:
     """The host status code for an exception: its own ``status`` when it came from the host, the
     code of its smdebug class (or the nearest smdebug base class), else PluginFailure."""
     code = getattr(exc, "status", None)
@@ -300,7 +306,7 @@ def status_of(exc):
     return STATUS_PLUGIN_FAILURE
 
 
-def error_record(exc):
+def error_record(exc: BaseException) -> Tuple[int, int, int, int, int, str, str, str, str]:
     """(code, flags, mode, step, last_step, tensor, worker, rule, message) of an exception, as the C
     ABI's vigil_error holds them. Any exception without an smdebug class is PluginFailure with the
     last line of its traceback as the message ("ZeroDivisionError: division by zero")."""
@@ -318,7 +324,7 @@ def error_record(exc):
     if getattr(exc, "end_of_rule", False):
         flags |= 2
 
-    def as_int(value, default):
+    def as_int(value: Any, default: int) -> int:
         try:
             return int(value)
         except (TypeError, ValueError):

@@ -7,7 +7,10 @@ Every installation is laid out as a prefix: ``pip install`` puts the command in 
 same under its prefix; a build tree has ``bin/`` and ``lib/vigil/plugins`` beside ``python/vigil``.
 The prefix is the nearest folder above this package that holds ``lib/vigil/plugins``.
 """
+from __future__ import annotations
+
 import os
+from typing import Optional
 
 __all__ = ["prefix", "executable", "plugin_dir", "include_dir", "cmake_dir"]
 
@@ -16,7 +19,7 @@ _PLUGIN_SUBDIR = os.path.join("lib", "vigil", "plugins")
 _MAX_DEPTH = 6
 
 
-def prefix():
+def prefix() -> Optional[str]:
     """The installation's prefix (a venv's root after ``pip install``), or None when this package lies
     outside any installation."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -30,7 +33,7 @@ def prefix():
     return None
 
 
-def _part(*relative):
+def _part(*relative: str) -> Optional[str]:
     root = prefix()
     if root is None:
         return None
@@ -38,22 +41,22 @@ def _part(*relative):
     return path if os.path.exists(path) else None
 
 
-def executable():
+def executable() -> Optional[str]:
     """The ``vigil`` command of this installation, or None."""
     return _part("bin", "vigil")
 
 
-def plugin_dir():
+def plugin_dir() -> Optional[str]:
     """The built-in rule plugins' folder (what ``vigil evaluate`` and ``vigil.rules.load`` search), or None."""
     return _part(_PLUGIN_SUBDIR)
 
 
-def include_dir():
+def include_dir() -> Optional[str]:
     """The ABI and SDK headers' folder (``vigil/abi.h``, ``vigil/sdk/...``), or None (a build tree has none)."""
     path = _part("include")
     return path if path and os.path.exists(os.path.join(path, "vigil", "version.h")) else None
 
 
-def cmake_dir():
+def cmake_dir() -> Optional[str]:
     """The folder holding VigilConfig.cmake, for ``find_package(Vigil 1)``, or None (a build tree has none)."""
     return _part("lib", "cmake", "Vigil") if _part("lib", "cmake", "Vigil", "VigilConfig.cmake") else None

@@ -1,5 +1,8 @@
 """Training modes, numbered exactly like smdebug's ``smdebug.core.modes.ModeKeys``."""
+from __future__ import annotations
+
 from enum import Enum, IntEnum
+from typing import Any, Optional
 
 
 class ModeKeys(IntEnum):
@@ -15,7 +18,7 @@ MODE_STEP_PLUGIN_NAME = "mode_step"
 MODE_PLUGIN_NAME = "mode"
 
 
-def as_mode_key(mode):
+def as_mode_key(mode: Any) -> Optional[ModeKeys]:
     """The ModeKeys ``mode`` names, or None: Vigil's ModeKeys, or another ``ModeKeys`` enum whose member
     has a name and value of ours (smdebug's own, imported side by side with Vigil's hook). Plain ints
     and strings are not modes here, as in smdebug's hook."""
@@ -28,12 +31,13 @@ def as_mode_key(mode):
     return None
 
 
-def to_mode(mode):
+def to_mode(mode: Any) -> ModeKeys:
     """A ModeKeys from a ModeKeys, an int 1..4 or a mode name ("TRAIN"); None is GLOBAL."""
     if mode is None:
         return ModeKeys.GLOBAL
-    if as_mode_key(mode) is not None:
-        return as_mode_key(mode)
+    key = as_mode_key(mode)
+    if key is not None:
+        return key
     if isinstance(mode, str):
         try:
             return ModeKeys[mode.strip().upper()]
@@ -44,7 +48,7 @@ def to_mode(mode):
     return ModeKeys(int(mode))
 
 
-def mode_name(mode):
+def mode_name(mode: Any) -> str:
     """"TRAIN", "EVAL", ... as smdebug's messages spell a mode."""
     try:
         return to_mode(mode).name

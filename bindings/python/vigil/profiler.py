@@ -9,12 +9,15 @@ DataFrames (``PandasFrame``).
 
 Times are µs since the epoch unless a ``unit`` says otherwise. docs/profiler.md lists the columns.
 """
+from __future__ import annotations
+
 import datetime
 import json
 import os
 import re
 import time
 from enum import Enum
+from typing import Any, List, Optional, Union
 
 from . import _vigil
 from .exceptions import NoMoreProfilerData, SMDebugNotImplementedError
@@ -213,31 +216,36 @@ class MetricsReaderBase:
         self.use_in_memory_cache = use_in_memory_cache  # accepted; the host re-reads the selected files
         self._host = None
 
+    def _events(self, start: float, end: float, unit: Any, event_type: Optional[str]) -> List[Any]:
+        """The events in [start, end) in ``unit`` (a _vigil.TimeUnit): each kind of reader reads its own."""
+        raise NotImplementedError
+
     def refresh_event_file_list(self):
         self._host.refresh()
 
     def _files(self):
         return self._host.files
 
-    def get_timestamp_of_first_available_file(self):
+    def get_timestamp_of_first_available_file(self) -> int:
         """The first file's timestamp (µs), 0 while there is none."""
         self.refresh_event_file_list()
         files = self._files()
         return files[0][0] if files else 0
 
-    def get_timestamp_of_latest_available_file(self):
+    def get_timestamp_of_latest_available_file(self) -> int:
         """The latest file's timestamp (µs), 0 while there is none."""
         self.refresh_event_file_list()
         files = self._files()
         return files[-1][0] if files else 0
 
-    def get_events(self, start_time, end_time, unit=TimeUnits.MICROSECONDS, event_type=None,
-                   file_suffix_filter=None):
+    def get_events(self, start_time: float, end_time: float, unit: Union[TimeUnits, str] = TimeUnits.MICROSECONDS,
+                   event_type: Optional[str] = None, file_suffix_filter: Optional[str] = None) -> List[Any]:
         if file_suffix_filter is not None:
             raise SMDebugNotImplementedError("Vigil's profiler readers take no file_suffix_filter")
         return self._events(float(start_time), float(end_time), _unit(unit), event_type)
 
-    def get_events_by_step(self, start_step, end_step, event_type=None, file_suffix_filter=None):
+    def get_events_by_step(self, start_step: int, end_step: int, event_type: Optional[str] = None,
+                           file_suffix_filter: Optional[str] = None) -> List[Any]:
         """Events whose args.step_num is in [start_step, end_step) (framework events only carry one)."""
         # trace files are named by their last event: from the epoch to the latest file covers them all
         end = self.get_timestamp_of_latest_available_file() + 180_000_000
@@ -288,7 +296,7 @@ class SystemMetricsReader(MetricsReaderBase):
 class LocalSystemMetricsReader(SystemMetricsReader):
     """System metrics under <trace_root_folder>/system (smdebug's LocalSystemMetricsReader)."""
 
-    def __init__(self, trace_root_folder, use_in_memory_cache=False):
+    def __init__(self, trace_root_folder: str, use_in_memory_cache: bool = False) -> None:
         super().__init__(use_in_memory_cache)
         self.trace_root_folder = str(trace_root_folder)
         self._host = _vigil.SystemMetricsReader(self.trace_root_folder)
@@ -313,7 +321,7 @@ class S3SystemMetricsReader(SystemMetricsReader):
     as LocalSystemMetricsReader, over an S3 prefix. Credentials, region and endpoint come from the
     environment as AWS tools find them."""
 
-    def __init__(self, s3_trial_path, use_in_memory_cache=False):
+    def __init__(self, s3_trial_path: str, use_in_memory_cache: bool = False) -> None:
         super().__init__(use_in_memory_cache)
         self.s3_trial_path = str(s3_trial_path)
         self.bucket_name, self.prefix = _s3_location(self.s3_trial_path)
@@ -350,7 +358,7 @@ class AlgorithmMetricsReader(MetricsReaderBase):
 class LocalAlgorithmMetricsReader(AlgorithmMetricsReader):
     """Framework trace events under <trace_root_folder>/framework (smdebug's LocalAlgorithmMetricsReader)."""
 
-    def __init__(self, trace_root_folder, use_in_memory_cache=False):
+    def __init__(self, trace_root_folder: str, use_in_memory_cache: bool = False) -> None:
         super().__init__(use_in_memory_cache)
         self.trace_root_folder = str(trace_root_folder)
         self._host = _vigil.FrameworkMetricsReader(self.trace_root_folder)
@@ -366,7 +374,7 @@ class S3AlgorithmMetricsReader(AlgorithmMetricsReader):
     """Framework trace events under <s3_trial_path>/framework (smdebug's S3AlgorithmMetricsReader): the
     same reader as LocalAlgorithmMetricsReader, over an S3 prefix."""
 
-    def __init__(self, s3_trial_path, use_in_memory_cache=False):
+    def __init__(self, s3_trial_path: str, use_in_memory_cache: bool = False) -> None:
         super().__init__(use_in_memory_cache)
         self.s3_trial_path = str(s3_trial_path)
         self.bucket_name, self.prefix = _s3_location(self.s3_trial_path)
@@ -391,7 +399,7 @@ class ProfilerTrial:
     """A profiler output folder or s3:// prefix (smdebug.trials.utils.ProfilerTrial): its readers, when
     its data begins and whether the job ended. ``output_dir`` is kept for rules that write reports."""
 
-    def __init__(self, name, trial_dir, output_dir):
+    def __init__(self, name: str, trial_dir: str, output_dir: str) -> None:
         self.name = name
         self.path = self.trial_dir = str(trial_dir)
         self.output_dir = output_dir
@@ -399,25 +407,25 @@ class ProfilerTrial:
         self._host = _vigil.ProfilerTrial(self.trial_dir)
         self.system_metrics_reader, self.framework_metrics_reader = _readers_for(self.trial_dir)
 
-    def get_first_timestamp(self):
+    def get_first_timestamp(self) -> Optional[int]:
         """The smaller of the first system and framework file timestamps (µs); None while neither exists
         (smdebug polls every 10 s: a caller that must wait loops on this)."""
         return self._host.first_timestamp_us()
 
-    def get_latest_timestamp(self):
+    def get_latest_timestamp(self) -> int:
         return max(self.system_metrics_reader.get_timestamp_of_latest_available_file(),
                    self.framework_metrics_reader.get_timestamp_of_latest_available_file())
 
-    def get_system_metrics(self, start_time, end_time):
+    def get_system_metrics(self, start_time: float, end_time: float) -> List[ProfilerSystemEvent]:
         return self.system_metrics_reader.get_events(start_time, end_time)
 
-    def get_framework_metrics(self, start_time, end_time):
+    def get_framework_metrics(self, start_time: float, end_time: float) -> List[TraceEvent]:
         return self.framework_metrics_reader.get_events(start_time, end_time)
 
-    def job_finished(self):
+    def job_finished(self) -> bool:
         return self._host.job_ended()
 
-    def wait_for_data(self, end_time, start_time):
+    def wait_for_data(self, end_time: int, start_time: int) -> None:
         """Waits (polling every `poll_s`, 10 s as smdebug) until files reach end_time (µs); raises
         NoMoreProfilerData when the job ended before they do."""
         while self.get_latest_timestamp() < end_time:
@@ -446,11 +454,12 @@ class PandasFrame:
     ``*_us`` columns of the framework and system frames are relative to the first file's timestamp
     (``start_time``), as smdebug makes them; the human-readable ones are absolute (UTC)."""
 
-    def __init__(self, path, use_in_memory_cache=False, scan_interval=5000000000):
+    def __init__(self, path: str, use_in_memory_cache: bool = False, scan_interval: int = 5000000000) -> None:
         self.path = str(path)
         self.scan_interval = self.interval = scan_interval
         self.system_metrics_reader, self.framework_metrics_reader = _readers_for(self.path, use_in_memory_cache)
-        self.system_metrics, self.framework_metrics = [], []
+        self.system_metrics: List[Any] = []
+        self.framework_metrics: List[Any] = []
         firsts = [t for t in (self.system_metrics_reader.get_timestamp_of_first_available_file(),
                               self.framework_metrics_reader.get_timestamp_of_first_available_file()) if t]
         self.start_time = min(firsts) if firsts else 0

@@ -2,7 +2,10 @@
 hook saves instead of, or beside, the tensor itself. The JSON form is the one collection files and
 the hook's JSON configuration use: ``{"save_raw_tensor": b, "reductions": "min,l2_norm,abs_mean",
 "save_shape": b}``, the tokens in smdebug's order (plain, norms, abs, abs norms)."""
+from __future__ import annotations
+
 import json
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .exceptions import SMDebugValueError
 
@@ -10,7 +13,7 @@ ALLOWED_REDUCTIONS = ["min", "max", "mean", "std", "variance", "sum", "prod"]
 ALLOWED_NORMS = ["l1", "l2"]
 
 
-def split(comma_separated_string):
+def split(comma_separated_string: Union[str, Sequence[str], None]) -> List[str]:
     """"a, b,,c" -> ["a", "b", "c"]; a list is returned as it is."""
     if isinstance(comma_separated_string, (list, tuple)):
         return list(comma_separated_string)
@@ -23,8 +26,9 @@ class ReductionConfig:
     """Reductions (``min max mean std variance sum prod``), norms (``l1 l2``), each also of the
     absolute values, plus whether the raw tensor and its shape are saved too."""
 
-    def __init__(self, reductions=None, abs_reductions=None, norms=None, abs_norms=None, save_raw_tensor=False,
-                 save_shape=False):
+    def __init__(self, reductions: Optional[Sequence[str]] = None, abs_reductions: Optional[Sequence[str]] = None,
+                 norms: Optional[Sequence[str]] = None, abs_norms: Optional[Sequence[str]] = None,
+                 save_raw_tensor: bool = False, save_shape: bool = False) -> None:
         self.reductions = list(reductions) if reductions is not None else []
         self.abs_reductions = list(abs_reductions) if abs_reductions is not None else []
         self.norms = list(norms) if norms is not None else []
@@ -40,25 +44,25 @@ class ReductionConfig:
             raise SMDebugValueError("norms can only be one of " + ",".join(ALLOWED_NORMS) +
                                     " (got {})".format(",".join(map(str, bad))))
 
-    def _tokens(self):
+    def _tokens(self) -> List[str]:
         return (list(self.reductions) + ["{}_norm".format(n) for n in self.norms] +
                 ["abs_{}".format(r) for r in self.abs_reductions] + ["abs_{}_norm".format(n) for n in self.abs_norms])
 
-    def to_json_dict(self):
+    def to_json_dict(self) -> Dict[str, Any]:
         return {"save_raw_tensor": self.save_raw_tensor, "reductions": ",".join(self._tokens()),
                 "save_shape": self.save_shape}
 
-    def to_json(self):
+    def to_json(self) -> str:
         return json.dumps(self.to_json_dict())
 
     @classmethod
-    def from_dict(cls, params):
+    def from_dict(cls, params: Optional[Dict[str, Any]]) -> Optional[ReductionConfig]:
         """From the JSON form; ``reductions`` a comma list or a list of tokens. None gives None."""
         if params is None:
             return None
         if not isinstance(params, dict):
             raise SMDebugValueError("params={} must be a dict".format(params))
-        kinds = {"reductions": [], "abs_reductions": [], "norms": [], "abs_norms": []}
+        kinds: Dict[str, List[str]] = {"reductions": [], "abs_reductions": [], "norms": [], "abs_norms": []}
         for token in split(params.get("reductions", "")):
             is_abs = token.startswith("abs_")
             body = token[len("abs_"):] if is_abs else token
@@ -70,16 +74,16 @@ class ReductionConfig:
                    **kinds)
 
     @classmethod
-    def from_json(cls, json_str):
+    def from_json(cls, json_str: str) -> Optional[ReductionConfig]:
         return cls.from_dict(json.loads(json_str))
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, ReductionConfig) and self.to_json_dict() == other.to_json_dict()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self.to_json())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return ("<class ReductionConfig: reductions={}, abs_reductions={}, norms={}, abs_norms={}, save_raw_tensor={}, "
                 "save_shape={}>".format(self.reductions, self.abs_reductions, self.norms, self.abs_norms,
                                         self.save_raw_tensor, self.save_shape))

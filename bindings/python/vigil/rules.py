@@ -2,9 +2,12 @@
 ``invoke_rule``, with smdebug's semantics; plus ``load`` for Vigil's plugin rules (built-in or C/C++),
 which gives an object ``invoke_rule`` runs like a Python rule.
 """
+from __future__ import annotations
+
 import json
 import os
 from abc import ABC, abstractmethod
+from typing import Any, Iterable, List, Optional, Tuple, Union
 
 from . import _vigil
 from .exceptions import (NoMoreProfilerData, RuleEvaluationConditionMet, StepUnavailable, TensorUnavailable,
@@ -147,7 +150,7 @@ class Rule(ABC):
     may implement ``set_required_tensors(step)`` with ``self.req_tensors.add(...)``. ``action_str``
     may be left out (smdebug 1.0.34 requires it; rules written for earlier releases do not pass it)."""
 
-    def __init__(self, base_trial, action_str="", other_trials=None):
+    def __init__(self, base_trial: Trial, action_str: str = "", other_trials: Optional[Iterable[Trial]] = None) -> None:
         self.base_trial = base_trial
         self.other_trials = list(other_trials or [])
         self.trials = [base_trial] + self.other_trials
@@ -157,16 +160,16 @@ class Rule(ABC):
         self.action_str = action_str
         self.actions = Actions(action_str, self.rule_name)
         self._evidence_sink = None  # set by the evaluator's Python plugin
-        self.evidence = []
+        self.evidence: List[str] = []
 
-    def set_required_tensors(self, step):
+    def set_required_tensors(self, step: int) -> None:
         pass
 
     @abstractmethod
-    def invoke_at_step(self, step):
+    def invoke_at_step(self, step: int) -> bool:
         """True when the rule's condition is met at global step ``step``."""
 
-    def report_evidence(self, evidence):
+    def report_evidence(self, evidence: Any) -> None:
         """Vigil extension: attach a JSON-serialisable object to the current step's verdict (shown in
         the evaluator's status file when the condition is met at this step)."""
         text = evidence if isinstance(evidence, str) else json.dumps(evidence)
@@ -175,7 +178,7 @@ class Rule(ABC):
         else:
             self.evidence.append(text)
 
-    def run_actions(self):
+    def run_actions(self) -> None:
         self.actions.invoke()
 
     def _invoke_prepared(self, step):
@@ -185,7 +188,7 @@ class Rule(ABC):
         self.req_tensors.fetch()
         return self.invoke_at_step(step)
 
-    def invoke(self, step):
+    def invoke(self, step: int) -> None:
         self.base_trial.wait_for_steps([step])
         with no_refresh(self.trials):
             val = self._invoke_prepared(step)
@@ -194,7 +197,8 @@ class Rule(ABC):
             raise RuleEvaluationConditionMet(self.rule_name, step)
 
 
-def invoke_rule(rule_obj, start_step=0, end_step=None, raise_eval_cond=False):
+def invoke_rule(rule_obj: Union[Rule, PluginRule], start_step: int = 0, end_step: Optional[int] = None,
+                raise_eval_cond: bool = False) -> None:
     """smdebug's invoke_rule: invokes the rule at each global step from start_step while
     ``end_step is None or step < end_step``. TensorUnavailableForStep, StepUnavailable and
     TensorUnavailable skip the step; RuleEvaluationConditionMet is raised if raise_eval_cond, else
@@ -236,7 +240,7 @@ class PluginRule:
         self.triggered_steps = []
         self.evidence = {}
 
-    def invoke(self, step):
+    def invoke(self, step: int) -> None:
         self.base_trial.wait_for_steps([step])
         with no_refresh(self.trials):
             met, evidence, reported_name = self._instance.invoke(int(step))
@@ -270,13 +274,15 @@ def _plugins(plugin_dir_or_file):
     return found
 
 
-def list_plugin_rules(plugin_dir_or_file=None):
+def list_plugin_rules(plugin_dir_or_file: Optional[str] = None) -> List[Tuple[str, str, str, List[str]]]:
     """[(id, name, description, [parameter names])] of the rules a plugin file or folder offers (by
     default, the installation's built-in plugins)."""
     return _vigil.plugin_rules(_plugins(plugin_dir_or_file))
 
 
-def load(plugin_dir_or_file, rule_name, base_trial, other_trials=None, configuration_name=None, **params):
+def load(plugin_dir_or_file: Optional[str], rule_name: str, base_trial: Trial,
+         other_trials: Optional[Iterable[Trial]] = None, configuration_name: Optional[str] = None,
+         **params: Any) -> PluginRule:
     """Creates rule ``rule_name`` (its name, case-insensitive, or its id) from a plugin file or a
     folder of plugins (None: the installation's built-in plugins), on ``base_trial`` (and
     ``other_trials``), with ``params`` given as RuleParameters (converted with str(); validated by the

@@ -6,12 +6,17 @@ A ``Trial`` is a thin Python layer over a C++ core that does the work with the G
     ``vigil_host_api`` table (how Python rules see their trials inside ``vigil evaluate``).
 Both offer the same primitive methods, so ``Trial`` and ``Tensor`` behave the same over either.
 """
+from __future__ import annotations
+
 import bisect
 import contextlib
 import os
 import re
 from abc import ABC, abstractmethod
 from enum import Enum
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union, overload
+
+import numpy as np
 
 from . import _vigil
 from .collection import Collection, CollectionKeys, CollectionManager, match_inc
@@ -20,6 +25,14 @@ from .locations import IndexFileLocationUtils, flatten, get_logger, is_s3, seria
 from .modes import ModeKeys, to_mode
 from .reduction_config import ReductionConfig
 from .save_config import SaveConfig, SaveConfigMode
+
+if TYPE_CHECKING:
+    from typing import Literal
+
+    from .profiler import ProfilerTrial
+
+# A mode as the read API takes it: a ModeKeys, its number or its name.
+Mode = Union[ModeKeys, int, str]
 
 
 class StepState(Enum):
@@ -79,55 +92,57 @@ class Tensor:
     """One tensor of a trial (smdebug's Tensor). Steps are global steps in GLOBAL mode, else mode steps.
     ``cache`` is taken like smdebug's and changes nothing: the host keeps its own cache."""
 
-    def __init__(self, name, trial, cache):
+    def __init__(self, name: str, trial: Trial, cache: bool) -> None:
         self._name = name
         self.trial = trial
         self.cache = cache
         self._core = trial._core
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self._name
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<vigil Tensor {!r}>".format(self._name)
 
-    def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps=False):
+    def steps(self, mode: Mode = ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> List[int]:
         return self._core.tensor_steps(self._name, _mode_arg(mode), bool(show_incomplete_steps))
 
-    def value(self, step_num, mode=ModeKeys.GLOBAL, worker=None):
+    def value(self, step_num: int, mode: Mode = ModeKeys.GLOBAL, worker: Optional[str] = None) -> np.ndarray:
         """A read-only numpy array (zero-copy over the host's buffer where the core allows)."""
         return self._core.value(self._name, int(step_num), _mode_arg(mode), worker)
 
-    def buffer(self, step_num, mode=ModeKeys.GLOBAL, worker=None):
+    def buffer(self, step_num: int, mode: Mode = ModeKeys.GLOBAL, worker: Optional[str] = None) -> Any:
         """The host buffer behind value(): supports __dlpack__, __dlpack_device__, __array__."""
         return self._core.buffer(self._name, int(step_num), _mode_arg(mode), worker)
 
-    def reduction_value(self, step_num, reduction_name, mode=ModeKeys.GLOBAL, worker=None, abs=False):
+    def reduction_value(self, step_num: int, reduction_name: str, mode: Mode = ModeKeys.GLOBAL,
+                        worker: Optional[str] = None, abs: bool = False) -> Any:
         return self._core.reduction_value(self._name, int(step_num), str(reduction_name), bool(abs), _mode_arg(mode),
                                           worker)
 
-    def reduction_values(self, step_num, mode=ModeKeys.GLOBAL, worker=None):
+    def reduction_values(self, step_num: int, mode: Mode = ModeKeys.GLOBAL,
+                         worker: Optional[str] = None) -> Dict[Tuple[str, bool], Any]:
         """{(reduction_name, abs): value} for the reductions saved at the step (none computed)."""
         return {(op, is_abs): v for op, is_abs, v in
                 self._core.reduction_values(self._name, int(step_num), _mode_arg(mode), worker)}
 
-    def shape(self, step_num, mode=ModeKeys.GLOBAL, worker=None):
+    def shape(self, step_num: int, mode: Mode = ModeKeys.GLOBAL, worker: Optional[str] = None) -> Tuple[int, ...]:
         return tuple(self._core.shape(self._name, int(step_num), _mode_arg(mode), worker))
 
-    def values(self, mode=ModeKeys.GLOBAL, worker=None):
+    def values(self, mode: Mode = ModeKeys.GLOBAL, worker: Optional[str] = None) -> Dict[int, np.ndarray]:
         return {s: self.value(s, mode=mode, worker=worker) for s in self.steps(mode=mode)}
 
-    def workers(self, step_num, mode=ModeKeys.GLOBAL):
+    def workers(self, step_num: int, mode: Mode = ModeKeys.GLOBAL) -> List[str]:
         return self._core.tensor_workers(self._name, int(step_num), _mode_arg(mode))
 
-    def prev_steps(self, step, n=None, mode=ModeKeys.GLOBAL):
+    def prev_steps(self, step: int, n: Optional[int] = None, mode: Mode = ModeKeys.GLOBAL) -> List[int]:
         steps = self.steps(mode=mode)
         i = bisect.bisect_right(steps, step)
         prev = steps[:i]
         return prev if n is None else prev[-n:] if n > 0 else []
 
-    def step(self, step_num, mode=ModeKeys.GLOBAL, worker=None):
+    def step(self, step_num: int, mode: Mode = ModeKeys.GLOBAL, worker: Optional[str] = None) -> Any:
         raise SMDebugNotImplementedError("Tensor.step is not implemented")
 
 
@@ -135,7 +150,8 @@ class Trial(ABC):
     """smdebug's Trial: a trial's steps, modes, workers, tensors and collections. Open one with
     ``create_trial(path)`` or ``LocalTrial(name, dirname)``. Subclasses give the host core."""
 
-    def __init__(self, name, range_steps=None, parallel=True, check=False, index_mode=True, cache=False):
+    def __init__(self, name: Optional[str], range_steps: Optional[Tuple[Optional[int], Optional[int]]] = None,
+                 parallel: bool = True, check: bool = False, index_mode: bool = True, cache: bool = False) -> None:
         if range_steps is not None:
             begin, end = range_steps
             assert begin is None or (isinstance(begin, int) and begin >= 0), "range_steps begin must be None or >= 0"
@@ -149,45 +165,45 @@ class Trial(ABC):
         self.index_mode = index_mode
         self.cache = cache
         self.logger = get_logger()
-        self._collection_manager = None
-        self._tensors = {}
-        self._step_maps = None  # (number of steps, global_to_mode, mode_to_global)
+        self._collection_manager: Optional[CollectionManager] = None
+        self._tensors: Dict[str, Tensor] = {}
+        self._step_maps: Any = None  # (number of steps, global_to_mode, mode_to_global)
         self._core = self._open_core()
         if self.name is None:
             self.name = os.path.basename(os.path.normpath(self.path)) if self.path else ""
 
     @abstractmethod
-    def _open_core(self):
+    def _open_core(self) -> Any:
         """The host object that answers the queries (_vigil.TrialCore or _vigil.ApiTrialCore)."""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<vigil Trial {!r} at {!r}>".format(self.name, self.path)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.name, self.path))
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Trial) and (self.name, self.path) == (other.name, other.path)
 
     @property
-    def path(self):
+    def path(self) -> str:
         return self._core.path
 
     # ---- state ----
     @property
-    def last_complete_step(self):
+    def last_complete_step(self) -> int:
         return self._core.last_complete_step()
 
     @property
-    def loaded_all_steps(self):
+    def loaded_all_steps(self) -> bool:
         return self._core.loaded_all_steps()
 
     @property
-    def num_workers(self):
+    def num_workers(self) -> int:
         return self._core.num_workers()
 
     @property
-    def training_ended(self):
+    def training_ended(self) -> bool:
         return self._core.training_ended()
 
     @property
@@ -200,7 +216,7 @@ class Trial(ABC):
             return None
         return IndexFileLocationUtils.get_index_key_for_step(self.path, last, serialize_tf_device(workers[-1]))
 
-    def refresh(self):
+    def refresh(self) -> None:
         """Look for new steps and the end-of-training marker now."""
         self._core.refresh()
 
@@ -214,8 +230,9 @@ class Trial(ABC):
         self._core.refresh()
 
     # ---- tensors ----
-    def tensor_names(self, show_prefixed_tensors=False, *, step=None, mode=ModeKeys.GLOBAL, regex=None,
-                     collection=None):
+    def tensor_names(self, show_prefixed_tensors: bool = False, *, step: Optional[int] = None,
+                     mode: Mode = ModeKeys.GLOBAL, regex: Union[str, List[str], None] = None,
+                     collection: Union[Collection, str, None] = None) -> List[str]:
         """smdebug's tensor_names; regexes (and a collection's) are matched with Python's re.search,
         and a collection is the trial's Python object of that name, with any changes made to it."""
         regex = _flatten_regex(regex)
@@ -237,7 +254,7 @@ class Trial(ABC):
             self.logger.debug("No tensors matching regex=%s collection=%s were saved", regex, collection)
         return sorted(names)
 
-    def tensor(self, tname):
+    def tensor(self, tname: str) -> Tensor:
         t = self._tensors.get(tname)
         if t is None:
             if not self._core.has_tensor(tname):
@@ -245,38 +262,38 @@ class Trial(ABC):
             t = self._tensors[tname] = Tensor(tname, self, cache=self.cache)
         return t
 
-    def has_tensor(self, tname):
+    def has_tensor(self, tname: str) -> bool:
         return self._core.has_tensor(tname)
 
     # ---- steps and modes ----
-    def steps(self, mode=ModeKeys.GLOBAL, show_incomplete_steps=False):
+    def steps(self, mode: Mode = ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> List[int]:
         return self._core.steps(_mode_arg(mode), bool(show_incomplete_steps))
 
-    def modes(self):
+    def modes(self) -> List[ModeKeys]:
         return [ModeKeys(m) for m in self._core.modes()]
 
-    def mode_modestep(self, global_step):
+    def mode_modestep(self, global_step: int) -> Tuple[Optional[ModeKeys], Optional[int]]:
         r = self._core.mode_modestep(int(global_step))
         if r is None:
             return None, None
         return ModeKeys(r[0]), r[1]
 
-    def mode(self, global_step):
+    def mode(self, global_step: int) -> Optional[ModeKeys]:
         return self.mode_modestep(global_step)[0]
 
-    def mode_step(self, global_step):
+    def mode_step(self, global_step: int) -> Optional[int]:
         return self.mode_modestep(global_step)[1]
 
-    def global_step(self, mode, mode_step):
+    def global_step(self, mode: Mode, mode_step: int) -> int:
         return self._core.global_step(_mode_arg(mode), int(mode_step))
 
-    def workers(self):
+    def workers(self) -> List[str]:
         return self._core.workers()
 
-    def has_passed_step(self, step, mode=ModeKeys.GLOBAL):
+    def has_passed_step(self, step: int, mode: Mode = ModeKeys.GLOBAL) -> StepState:
         return StepState(self._core.has_passed_step(int(step), _mode_arg(mode)))
 
-    def wait_for_steps(self, required_steps, mode=ModeKeys.GLOBAL):
+    def wait_for_steps(self, required_steps: List[int], mode: Mode = ModeKeys.GLOBAL) -> None:
         self._core.wait_for_steps([int(s) for s in required_steps], _mode_arg(mode))
 
     # ---- smdebug's private step maps, which published rules read ----
@@ -312,10 +329,10 @@ class Trial(ABC):
             self._collection_manager = cm
         return self._collection_manager
 
-    def collections(self):
+    def collections(self) -> Dict[str, Collection]:
         return self.collection_manager.collections
 
-    def collection(self, coll_name):
+    def collection(self, coll_name: str) -> Collection:
         """smdebug quirk kept: an unknown name creates a new, empty collection in the trial."""
         return self.collection_manager.get(coll_name)
 
@@ -431,7 +448,19 @@ def refresh(trials):
     yield trials
 
 
-def create_trial(path, name=None, profiler=False, output_dir="/opt/ml/processing/outputs/", **kwargs):
+@overload
+def create_trial(path: Union[str, os.PathLike[str]], name: Optional[str] = None, profiler: Literal[False] = False,
+                 output_dir: str = ..., **kwargs: Any) -> Trial: ...
+@overload
+def create_trial(path: Union[str, os.PathLike[str]], name: Optional[str] = None, *, profiler: Literal[True],
+                 output_dir: str = ..., **kwargs: Any) -> ProfilerTrial: ...
+@overload
+def create_trial(path: Union[str, os.PathLike[str]], name: Optional[str], profiler: Literal[True],
+                 output_dir: str = ..., **kwargs: Any) -> ProfilerTrial: ...
+
+
+def create_trial(path: Union[str, os.PathLike[str]], name: Optional[str] = None, profiler: bool = False,
+                 output_dir: str = "/opt/ml/processing/outputs/", **kwargs: Any) -> Union[Trial, ProfilerTrial]:
     """Opens a trial (smdebug's create_trial): an ``S3Trial`` for ``s3://bucket/prefix``, else a
     ``LocalTrial`` for a local folder (``file://`` and ``~`` allowed), with ``range_steps=(begin, end)``
     (global steps, end exclusive, either None), ``index_mode``, ``cache``, ``check`` and ``parallel``

@@ -1,4 +1,4 @@
-// The plugin-host suite's own helpers (its purpose-built plugin variants, a vigil process stopped by
+// The plugin-host and evaluator suites' helpers (the purpose-built plugins, a vigil process stopped by
 // SIGTERM), beside the project's test_support.h.
 #pragma once
 

@@ -1,14 +1,16 @@
-"""pytest configuration for Vigil's Python tests.
+"""pytest configuration for Vigil's pytest suites: the Python package's tests (tests/python) and the
+end-to-end scenarios of the `vigil` command (tests/cli). Both import what they share from here
+(`from conftest import ...`) and the helper modules of tests/python (rule_files, real_readers, ...).
 
 They run against Vigil INSTALLED into the interpreter that runs pytest (scripts/python-envs.sh does it
 with pip), never against a build tree:
 
-    .venv/bin/python -m pytest tests/python              # torch 2.13: every suite
+    .venv/bin/python -m pytest tests/python tests/cli    # torch 2.13: every suite
     .venv-torch1/bin/python -m pytest tests/python/...   # Debian's torch 1.13: the hook suites (scripts/test.sh)
 
 The installed `vigil` command and built-in plugins are this installation's (vigil.installation).
 VIGIL_BUILD_DIR (default <repo>/build) gives what only a build tree has: bin/write_example_trial, the
-example plugins, `cmake --install` (tests/python/test_install.py). VIGIL_SHARED_DIR (default
+example plugins, `cmake --install` (tests/cli/test_install.py). VIGIL_SHARED_DIR (default
 <repo>/../shared) holds the fixtures.
 
 More interpreters (scripts/python-envs.sh):
@@ -32,7 +34,7 @@ import pytest
 import vigil
 from vigil import installation
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 BUILD = os.path.abspath(os.environ.get("VIGIL_BUILD_DIR") or os.path.join(REPO, "build"))
 SHARED = os.path.abspath(os.environ.get("VIGIL_SHARED_DIR") or os.path.join(REPO, "..", "shared"))
 FIXTURES = os.path.join(SHARED, "fixtures", "smdebug-real")
@@ -52,7 +54,7 @@ TORCH2_PYTHON = os.environ.get("VIGIL_TORCH2_PYTHON") or os.path.join(REPO, ".ve
 TORCH1_PYTHON = os.environ.get("VIGIL_TORCH1_PYTHON") or os.path.join(REPO, ".venv-torch1", "bin", "python")
 SMDEBUG_PYTHON = os.environ.get("VIGIL_SMDEBUG_PYTHON") or os.path.join(REPO, ".venv-smdebug", "bin", "python")
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 
 # S3 reads are cached on disk (docs/object-storage.md): the tests' cache is their own, made afresh
 # for each run, never the user's ~/.cache.
