@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/os.h"
 
 namespace vigil::jobs {
 
@@ -31,13 +32,13 @@ class ListeningSocket {
   ListeningSocket& operator=(const ListeningSocket&) = delete;
   ~ListeningSocket();
 
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   const std::filesystem::path& path() const { return path_; }
   void remove() noexcept;
 
  private:
-  int fd_ = -1;
-  int dir_fd_ = -1;  // the checked folder, for binding and unlinking through it, not through the path again
+  os::UniqueFd fd_;
+  os::UniqueFd dir_fd_;  // the checked folder, for binding and unlinking through it, not through the path again
   std::filesystem::path path_;
   std::string name_;
   dev_t dev_ = 0;

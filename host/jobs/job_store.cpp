@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/file_read.h"
+#include "common/process.h"
 #include "common/published_file.h"
 #include "common/sha256.h"
 
@@ -214,7 +215,7 @@ std::vector<JobState> list_jobs(const fs::path& jobs_dir) {
 
 JobState with_supervisor_checked(JobState state) {
   if (state.ended() || state.supervisor_pid <= 0) return state;
-  if (::kill(state.supervisor_pid, 0) == 0 || errno == EPERM) return state;
+  if (os::process_exists(state.supervisor_pid)) return state;
   state.status = "Failed";
   state.transition("Failed", "Training job failed", state.last_modified_time);
   state.failure_reason = fmt::format("InternalServerError: the job's supervisor (pid {}) ended without recording the job's end",

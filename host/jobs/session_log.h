@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/os.h"
 
 namespace vigil::jobs {
 
@@ -55,7 +56,7 @@ class SessionLog {
   void feed(LineSplitter& splitter, std::string_view bytes, std::string_view kind);
   void record(std::string_view text);
 
-  int fd_ = -1;
+  os::UniqueFd fd_;
   std::string session_id_;
   std::function<void(const std::string&)> on_error_;
   bool failed_ = false;
