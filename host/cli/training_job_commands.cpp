@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "jobs/control_client.h"
 #include "jobs/job_store.h"
 #include "jobs/training_job_supervisor.h"
+#include "remote_debug/control_client.h"
 
 namespace vigil::cli {
 namespace {
@@ -74,7 +74,7 @@ int send_to_job(std::string_view command, const fs::path& jobs_dir, const std::s
                  int(command.size()), command.data(), state->status.c_str());
     return kExitFailure;
   }
-  auto reply = jobs::control_request(state->control_socket, request);
+  auto reply = remote_debug::control_request(state->control_socket, request);
   if (!reply) {
     std::fprintf(stderr, "vigil %.*s: %s\n", int(command.size()), command.data(), reply.error().message.c_str());
     return kExitFailure;
@@ -375,7 +375,7 @@ int run_attach_command(const std::vector<std::string>& args) {
   nlohmann::json request{{"Action", "StartSession"}, {"Target", fmt::format("{}{}", prefix, bare)}};
   if (command) request["Command"] = *command;
   if (const char* term = std::getenv("TERM")) request["Term"] = term;
-  auto code = jobs::run_session(state->control_socket, request, STDIN_FILENO, STDOUT_FILENO);
+  auto code = remote_debug::run_session(state->control_socket, request, STDIN_FILENO, STDOUT_FILENO);
   if (!code) {
     std::fprintf(stderr, "vigil attach: %s\n", code.error().message.c_str());
     return kExitFailure;

@@ -24,21 +24,31 @@
 #include "common/os.h"
 #include "common/process.h"
 #include "common/published_file.h"
-#include "jobs/access_policy.h"
 #include "jobs/container_environment.h"
-#include "jobs/control_server.h"
 #include "jobs/job_outputs.h"
 #include "jobs/job_paths.h"
 #include "jobs/job_store.h"
 #include "jobs/output_uploads.h"
-#include "jobs/peer_identity.h"
 #include "jobs/rule_action_runner.h"
 #include "jobs/training_job_request.h"
 #include "profiler/profiler_trial.h"
+#include "remote_debug/access_policy.h"
+#include "remote_debug/control_server.h"
+#include "remote_debug/peer_identity.h"
 
 namespace vigil::jobs {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+// The control socket's side of the job (host/remote_debug).
+using remote_debug::AccessDecision;
+using remote_debug::AccessPolicy;
+using remote_debug::AccessRequest;
+using remote_debug::ControlHandlers;
+using remote_debug::ControlServer;
+using remote_debug::LocalUser;
+using remote_debug::PeerIdentity;
+using remote_debug::SessionPlan;
+using remote_debug::user_name_of;
 
 namespace {
 

@@ -11,8 +11,9 @@
 #   host/plugin_host  -> common format trial profiler        (profiler: the extension vigil.profiler/1)
 #   host/evaluate     -> common format trial plugin_host
 #   host/profiler     -> common format                      (capture side: never trials or rules)
-#   host/jobs         -> common format storage writer evaluate profiler  (training jobs run locally: the supervisor starts the evaluator as a process; evaluate for Debugger's unsupported setups; profiler for the end markers of the profiler output)
-#   host/cli          -> common format trial writer plugin_host evaluate profiler jobs
+#   host/remote_debug -> common format                      (the job's control socket and remote-debug sessions: never the supervisor)
+#   host/jobs         -> common format storage writer evaluate profiler remote_debug  (training jobs run locally: the supervisor starts the evaluator as a process; evaluate for Debugger's unsupported setups; profiler for the end markers of the profiler output)
+#   host/cli          -> common format trial writer plugin_host evaluate profiler remote_debug jobs
 #   hooks/libtorch    -> common format trial writer          (a training hook writes; it never evaluates)
 #   bindings/src      -> every host part
 #   abi/include       -> vigil/*.h of the ABI itself          (plain C: also <dlpack/dlpack.h>, <std*.h>)
@@ -22,7 +23,7 @@
 # The host shares a few of the SDK's header-only pieces instead of keeping copies (one table per
 # fact): host/, hooks/ and bindings/ may include <vigil/sdk/X.hpp> for X in sdk_shared_with_host.
 cmake_policy(VERSION 3.25)
-set(host_parts common format storage trial writer plugin_host evaluate profiler jobs cli)
+set(host_parts common format storage trial writer plugin_host evaluate profiler remote_debug jobs cli)
 set(allowed_common "")
 set(allowed_format common)
 set(allowed_storage common format)
@@ -31,8 +32,9 @@ set(allowed_writer common format storage trial)
 set(allowed_plugin_host common format storage trial profiler)
 set(allowed_evaluate common format storage trial plugin_host profiler)
 set(allowed_profiler common format storage)
-set(allowed_jobs common format storage writer evaluate profiler)
-set(allowed_cli common format storage trial writer plugin_host evaluate profiler jobs)
+set(allowed_remote_debug common format)
+set(allowed_jobs common format storage writer evaluate profiler remote_debug)
+set(allowed_cli common format storage trial writer plugin_host evaluate profiler remote_debug jobs)
 set(allowed_libtorch common format storage trial writer)
 set(allowed_bindings ${host_parts})
 list(JOIN host_parts "|" host_alternatives)

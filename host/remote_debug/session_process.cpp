@@ -1,4 +1,4 @@
-#include "jobs/session_process.h"
+#include "remote_debug/session_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -16,7 +16,7 @@
 #include "common/os.h"
 #include "common/process.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 Result<SessionProcess> SessionProcess::spawn(const SessionCommand& command) {
   if (command.argv.empty() || command.argv[0].empty())
@@ -135,4 +135,4 @@ int SessionProcess::hang_up(std::chrono::milliseconds grace) {
   return *status_;
 }
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

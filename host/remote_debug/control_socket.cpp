@@ -1,4 +1,4 @@
-#include "jobs/control_socket.h"
+#include "remote_debug/control_socket.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 namespace fs = std::filesystem;
 
@@ -169,4 +169,4 @@ void ListeningSocket::remove() noexcept {
   dir_fd_.reset();
 }
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "common/os.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 // "2024-05-01T12:00:00Z" (UTC, now).
 [[nodiscard]] std::string utc_timestamp();
@@ -63,4 +63,4 @@ class SessionLog {
   LineSplitter input_, output_;
 };
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -1,4 +1,4 @@
-#include "jobs/control_client.h"
+#include "remote_debug/control_client.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,10 +17,10 @@
 #include <fmt/format.h>
 
 #include "common/os.h"
-#include "jobs/control_protocol.h"
-#include "jobs/control_socket.h"
+#include "remote_debug/control_protocol.h"
+#include "remote_debug/control_socket.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -323,4 +323,4 @@ Result<int> run_session(const fs::path& socket_path, const nlohmann::json& reque
   return std::move(*outcome);
 }
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

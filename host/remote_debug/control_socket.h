@@ -14,7 +14,7 @@
 #include "common/error.h"
 #include "common/os.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 // A listening control socket. Owns its fds; remove() (or the destructor) closes them and unlinks
 // the socket file when it is still the one this object bound.
@@ -48,4 +48,4 @@ class ListeningSocket {
 // An AF_UNIX address naming `path`; nullopt when the path is too long for sun_path.
 [[nodiscard]] std::optional<std::pair<sockaddr_un, socklen_t>> unix_address(const std::string& path);
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -1,4 +1,4 @@
-#include "jobs/control_protocol.h"
+#include "remote_debug/control_protocol.h"
 
 #include <poll.h>
 
@@ -8,7 +8,7 @@
 
 #include "common/os.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 namespace {
 
@@ -154,4 +154,4 @@ Result<Frame> read_frame(int fd, FrameDecoder& decoder, std::optional<std::chron
   }
 }
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

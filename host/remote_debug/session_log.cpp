@@ -1,4 +1,4 @@
-#include "jobs/session_log.h"
+#include "remote_debug/session_log.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 
 #include "common/os.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 namespace {
 
@@ -129,4 +129,4 @@ void SessionLog::end(std::string_view what) {
   record(fmt::format("end {}", what));
 }
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

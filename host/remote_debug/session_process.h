@@ -12,9 +12,9 @@
 
 #include "common/error.h"
 #include "common/os.h"
-#include "jobs/control_protocol.h"
+#include "remote_debug/control_protocol.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 struct SessionCommand {
   std::vector<std::string> argv;  // argv[0] is the program's path (execve: no PATH search)
@@ -68,4 +68,4 @@ class SessionProcess {
   std::optional<int> status_;
 };
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -1,4 +1,4 @@
-#include "jobs/access_policy.h"
+#include "remote_debug/access_policy.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -15,7 +15,7 @@
 #include "common/file_read.h"
 #include "format/json_limits.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 namespace {
 
@@ -626,4 +626,4 @@ bool AccessPolicy::grants_users_other_than(const LocalUser& owner) const {
   });
 }
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

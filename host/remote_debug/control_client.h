@@ -9,7 +9,7 @@
 #include "common/error.h"
 #include "common/os.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 // Connects to the job's control socket. Errors name the socket: ENOENT "no control socket at ...",
 // EACCES "not allowed to reach the job's control socket ...", ECONNREFUSED "... does not answer".
@@ -35,4 +35,4 @@ namespace vigil::jobs {
 [[nodiscard]] Result<int> run_session(const std::filesystem::path& socket_path, const nlohmann::json& request,
                                       int in_fd, int out_fd);
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -1,4 +1,4 @@
-#include "jobs/control_server.h"
+#include "remote_debug/control_server.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -23,12 +23,13 @@
 #include <fmt/format.h>
 
 #include "common/os.h"
-#include "jobs/control_protocol.h"
-#include "jobs/control_socket.h"
-#include "jobs/session_log.h"
-#include "jobs/session_process.h"
+#include "remote_debug/control_protocol.h"
+#include "remote_debug/control_socket.h"
+#include "remote_debug/session_log.h"
+#include "remote_debug/session_process.h"
+#include "remote_debug/session_relay.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -37,16 +38,6 @@ namespace {
 
 // Connections beyond the sessions (waiting for their request, or answering a control request).
 constexpr size_t kMaxOtherConnections = 16;
-// Bytes buffered per direction before the relay stops reading that side (backpressure).
-constexpr size_t kMaxBuffered = 256 * 1024;
-// Output read from a finished session before its exit status is sent (a background writer left on
-// the terminal must not keep the session open forever).
-constexpr size_t kMaxDrainAfterExit = 1024 * 1024;
-constexpr std::chrono::milliseconds kHangUpGrace{2000};
-// How long pending output and the last frame may take to reach a client that stopped reading.
-constexpr std::chrono::milliseconds kFinalFlush{2000};
-// A partial output line (a prompt) goes to the session log after this pause.
-constexpr int kPartialOutputPauseMs = 300;
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -160,8 +151,6 @@ struct ControlServer::Impl {
     bool running_ = false;
     bool released_ = false;
   };
-  void relay(Connection& c, SessionProcess& process, SessionLog& log, FrameDecoder& decoder,
-             const std::string& session_id, SessionSlot& slot);
   std::optional<std::string> end_reason(Connection& c);
   void reply(Connection& c, const nlohmann::json& body);
   void join_finished();
@@ -442,166 +431,12 @@ void ControlServer::Impl::serve_session(Connection& c, const PeerIdentity& peer,
   slot.set_running();
   log->start(peer.uid, peer.user_name, peer.pid, plan->target_id, plan->pty, plan->argv);
   reply(c, nlohmann::json{{"Ok", true}, {"SessionId", plan->session_id}, {"Pty", plan->pty}});
-  relay(c, *process, *log, decoder, plan->session_id, slot);
-}
-
-void ControlServer::Impl::relay(Connection& c, SessionProcess& process, SessionLog& log, FrameDecoder& decoder,
-                                const std::string& session_id, SessionSlot& slot) {
-  std::string to_client, to_child;
-  bool client_input_ended = false;  // the client's empty Input frame, handed on once to_child is written
-  bool child_input_broken = false;
-  std::optional<std::string> ended;  // why the session is ended from this side (hang up)
-  bool tell_client = false;          // ... and whether the client hears the reason
-  std::optional<int> status;
-
-  auto read_output = [&](size_t limit) {
-    char chunk[16 * 1024];
-    size_t total = 0;
-    while (process.output_fd() >= 0 && total < limit) {
-      const os::IoOutcome got = os::read_some(process.output_fd(), chunk);
-      if (got.bytes > 0) {
-        const std::string_view data(chunk, got.bytes);
-        log.output(data);
-        append_data_frames(to_client, FrameType::Output, data);
-        total += got.bytes;
-        continue;
-      }
-      if (got.would_block()) return;
-      process.close_output();  // EOF, or EIO: the terminal's last user is gone
-    }
-  };
-  // Sends what is buffered for the client, waiting for room until `deadline`: false once the
-  // client is gone (a write error).
-  auto flush_to_client = [&](Clock::time_point deadline) -> bool {
-    const os::IoOutcome sent = os::write_all(c.fd.get(), to_client, deadline);
-    to_client.erase(0, sent.bytes);
-    return sent.ok() || sent.error == ETIMEDOUT;
-  };
-
-  // The client's frames decoded so far (the first ones may have come with the request).
-  auto take_client_frames = [&] {
-    while (!ended) {
-      auto frame = decoder.next();
-      if (!frame) {
-        agent_log(fmt::format("session {}: {}", session_id, frame.error().message));
-        ended = "the client sent a bad frame";
-        return;
-      }
-      if (!*frame) return;
-      Frame& f = **frame;
-      if (f.type == FrameType::Input) {
-        if (f.payload.empty()) {
-          client_input_ended = true;
-        } else if (!client_input_ended) {
-          log.input(f.payload);
-          if (!child_input_broken) to_child += f.payload;
-        }
-      } else if (f.type == FrameType::WindowSize) {
-        if (auto size = decode_window_size(f.payload)) process.set_window_size(*size);
-      } else if (f.type == FrameType::Close) {
-        ended = "the client closed the session";
-      } else {
-        agent_log(fmt::format("session {}: the client sent a {} frame", session_id, frame_type_name(f.type)));
-        ended = "the client sent a frame a client does not send";
-      }
-    }
-  };
-
-  take_client_frames();
-  while (!ended && !status) {
-    if (auto reason = end_reason(c)) {
-      ended = *reason;
-      tell_client = true;
-      break;
-    }
-    pollfd fds[6];
-    nfds_t count = 0;
-    auto add = [&](int fd, short events) -> int {
-      if (fd < 0 || events == 0) return -1;
-      fds[count] = {fd, events, 0};
-      return int(count++);
-    };
-    const bool pty = process.pty();
-    short output_events = process.output_fd() >= 0 && to_client.size() < kMaxBuffered ? POLLIN : 0;
-    short input_events = !to_child.empty() && !child_input_broken ? POLLOUT : 0;
-    if (pty) output_events |= input_events;
-    const int at_socket =
-        add(c.fd.get(), short((to_child.size() < kMaxBuffered ? POLLIN : 0) | (to_client.empty() ? 0 : POLLOUT)));
-    const int at_output = add(process.output_fd(), output_events);
-    const int at_input = pty ? -1 : add(process.input_fd(), input_events);
-    const int at_exit = add(process.exit_fd(), POLLIN);
-    const int at_wake = add(c.wake_fd.get(), POLLIN);
-    const int at_stop = add(stop_fd.get(), POLLIN);
-    int timeout = -1;
-    if (log.has_partial_output()) timeout = kPartialOutputPauseMs;
-    if (process.exit_fd() < 0) timeout = timeout < 0 ? 100 : std::min(timeout, 100);
-    const int ready = os::poll(std::span(fds, count), std::chrono::milliseconds(timeout));
-    if (ready < 0) {
-      agent_log(fmt::format("session {}: cannot wait: {}", session_id, errno_text(errno)));
-      ended = "the job's control server failed";
-      tell_client = true;
-      break;
-    }
-    if (ready == 0) log.flush_partial_output();
-    auto fired = [&](int at, short mask) { return at >= 0 && ready > 0 && (fds[at].revents & mask) != 0; };
-    if (fired(at_stop, POLLIN)) {
-      ended = "the job's supervisor is stopping";
-      tell_client = true;
-      break;
-    }
-    if (fired(at_wake, POLLIN)) continue;  // end_reason() is set: the loop's start ends the session
-
-    if (fired(at_socket, POLLIN | POLLHUP | POLLERR)) {
-      char chunk[16 * 1024];
-      const os::IoOutcome got = os::read_some(c.fd.get(), chunk);
-      if (got.bytes == 0 && !got.would_block()) {
-        ended = "the client disconnected";
-        break;
-      }
-      if (got.bytes > 0) decoder.feed(std::string_view(chunk, got.bytes));
-      take_client_frames();
-      if (ended) break;
-    }
-    if (fired(at_socket, POLLOUT) && !flush_to_client(Clock::now())) {
-      ended = "the client disconnected";
-      break;
-    }
-    const int child_input_at = pty ? at_output : at_input;
-    if (fired(child_input_at, POLLOUT | POLLERR | POLLHUP) && !to_child.empty()) {
-      const os::IoOutcome sent = os::write_some(process.input_fd(), to_child);
-      if (sent.bytes > 0)
-        to_child.erase(0, sent.bytes);
-      else if (!sent.ok() && !sent.would_block()) {
-        child_input_broken = true;  // the session stopped reading its input: what is left is dropped
-        to_child.clear();
-      }
-    }
-    if (client_input_ended && to_child.empty() && !child_input_broken) {
-      process.end_input();
-      child_input_broken = true;  // nothing more goes in
-    }
-    if (fired(at_output, POLLIN | POLLHUP | POLLERR)) read_output(kMaxBuffered);
-    if (at_exit < 0 || fired(at_exit, POLLIN)) status = process.exited();
-  }
-
-  // The end is logged and the slot released before the client hears of it.
-  if (status) {
-    read_output(kMaxDrainAfterExit);
-    process.hang_up_leftovers();
-    log.end(fmt::format("exit_status={}", *status));
-    slot.release();
-    append_frame(to_client, FrameType::Exit, encode_exit_status(*status));
-    flush_to_client(Clock::now() + kFinalFlush);
-    return;
-  }
-  const int hung_up_status = process.hang_up(kHangUpGrace);
-  if (tell_client) read_output(kMaxDrainAfterExit);
-  log.end(fmt::format("ended: {} (exit_status={})", *ended, hung_up_status));
-  slot.release();
-  if (tell_client) {
-    append_frame(to_client, FrameType::Close, *ended);
-    flush_to_client(Clock::now() + kFinalFlush);
-  }
+  SessionRelay relay({.client_fd = c.fd.get(), .wake_fd = c.wake_fd.get(), .stop_fd = stop_fd.get()}, *process, *log,
+                     decoder, plan->session_id,
+                     {.agent_log = [this](std::string_view m) { agent_log(m); },
+                      .end_reason = [this, &c] { return end_reason(c); },
+                      .ended = [&slot] { slot.release(); }});
+  relay.run();
 }
 
 Result<std::unique_ptr<ControlServer>> ControlServer::start(const fs::path& socket_path, bool allow_other_users,
@@ -659,4 +494,4 @@ ControlServer::~ControlServer() {
   impl_->listener.remove();
 }
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug
