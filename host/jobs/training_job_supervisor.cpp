@@ -447,10 +447,10 @@ std::expected<SessionPlan, std::string> Supervisor::start_session(const PeerIden
     return std::unexpected(fmt::format("TargetNotConnected: {}: remote debugging is not enabled for training job {} "
                                        "(RemoteDebugConfig.EnableRemoteDebug; vigil update-training-job {} --remote-debug on)",
                                        target_id, request_.name, request_.name));
-  if (s.status != "InProgress" || s.secondary_status != "Training")
+  if (s.status != TrainingJobStatus::InProgress || s.secondary_status != "Training")
     return std::unexpected(fmt::format("TargetNotConnected: {}: a session can be opened while the job is Training; training "
                                        "job {} is {} ({})",
-                                       target_id, request_.name, s.status, s.secondary_status));
+                                       target_id, request_.name, status_name(s.status), s.secondary_status));
 
   SessionPlan plan;
   // plan.session_id left empty: the server names the session as SSM does (<user>-<17 hex digits>).
@@ -484,9 +484,9 @@ nlohmann::json Supervisor::handle(const PeerIdentity& peer, const nlohmann::json
   if (action == "StopTrainingJob") {
     if (!allowed(who, "sagemaker:StopTrainingJob", arn_, {}, refusal)) return refuse(refusal);
     const JobState s = snapshot();
-    if (s.status != "InProgress")
+    if (s.status != TrainingJobStatus::InProgress)
       return refuse(fmt::format("ValidationException: The request was rejected because the training job is in status {}.",
-                                s.status));
+                                status_name(s.status)));
     request_stop(fmt::format("Stopped by StopTrainingJob from {} (uid {})", who.name, who.uid));
     return {{"Ok", true}};
   }
@@ -507,7 +507,7 @@ nlohmann::json Supervisor::handle(const PeerIdentity& peer, const nlohmann::json
     {
       std::lock_guard lock(mutex_);
       secondary = state_.secondary_status;
-      if (state_.status == "InProgress" && (secondary == "Downloading" || secondary == "Training")) {
+      if (state_.status == TrainingJobStatus::InProgress && (secondary == "Downloading" || secondary == "Training")) {
         state_.remote_debug = enable;
         state_.last_modified_time = epoch_seconds_now();
         changed = save_state(paths_, state_).has_value();
@@ -553,7 +553,7 @@ int Supervisor::run() {
       RuleActionRunner::Callbacks{[this] {
                                     std::vector<std::string> names;
                                     for (const auto& job : list_jobs(options_.jobs_dir))
-                                      if (job.status == "InProgress") names.push_back(job.name);
+                                      if (job.status == TrainingJobStatus::InProgress) names.push_back(job.name);
                                     return names;
                                   },
                                   [this](std::string reason) { request_stop(std::move(reason)); }});
@@ -561,7 +561,7 @@ int Supervisor::run() {
   update([&](JobState& s) { s.transition("Downloading", "Downloading input data", epoch_seconds_now()); });
   if (auto prepared = prepare_hosts(); !prepared) {
     update([&](JobState& s) {
-      s.status = "Failed";
+      s.status = TrainingJobStatus::Failed;
       s.failure_reason = "InternalServerError: " + prepared.error().message;
       s.transition("Failed", "Training job failed", epoch_seconds_now());
       s.exit_code = kExitRecords;
@@ -620,7 +620,7 @@ int Supervisor::run() {
     }
     if (stopping) {
       update([&](JobState& st) {
-        st.status = "Stopping";
+        st.status = TrainingJobStatus::Stopping;
         st.stop_reason = stop_reason_;
         st.transition("Stopping", "Stopping the training job", epoch_seconds_now());
       });
@@ -670,24 +670,24 @@ int Supervisor::run() {
     s.outputs = uploads_->records();
     s.model_artifacts = uploads_->model_artifacts();
     if (failure) {
-      s.status = "Failed";
+      s.status = TrainingJobStatus::Failed;
       s.failure_reason = *failure;
       s.transition("Failed", "Training job failed", now);
     } else if (upload_failure) {
       // SageMaker fails a job whose outputs it could not upload (ClientError: Artifact upload failed:...).
-      s.status = "Failed";
+      s.status = TrainingJobStatus::Failed;
       s.failure_reason = *upload_failure;
       if (stop_requested_) s.stop_reason = stop_reason_;
       s.transition("Failed", "Training job failed", now);
       exit_code = kExitUploads;
     } else if (stop_requested_) {
-      s.status = "Stopped";
+      s.status = TrainingJobStatus::Stopped;
       s.stop_reason = stop_reason_;
       s.transition(stop_secondary_, stop_secondary_ == "MaxRuntimeExceeded" ? "Training job exceeded MaxRuntimeInSeconds provided"
                                                                             : "Training job stopped",
                    now);
     } else {
-      s.status = "Completed";
+      s.status = TrainingJobStatus::Completed;
       s.transition("Completed", "Training job completed", now);
     }
     // The open transition ends with the job.
@@ -699,7 +699,7 @@ int Supervisor::run() {
   ::rmdir(fs::path(snapshot().control_socket).parent_path().c_str());
   actions_.reset();
   const JobState final_state = snapshot();
-  std::fprintf(stderr, "vigil train: training job %s %s%s%s\n", request_.name.c_str(), final_state.status.c_str(),
+  std::fprintf(stderr, "vigil train: training job %s %s%s%s\n", request_.name.c_str(), std::string(status_name(final_state.status)).c_str(),
                final_state.failure_reason ? (": " + *final_state.failure_reason).c_str() : "",
                final_state.stop_reason ? (": " + *final_state.stop_reason).c_str() : "");
   return records_failed_ ? kExitRecords : final_state.exit_code.value_or(0);
