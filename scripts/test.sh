@@ -56,7 +56,7 @@ VIGIL_BUILD_DIR="$root/build" "$root/.venv-torch1/bin/python" -m pytest -q -p no
   "${hook_suites[@]/#/$root/tests/python/}" || status=1
 
 stage "build (ASan + UBSan)"
-sanitized_suites="format;storage;trial;trial_scenarios;writer;plugin_host;evaluate;profiler;jobs;sdk;abi;reliability"
+sanitized_suites="common;format;storage;trial;trial_scenarios;writer;plugin_host;evaluate;profiler;jobs;remote_debug;sdk;abi;reliability"
 # The host and plugin tests. The Python module is left out (an ASan-built extension cannot load into
 # the system python3), and so are the built-in rules' pathology runs (the same code paths as the
 # plugin tests, run above without sanitizers). -O1 -g1 keeps the build and the runs quick.

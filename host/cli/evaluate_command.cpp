@@ -24,8 +24,9 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "common/file_read.h"
 #include "cli/plugin_options.h"
+#include "common/file_read.h"
+#include "common/os.h"
 #include "evaluate/evaluator.h"
 #include "evaluate/isolated_evaluator.h"
 #include "evaluate/isolation_protocol.h"
@@ -132,14 +133,15 @@ class StopOnSignals {
     sigaddset(&signals, SIGTERM);
     // Blocked before any other thread starts, so that every thread inherits it.
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    signal_fd_ = ::signalfd(-1, &signals, SFD_CLOEXEC);
-    wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
+    signal_fd_.reset(::signalfd(-1, &signals, SFD_CLOEXEC));
+    wake_fd_.reset(::eventfd(0, EFD_CLOEXEC));
     waiter_ = std::thread([this, announce] {
-      pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-      while (::poll(fds, 2, -1) < 0 && errno == EINTR) {
+      pollfd fds[2] = {{signal_fd_.get(), POLLIN, 0}, {wake_fd_.get(), POLLIN, 0}};
+      while (os::poll(fds, std::nullopt) == 0) {
       }
       signalfd_siginfo info{};
-      if ((fds[0].revents & POLLIN) && ::read(signal_fd_, &info, sizeof info) == ssize_t(sizeof info)) {
+      if ((fds[0].revents & POLLIN) &&
+          os::read_some(signal_fd_.get(), std::span(reinterpret_cast<char*>(&info), sizeof info)).bytes == sizeof info) {
         if (announce)
           std::fprintf(stderr, "vigil: received %s: stopping the rules\n",
                        info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
@@ -149,16 +151,14 @@ class StopOnSignals {
   }
   ~StopOnSignals() {
     const uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof one);
+    (void)os::write_some(wake_fd_.get(), std::string_view(reinterpret_cast<const char*>(&one), sizeof one));
     waiter_.join();
-    ::close(signal_fd_);
-    ::close(wake_fd_);
   }
   std::stop_token token() const { return stop_.get_token(); }
 
  private:
-  int signal_fd_ = -1;
-  int wake_fd_ = -1;
+  os::UniqueFd signal_fd_;
+  os::UniqueFd wake_fd_;
   std::stop_source stop_;
   std::thread waiter_;
 };

@@ -18,6 +18,7 @@
 
 #include "cli/commands.h"
 #include "format/sagemaker_container.h"
+#include "common/process.h"
 #include "profiler/profiler_config.h"
 #include "profiler/profiler_trial.h"
 #include "profiler/system_monitor.h"
@@ -59,8 +60,6 @@ std::optional<T> parse_number(const std::string& text) {
   return value;
 }
 
-bool process_exists(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
-
 }  // namespace
 
 int run_monitor(const std::vector<std::string>& args) {
@@ -97,7 +96,7 @@ int run_monitor(const std::vector<std::string>& args) {
       } else {
         const auto p = parse_number<int>(*v);
         if (!p || *p <= 0) return usage_error(fmt::format("--pid: {} is not a process id", *v));
-        if (!process_exists(*p)) return usage_error(fmt::format("--pid: no process {}", *p));
+        if (!os::process_exists(*p)) return usage_error(fmt::format("--pid: no process {}", *p));
         pid = *p;
       }
       continue;
@@ -132,7 +131,7 @@ int run_monitor(const std::vector<std::string>& args) {
       reason = signal == SIGINT ? "SIGINT" : "SIGTERM";
     } else if (duration_s && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >= *duration_s) {
       reason = "the duration passed";
-    } else if (pid && !process_exists(*pid)) {
+    } else if (pid && !os::process_exists(*pid)) {
       reason = fmt::format("process {} ended", *pid);
     } else if (monitor.stepped_aside()) {
       reason = "the monitor stopped";

@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "jobs/control_client.h"
 #include "jobs/job_store.h"
 #include "jobs/training_job_supervisor.h"
+#include "remote_debug/control_client.h"
 
 namespace vigil::cli {
 namespace {
@@ -71,10 +71,10 @@ int send_to_job(std::string_view command, const fs::path& jobs_dir, const std::s
   }
   if (state->ended()) {
     std::fprintf(stderr, "vigil %.*s: ValidationException: The request was rejected because the training job is in status %s.\n",
-                 int(command.size()), command.data(), state->status.c_str());
+                 int(command.size()), command.data(), std::string(jobs::status_name(state->status)).c_str());
     return kExitFailure;
   }
-  auto reply = jobs::control_request(state->control_socket, request);
+  auto reply = remote_debug::control_request(state->control_socket, request);
   if (!reply) {
     std::fprintf(stderr, "vigil %.*s: %s\n", int(command.size()), command.data(), reply.error().message.c_str());
     return kExitFailure;
@@ -265,7 +265,7 @@ int run_list_command(const std::vector<std::string>& args) {
     nlohmann::json out{{"TrainingJobSummaries", nlohmann::json::array()}};
     for (const auto& s : all) {
       nlohmann::json e{{"TrainingJobName", s.name}, {"TrainingJobArn", jobs::training_job_arn(s.name)},
-                       {"CreationTime", s.creation_time}, {"TrainingJobStatus", s.status},
+                       {"CreationTime", s.creation_time}, {"TrainingJobStatus", jobs::status_name(s.status)},
                        {"SecondaryStatus", s.secondary_status}, {"LastModifiedTime", s.last_modified_time}};
       if (s.training_end_time) e["TrainingEndTime"] = *s.training_end_time;
       out["TrainingJobSummaries"].push_back(std::move(e));
@@ -274,7 +274,7 @@ int run_list_command(const std::vector<std::string>& args) {
     return kExitOk;
   }
   for (const auto& s : all)
-    std::printf("%-40s %-10s %-18s %s\n", s.name.c_str(), s.status.c_str(), s.secondary_status.c_str(),
+    std::printf("%-40s %-10s %-18s %s\n", s.name.c_str(), std::string(jobs::status_name(s.status)).c_str(), s.secondary_status.c_str(),
                 format_time(s.creation_time).c_str());
   return kExitOk;
 }
@@ -369,13 +369,13 @@ int run_attach_command(const std::vector<std::string>& args) {
   if (!state) return std::fprintf(stderr, "vigil attach: %s\n", state.error().message.c_str()), kExitFailure;
   if (state->ended()) {
     std::fprintf(stderr, "vigil attach: TargetNotConnected: %s%s is not connected: training job %s is %s\n", prefix.data(),
-                 bare.c_str(), name.c_str(), state->status.c_str());
+                 bare.c_str(), name.c_str(), std::string(jobs::status_name(state->status)).c_str());
     return kExitFailure;
   }
   nlohmann::json request{{"Action", "StartSession"}, {"Target", fmt::format("{}{}", prefix, bare)}};
   if (command) request["Command"] = *command;
   if (const char* term = std::getenv("TERM")) request["Term"] = term;
-  auto code = jobs::run_session(state->control_socket, request, STDIN_FILENO, STDOUT_FILENO);
+  auto code = remote_debug::run_session(state->control_socket, request, STDIN_FILENO, STDOUT_FILENO);
   if (!code) {
     std::fprintf(stderr, "vigil attach: %s\n", code.error().message.c_str());
     return kExitFailure;

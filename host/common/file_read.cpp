@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/os.h"
+
 namespace vigil {
 
 Result<std::string> read_all(int fd, const std::string& path, uint64_t size_hint) {
@@ -15,11 +17,10 @@ Result<std::string> read_all(int fd, const std::string& path, uint64_t size_hint
   std::string bytes(size_t(size_hint) + 1, '\0');
   size_t done = 0;
   while (true) {
-    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(Error::io(path, std::strerror(errno)));
-    if (n == 0) break;
-    done += size_t(n);
+    const os::IoOutcome got = os::read_some(fd, std::span(bytes).subspan(done));
+    if (!got.ok()) return fail(Error::io(path, std::strerror(got.error)));
+    if (got.bytes == 0) break;
+    done += got.bytes;
     if (done == bytes.size()) bytes.resize(bytes.size() * 2);
   }
   bytes.resize(done);
@@ -27,13 +28,11 @@ Result<std::string> read_all(int fd, const std::string& path, uint64_t size_hint
 }
 
 Result<std::string> read_whole_file(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(Error::io(path.string(), std::strerror(errno)));
+  const os::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return fail(Error::io(path.string(), std::strerror(errno)));
   struct stat st {};
-  const uint64_t size = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? uint64_t(st.st_size) : 0;
-  auto bytes = read_all(fd, path.string(), size);
-  ::close(fd);
-  return bytes;
+  const uint64_t size = ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) ? uint64_t(st.st_size) : 0;
+  return read_all(fd.get(), path.string(), size);
 }
 
 }  // namespace vigil

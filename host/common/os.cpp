@@ -1,12 +1,17 @@
 #include "common/os.h"
 
-#include <poll.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <ctime>
+
+#include <fmt/format.h>
 
 namespace vigil::os {
 
@@ -67,30 +72,127 @@ void block_sigpipe_on_this_thread() {
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
-WriteOutcome write_all(int fd, std::string_view bytes, std::optional<std::chrono::steady_clock::time_point> deadline) {
+void UniqueFd::reset(int fd) {
+  // Not retried on EINTR: Linux has closed the fd whatever close() returns.
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+Result<Pipe> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    return fail(Error{.code = ErrorCode::Io, .message = fmt::format("cannot create a pipe: {}", std::strerror(errno))});
+  Pipe out{move_high(fds[0]), move_high(fds[1])};
+  if (!out.read || !out.write)
+    return fail(Error{.code = ErrorCode::Io, .message = fmt::format("cannot create a pipe: {}", std::strerror(errno))});
+  return out;
+}
+
+UniqueFd move_high(int fd) {
+  if (fd < 0) return UniqueFd();
+  const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  ::close(fd);
+  return UniqueFd(high);
+}
+
+void set_nonblocking(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+namespace {
+
+int poll_timeout_ms(Deadline deadline) {
+  if (!deadline) return -1;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
+  return int(std::clamp<long long>(left.count(), 0, 1 << 30));
+}
+
+bool passed(Deadline deadline) { return deadline && std::chrono::steady_clock::now() >= *deadline; }
+
+}  // namespace
+
+int poll(std::span<pollfd> fds, Deadline deadline) {
+  const int r = ::poll(fds.data(), nfds_t(fds.size()), poll_timeout_ms(deadline));
+  return r < 0 && errno == EINTR ? 0 : r;
+}
+
+int poll(std::span<pollfd> fds, std::chrono::milliseconds timeout) {
+  return poll(fds, timeout.count() < 0 ? Deadline() : std::chrono::steady_clock::now() + timeout);
+}
+
+IoOutcome read_some(int fd, std::span<char> into, Deadline deadline) {
+  for (;;) {
+    const ssize_t n = ::read(fd, into.data(), into.size());
+    if (n >= 0) return {size_t(n), 0};
+    if (errno == EINTR) continue;
+    if ((errno != EAGAIN && errno != EWOULDBLOCK) || !deadline) return {0, errno};
+    if (passed(deadline)) return {0, ETIMEDOUT};
+    pollfd p{fd, POLLIN, 0};
+    if (poll(std::span(&p, 1), deadline) < 0) return {0, errno};
+  }
+}
+
+IoOutcome read_at(int fd, std::span<char> into, uint64_t offset) {
+  IoOutcome out;
+  while (out.bytes < into.size()) {
+    const ssize_t n = ::pread(fd, into.data() + out.bytes, into.size() - out.bytes, off_t(offset + out.bytes));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) out.error = errno;
+    if (n <= 0) break;
+    out.bytes += size_t(n);
+  }
+  return out;
+}
+
+IoOutcome write_some(int fd, std::string_view bytes) {
   const int saved_errno = errno;
   SigpipeBlocked blocked;
-  WriteOutcome out;
-  while (out.written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + out.written, bytes.size() - out.written);
+  IoOutcome out;
+  for (;;) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) out.error = errno;
+    else out.bytes = size_t(n);
+    break;
+  }
+  errno = saved_errno;
+  return out;
+}
+
+IoOutcome write_all(int fd, std::string_view bytes, Deadline deadline) {
+  iovec part{const_cast<char*>(bytes.data()), bytes.size()};
+  return write_all(fd, std::span(&part, 1), deadline);
+}
+
+IoOutcome write_all(int fd, std::span<iovec> parts, Deadline deadline) {
+  const int saved_errno = errno;
+  SigpipeBlocked blocked;
+  IoOutcome out;
+  while (!parts.empty() && parts.front().iov_len == 0) parts = parts.subspan(1);
+  while (!parts.empty()) {
+    const ssize_t n = ::writev(fd, parts.data(), int(std::min<size_t>(parts.size(), IOV_MAX)));
     if (n > 0) {
-      out.written += size_t(n);
+      out.bytes += size_t(n);
+      size_t done = size_t(n);
+      while (!parts.empty() && done >= parts.front().iov_len) {
+        done -= parts.front().iov_len;
+        parts = parts.subspan(1);
+      }
+      if (done > 0) {
+        parts.front().iov_base = static_cast<char*>(parts.front().iov_base) + done;
+        parts.front().iov_len -= done;
+      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      int timeout_ms = -1;
-      if (deadline) {
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) {
-          out.error = ETIMEDOUT;
-          break;
-        }
-        timeout_ms = int(std::min<long long>(left.count(), 1 << 30));
+      if (passed(deadline)) {
+        out.error = ETIMEDOUT;
+        break;
       }
       pollfd p{fd, POLLOUT, 0};
-      const int r = ::poll(&p, 1, timeout_ms);
-      if (r < 0 && errno != EINTR) {
+      if (poll(std::span(&p, 1), deadline) < 0) {
         out.error = errno;
         break;
       }

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "common/os.h"
+
 namespace vigil {
 namespace {
 
@@ -54,22 +56,7 @@ Result<void> PublishedFile::write(std::string_view bytes) {
 
 Result<void> PublishedFile::write_parts(std::span<iovec> parts) {
   if (fd_ < 0) return fail(Error::internal(fmt::format("{} is already closed", tmp_.string())));
-  while (!parts.empty()) {
-    const ssize_t n = ::writev(fd_, parts.data(), int(std::min<size_t>(parts.size(), IOV_MAX)));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(write_error(tmp_, errno));
-    }
-    size_t done = size_t(n);
-    while (!parts.empty() && done >= parts.front().iov_len) {
-      done -= parts.front().iov_len;
-      parts = parts.subspan(1);
-    }
-    if (done > 0) {
-      parts.front().iov_base = static_cast<char*>(parts.front().iov_base) + done;
-      parts.front().iov_len -= done;
-    }
-  }
+  if (const auto wrote = os::write_all(fd_, parts); !wrote.ok()) return fail(write_error(tmp_, wrote.error));
   return {};
 }
 

@@ -1,9 +1,7 @@
 #include "evaluate/isolated_evaluator.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,9 +14,8 @@
 #include <fmt/format.h>
 
 #include "common/os.h"
+#include "common/process.h"
 #include "evaluate/isolation_protocol.h"
-
-extern char** environ;
 
 namespace vigil::evaluate {
 
@@ -56,7 +53,7 @@ struct Kill {
 struct RunningChild {
   const ChildGroup* group = nullptr;
   pid_t pid = -1;
-  int events = -1;      // the events pipe's read end; -1 once closed
+  os::UniqueFd events;  // the events pipe's read end; empty once closed
   Clock::time_point events_closed;
   std::string pending;  // the start of a line not yet complete
   std::vector<bool> finished;
@@ -66,63 +63,16 @@ struct RunningChild {
   bool ended = false;
 };
 
-void close_fd(int& fd) {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-}
-
-// Moves `fd` above the standard fds and fd 3, so that the child's dup2 onto 0 or 3 is a real
-// copy (which clears close-on-exec) and not a no-op.
-int move_high(int fd) {
-  int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
-  ::close(fd);
-  return high;
-}
-
 std::string errno_text(int err) { return std::strerror(err); }
 
 // The child's stdin: an anonymous in-memory file holding its job (no pipe, so no blocking write
 // and no SIGPIPE should the child die before reading it).
-[[nodiscard]] Result<int> job_file(const std::string& text) {
-  int fd = ::memfd_create("vigil-isolated-job", MFD_CLOEXEC);
-  if (fd < 0) return fail(Error::io("memfd_create", errno_text(errno)));
-  if (const auto wrote = os::write_all(fd, text); !wrote.ok()) {
-    ::close(fd);
-    return fail(Error::io("memfd", errno_text(wrote.error)));
-  }
-  ::lseek(fd, 0, SEEK_SET);
-  return move_high(fd);
-}
-
-// posix_spawn of `argv` with `stdin_fd` as its stdin and `events_fd` as fd 3, with default signal
-// handling. SIGINT and SIGTERM stay blocked: a stop that arrives before the child's signal thread
-// waits for them stays pending for it instead of killing the child.
-[[nodiscard]] Result<pid_t> spawn(const fs::path& executable, const std::vector<std::string>& args, int stdin_fd, int events_fd) {
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_adddup2(&actions, stdin_fd, STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, events_fd, kChildEventsFd);
-  sigset_t blocked, defaults;
-  sigemptyset(&blocked);
-  sigaddset(&blocked, SIGINT);
-  sigaddset(&blocked, SIGTERM);
-  sigemptyset(&defaults);
-  for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD}) sigaddset(&defaults, sig);
-  posix_spawnattr_setsigmask(&attr, &blocked);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::vector<char*> argv;
-  std::vector<std::string> storage = args;
-  for (auto& a : storage) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int err = ::posix_spawn(&pid, executable.c_str(), &actions, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (err != 0) return fail(Error::io(executable.string(), "cannot start the rule's process: " + errno_text(err)));
-  return pid;
+[[nodiscard]] Result<os::UniqueFd> job_file(const std::string& text) {
+  os::UniqueFd fd(::memfd_create("vigil-isolated-job", MFD_CLOEXEC));
+  if (!fd) return fail(Error::io("memfd_create", errno_text(errno)));
+  if (const auto wrote = os::write_all(fd.get(), text); !wrote.ok()) return fail(Error::io("memfd", errno_text(wrote.error)));
+  ::lseek(fd.get(), 0, SEEK_SET);
+  return os::move_high(fd.release());
 }
 
 // The child's resident memory in bytes that is its own: resident less file-backed and shared pages
@@ -195,11 +145,7 @@ IsolatedEvaluator::IsolatedEvaluator(std::unique_ptr<Impl> impl) : impl_(std::mo
 IsolatedEvaluator::~IsolatedEvaluator() {
   // Children still running (run() not called to the end) must not outlive the evaluator.
   for (auto& c : impl_->children) {
-    if (c.pid > 0 && !c.ended) {
-      ::kill(c.pid, SIGKILL);
-      ::waitpid(c.pid, nullptr, 0);
-    }
-    close_fd(c.events);
+    if (c.pid > 0 && !c.ended) os::terminate(c.pid, std::chrono::milliseconds(0), {.signal = SIGKILL, .target = os::Target::Process});
   }
 }
 
@@ -256,14 +202,9 @@ void IsolatedEvaluator::Impl::start(RunningChild& c) {
   };
   auto job = job_file(encode_child_work(c.group->work));
   if (!job) return fail_all(job.error().message);
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    ::close(*job);
-    return fail_all("cannot create a pipe: " + errno_text(errno));
-  }
-  int read_end = move_high(pipe_fds[0]);
-  int write_end = move_high(pipe_fds[1]);
-  ::fcntl(read_end, F_SETFL, ::fcntl(read_end, F_GETFL) | O_NONBLOCK);
+  auto events = os::make_pipe();
+  if (!events) return fail_all(events.error().message);
+  os::set_nonblocking(events->read.get());
 
   std::error_code ec;
   fs::path shown = isolation.executable == "/proc/self/exe" ? fs::read_symlink(isolation.executable, ec)
@@ -271,15 +212,18 @@ void IsolatedEvaluator::Impl::start(RunningChild& c) {
   std::vector<std::string> args{ec || shown.empty() ? std::string("vigil") : shown.string(), "evaluate",
                                 "--isolated-child", "--plugin-file", c.group->plugin_file.string()};
   args.insert(args.end(), isolation.child_arguments.begin(), isolation.child_arguments.end());
-  auto pid = spawn(isolation.executable, args, *job, write_end);
-  ::close(*job);
-  ::close(write_end);
-  if (!pid) {
-    ::close(read_end);
-    return fail_all(pid.error().message);
-  }
+  // The child's stdin is its job and fd 3 its events, with default signal handling. SIGINT and
+  // SIGTERM stay blocked: a stop that arrives before the child's signal thread waits for them stays
+  // pending for it instead of killing the child.
+  auto pid = os::spawn({.argv = args,
+                        .program = isolation.executable,
+                        .search_path = false,
+                        .fds = {{.child = STDIN_FILENO, .parent = job->get()},
+                                {.child = kChildEventsFd, .parent = events->write.get()}},
+                        .blocked_signals = {SIGINT, SIGTERM}});
+  if (!pid) return fail_all(pid.error().message);
   c.pid = *pid;
-  c.events = read_end;
+  c.events = std::move(events->read);
 }
 
 void IsolatedEvaluator::Impl::handle(RunningChild& c, std::string_view line) {
@@ -304,16 +248,15 @@ void IsolatedEvaluator::Impl::handle(RunningChild& c, std::string_view line) {
 void IsolatedEvaluator::Impl::read_events(RunningChild& c) {
   char buffer[65536];
   // Bounded, so that a child that writes without pause cannot starve the others' watch.
-  for (int reads = 0; reads < 64 && c.events >= 0; ++reads) {
-    ssize_t n = ::read(c.events, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    if (n <= 0) {
-      close_fd(c.events);  // the end: every child's event is in
+  for (int reads = 0; reads < 64 && c.events; ++reads) {
+    const os::IoOutcome got = os::read_some(c.events.get(), buffer);
+    if (got.would_block()) return;
+    if (got.bytes == 0) {
+      c.events.reset();  // the end: every child's event is in
       c.events_closed = Clock::now();
       return;
     }
-    c.pending.append(buffer, size_t(n));
+    c.pending.append(buffer, got.bytes);
     size_t start = 0;
     for (size_t nl; (nl = c.pending.find('\n', start)) != std::string::npos; start = nl + 1)
       handle(c, std::string_view(c.pending).substr(start, nl - start));
@@ -324,7 +267,7 @@ void IsolatedEvaluator::Impl::read_events(RunningChild& c) {
 void IsolatedEvaluator::Impl::terminate(RunningChild& c, Kill why) {
   if (c.kill) return;
   c.kill = why;
-  ::kill(c.pid, SIGKILL);
+  os::send_signal(c.pid, SIGKILL, os::Target::Process);
 }
 
 void IsolatedEvaluator::Impl::watch(RunningChild& c, Clock::time_point now,
@@ -341,7 +284,7 @@ void IsolatedEvaluator::Impl::watch(RunningChild& c, Clock::time_point now,
 // Gives each rule of an ended child that had not finished its verdict from how the child ended.
 void IsolatedEvaluator::Impl::conclude(RunningChild& c, int wait_status) {
   c.ended = true;
-  close_fd(c.events);
+  c.events.reset();
   const auto& rules = c.group->rules;
   // Stopped: it did not stop in time after SIGTERM, or SIGTERM ended it (a rule's own handler).
   const bool stopped = (c.kill && c.kill->why == Kill::Why::StopGrace) ||
@@ -414,8 +357,8 @@ void IsolatedEvaluator::run(std::stop_token stop) {
     for (auto& c : impl.children) {
       if (c.ended) continue;
       running = true;
-      if (c.events >= 0) {
-        fds.push_back(pollfd{c.events, POLLIN, 0});
+      if (c.events) {
+        fds.push_back(pollfd{c.events.get(), POLLIN, 0});
         polled.push_back(&c);
       } else if (Clock::now() - c.events_closed < std::chrono::milliseconds(200)) {
         exiting = true;
@@ -423,7 +366,7 @@ void IsolatedEvaluator::run(std::stop_token stop) {
     }
     if (!running) break;
     const auto wait = exiting ? std::chrono::milliseconds(1) : kWatchInterval;
-    if (::poll(fds.data(), fds.size(), int(wait.count())) > 0)
+    if (os::poll(fds, wait) > 0)
       for (size_t k = 0; k < fds.size(); ++k)
         if (fds[k].revents) impl.read_events(*polled[k]);
 
@@ -431,7 +374,7 @@ void IsolatedEvaluator::run(std::stop_token stop) {
       stop_time = Clock::now();
       for (auto& c : impl.children)
         if (!c.ended && !c.stop_sent) {
-          ::kill(c.pid, SIGTERM);
+          os::send_signal(c.pid, SIGTERM, os::Target::Process);
           c.stop_sent = true;
         }
     }
@@ -441,11 +384,10 @@ void IsolatedEvaluator::run(std::stop_token stop) {
     const bool watch_now = now - last_watch >= kWatchInterval;
     if (watch_now) last_watch = now;
     for (auto& c : impl.children) {
-      if (c.ended || (!watch_now && c.events >= 0)) continue;
-      int status = 0;
-      if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
+      if (c.ended || (!watch_now && c.events)) continue;
+      if (const auto ended = os::poll_exit(c.pid)) {
         impl.read_events(c);  // what it wrote before it ended (a pipe holds at most one read's worth)
-        impl.conclude(c, status);
+        impl.conclude(c, ended->wait_status);
       } else if (watch_now && !c.kill) {
         impl.watch(c, now, stop_time);
       }

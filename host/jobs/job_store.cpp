@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/file_read.h"
+#include "common/process.h"
 #include "common/published_file.h"
 #include "common/sha256.h"
 #include <vigil/sdk/text.hpp>
@@ -90,10 +91,29 @@ nlohmann::json outputs_json(const std::vector<OutputRecord>& outputs) {
 
 }  // namespace
 
+namespace {
+constexpr std::pair<TrainingJobStatus, std::string_view> kStatusNames[] = {
+    {TrainingJobStatus::InProgress, "InProgress"}, {TrainingJobStatus::Completed, "Completed"},
+    {TrainingJobStatus::Failed, "Failed"},         {TrainingJobStatus::Stopping, "Stopping"},
+    {TrainingJobStatus::Stopped, "Stopped"}};
+}  // namespace
+
+std::string_view status_name(TrainingJobStatus status) {
+  for (const auto& [value, name] : kStatusNames)
+    if (value == status) return name;
+  return "InProgress";
+}
+
+std::optional<TrainingJobStatus> parse_training_job_status(std::string_view name) {
+  for (const auto& [value, known] : kStatusNames)
+    if (known == name) return value;
+  return std::nullopt;
+}
+
 nlohmann::json to_json(const JobState& s) {
   nlohmann::json j;
   j["TrainingJobName"] = s.name;
-  j["TrainingJobStatus"] = s.status;
+  j["TrainingJobStatus"] = status_name(s.status);
   j["SecondaryStatus"] = s.secondary_status;
   auto& transitions = j["SecondaryStatusTransitions"] = nlohmann::json::array();
   for (const auto& t : s.transitions) {
@@ -126,7 +146,9 @@ Result<JobState> job_state_from_json(const nlohmann::json& j) {
   try {
     JobState s;
     s.name = j.at("TrainingJobName").get<std::string>();
-    s.status = j.at("TrainingJobStatus").get<std::string>();
+    const auto status = parse_training_job_status(j.at("TrainingJobStatus").get<std::string>());
+    if (!status) return fail(Error::invalid_argument("the job's state has an unknown TrainingJobStatus"));
+    s.status = *status;
     s.secondary_status = j.at("SecondaryStatus").get<std::string>();
     for (const auto& t : j.at("SecondaryStatusTransitions")) {
       StatusTransition e{t.at("Status").get<std::string>(), t.at("StartTime").get<double>(), std::nullopt,
@@ -212,8 +234,8 @@ std::vector<JobState> list_jobs(const fs::path& jobs_dir) {
 
 JobState with_supervisor_checked(JobState state) {
   if (state.ended() || state.supervisor_pid <= 0) return state;
-  if (::kill(state.supervisor_pid, 0) == 0 || errno == EPERM) return state;
-  state.status = "Failed";
+  if (os::process_exists(state.supervisor_pid)) return state;
+  state.status = TrainingJobStatus::Failed;
   state.transition("Failed", "Training job failed", state.last_modified_time);
   state.failure_reason = fmt::format("InternalServerError: the job's supervisor (pid {}) ended without recording the job's end",
                                      state.supervisor_pid);
@@ -231,7 +253,7 @@ Result<nlohmann::json> describe_training_job(const JobPaths& paths) {
 
   nlohmann::json d = request;
   d["TrainingJobArn"] = training_job_arn(s.name);
-  d["TrainingJobStatus"] = s.status;
+  d["TrainingJobStatus"] = status_name(s.status);
   d["SecondaryStatus"] = s.secondary_status;
   const nlohmann::json state_json = to_json(s);
   d["SecondaryStatusTransitions"] = state_json["SecondaryStatusTransitions"];

@@ -54,9 +54,14 @@ struct OutputRecord {
   std::optional<std::string> error;       // why, when Failed
 };
 
+// TrainingJobStatus, as a value inside; its SageMaker name only where JSON is read or written.
+enum class TrainingJobStatus { InProgress, Completed, Failed, Stopping, Stopped };
+std::string_view status_name(TrainingJobStatus status);
+std::optional<TrainingJobStatus> parse_training_job_status(std::string_view name);
+
 struct JobState {
   std::string name;
-  std::string status = "InProgress";       // TrainingJobStatus
+  TrainingJobStatus status = TrainingJobStatus::InProgress;
   std::string secondary_status = "Starting";
   std::vector<StatusTransition> transitions;
   std::optional<std::string> failure_reason;
@@ -73,7 +78,7 @@ struct JobState {
   std::vector<OutputRecord> outputs;
   std::optional<std::string> model_artifacts;  // ModelArtifacts.S3ModelArtifacts, once the model is there
 
-  bool ended() const { return status != "InProgress" && status != "Stopping"; }
+  bool ended() const { return status != TrainingJobStatus::InProgress && status != TrainingJobStatus::Stopping; }
   // Moves to a new SecondaryStatus (closing the open transition) at `now`.
   void transition(std::string secondary, std::string message, double now);
 };

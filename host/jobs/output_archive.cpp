@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "common/os.h"
 #include "common/published_file.h"
 
 namespace vigil::jobs {
@@ -130,11 +131,10 @@ class MergedWalk {
 // reported; nullopt when it could not be opened as a regular file at all (reported, nothing sunk).
 Result<bool> copy_content(const fs::path& source, uint64_t size, MergeReport& report,
                           const std::function<Result<void>(std::string_view)>& sink) {
-  const int fd = ::open(source.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  const os::UniqueFd fd(::open(source.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
-  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    report.skipped.push_back(fmt::format("{}: {}", source.string(), fd < 0 ? std::strerror(errno) : "not a regular file"));
-    if (fd >= 0) ::close(fd);
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    report.skipped.push_back(fmt::format("{}: {}", source.string(), !fd ? std::strerror(errno) : "not a regular file"));
     return false;
   }
   std::string buffer(std::min<uint64_t>(kChunk, std::max<uint64_t>(size, 1)), '\0');
@@ -142,19 +142,14 @@ Result<bool> copy_content(const fs::path& source, uint64_t size, MergeReport& re
   bool short_read = false;
   while (done < size) {
     const size_t want = size_t(std::min<uint64_t>(buffer.size(), size - done));
-    const ssize_t n = ::read(fd, buffer.data(), want);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
+    const os::IoOutcome got = os::read_some(fd.get(), std::span(buffer.data(), want));
+    if (got.bytes == 0) {
       short_read = true;
       break;
     }
-    if (auto r = sink(std::string_view(buffer.data(), size_t(n))); !r) {
-      ::close(fd);
-      return fail(r.error());
-    }
-    done += uint64_t(n);
+    if (auto r = sink(std::string_view(buffer.data(), got.bytes)); !r) return fail(r.error());
+    done += got.bytes;
   }
-  ::close(fd);
   if (short_read) {
     report.skipped.push_back(
         fmt::format("{}: ended after {} of {} bytes while it was read (the rest is zeros)", source.string(), done, size));

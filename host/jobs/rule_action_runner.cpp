@@ -1,8 +1,5 @@
 #include "jobs/rule_action_runner.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -15,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/os.h"
-#include "jobs/child_process.h"
+#include "common/process.h"
 #include "jobs/job_store.h"
 #include "jobs/rule_actions.h"
 #include <vigil/sdk/text.hpp>
@@ -35,9 +32,9 @@ bool is_loopback_http(const std::string& url) {
 }
 
 std::string deliver_by_command(const std::string& command, const nlohmann::json& message) {
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return "failed: no pipe";
-  auto env = current_environment();
+  auto pipe = os::make_pipe();
+  if (!pipe) return "failed: no pipe";
+  auto env = os::current_environment();
   // The message's members as variables too (VIGIL_NOTIFY_PROTOCOL, _ENDPOINT, _SUBJECT, ...).
   for (const auto& [key, value] : message.items()) {
     std::string name = "VIGIL_NOTIFY_";
@@ -50,35 +47,35 @@ std::string deliver_by_command(const std::string& command, const nlohmann::json&
     // message is cut here, and whole on the command's input.
     std::string text = value.get<std::string>();
     if (text.size() > kMaxVariableBytes) text.resize(kMaxVariableBytes);
-    set_env(env, name, text);
+    os::set_env(env, name, text);
   }
-  ChildSpec spec{{"/bin/sh", "-c", command}, std::move(env), {}, pipe_fds[0]};
-  auto pid = spawn_child(spec);
-  ::close(pipe_fds[0]);
-  if (!pid) {
-    ::close(pipe_fds[1]);
-    return "failed: " + pid.error().message;
-  }
+  auto pid = os::spawn({.argv = {"/bin/sh", "-c", command},
+                         .env = std::move(env),
+                         .fds = {{.child = 0, .parent = pipe->read.get()}},
+                         .group = os::SpawnOptions::Group::Own});
+  pipe->read.reset();
+  if (!pid) return "failed: " + pid.error().message;
   // The message goes to the command's input within the delivery's time. A command need not read it
   // (`echo sent >> file`, `logger ...`): one that exits first closes the pipe, and the write ends
   // with EPIPE, noted in this delivery's outcome (os::write_all: never a SIGPIPE).
   const auto deadline = std::chrono::steady_clock::now() + kDeliveryTimeout;
   const std::string body = message["Message"].get<std::string>() + "\n";
-  ::fcntl(pipe_fds[1], F_SETFL, ::fcntl(pipe_fds[1], F_GETFL) | O_NONBLOCK);
-  const os::WriteOutcome wrote = os::write_all(pipe_fds[1], body, deadline);
-  ::close(pipe_fds[1]);
+  os::set_nonblocking(pipe->write.get());
+  const os::IoOutcome wrote = os::write_all(pipe->write.get(), body, deadline);
+  pipe->write.reset();
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-  auto code = wait_child(*pid, std::max(left, std::chrono::milliseconds(0)));
-  if (!code) {
-    terminate_child(*pid, std::chrono::milliseconds(500));
+  auto ended = os::wait_exit(*pid, std::max(left, std::chrono::milliseconds(0)));
+  if (!ended) {
+    os::terminate(*pid, std::chrono::milliseconds(500));
     return fmt::format("failed: the command did not end within {} s (killed)", kDeliveryTimeout.count());
   }
   std::string unread;
   if (!wrote.ok())
     unread = fmt::format(" ({} after {} of {} bytes of the message)",
                          wrote.error == EPIPE ? "the command closed its input" : std::strerror(wrote.error),
-                         wrote.written, body.size());
-  return (*code == 0 ? "delivered" : fmt::format("failed: the command exited with {}", *code)) + unread;
+                         wrote.bytes, body.size());
+  const int code = ended->code();
+  return (code == 0 ? "delivered" : fmt::format("failed: the command exited with {}", code)) + unread;
 }
 
 std::string deliver_by_webhook(const std::string& url, const nlohmann::json& message) {

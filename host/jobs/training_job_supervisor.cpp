@@ -21,24 +21,35 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_read.h"
+#include "common/os.h"
+#include "common/process.h"
 #include "common/published_file.h"
 #include "format/trial_layout.h"
-#include "jobs/access_policy.h"
-#include "jobs/child_process.h"
 #include "jobs/container_environment.h"
-#include "jobs/control_server.h"
 #include "jobs/job_outputs.h"
 #include "jobs/job_paths.h"
 #include "jobs/job_store.h"
 #include "jobs/output_uploads.h"
-#include "jobs/peer_identity.h"
 #include "jobs/rule_action_runner.h"
 #include "jobs/training_job_request.h"
 #include "profiler/profiler_trial.h"
+#include "remote_debug/access_policy.h"
+#include "remote_debug/control_server.h"
+#include "remote_debug/peer_identity.h"
 
 namespace vigil::jobs {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+// The control socket's side of the job (host/remote_debug).
+using remote_debug::AccessDecision;
+using remote_debug::AccessPolicy;
+using remote_debug::AccessRequest;
+using remote_debug::ControlHandlers;
+using remote_debug::ControlServer;
+using remote_debug::LocalUser;
+using remote_debug::PeerIdentity;
+using remote_debug::SessionPlan;
+using remote_debug::user_name_of;
 
 namespace {
 
@@ -60,17 +71,16 @@ std::string random_hex(size_t digits) {
 
 // A free TCP port on the loopback interface for torch.distributed's rendezvous (MASTER_PORT).
 int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 29500;
+  const os::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return 29500;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
   int port = 29500;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) == 0)
     port = ntohs(addr.sin_port);
-  ::close(fd);
   return port;
 }
 
@@ -90,19 +100,29 @@ std::string refusal_message(std::string_view action, const LocalUser& who, std::
                                                                     std::string(action) + " action");
 }
 
+// A command of the job (a host's, the rule evaluator): its input empty, its output and errors to
+// `output_fd` (-1: ours), in a process group of its own so that a stop signals all it started.
+os::SpawnOptions child_options(std::vector<std::string> argv, std::vector<std::string> env, int output_fd,
+                               fs::path cwd = {}) {
+  os::SpawnOptions o{.argv = std::move(argv), .env = std::move(env), .cwd = std::move(cwd), .fds = {{.child = 0}},
+                     .group = os::SpawnOptions::Group::Own};
+  if (output_fd >= 0) o.fds.insert(o.fds.end(), {{.child = 1, .parent = output_fd}, {.child = 2, .parent = output_fd}});
+  return o;
+}
+
 // Copies a child's output, line by line, to its log file and (unless quiet) to our stdout with the
 // host's name in front, until the pipe closes or stop() is called.
 class OutputRelay {
  public:
-  OutputRelay(int read_fd, fs::path log_file, std::string prefix, bool echo)
-      : fd_(read_fd), thread_([this, log_file = std::move(log_file), prefix = std::move(prefix), echo] {
+  OutputRelay(os::UniqueFd read_fd, fs::path log_file, std::string prefix, bool echo)
+      : fd_(std::move(read_fd)), thread_([this, log_file = std::move(log_file), prefix = std::move(prefix), echo] {
           run(log_file, prefix, echo);
         }) {}
   ~OutputRelay() { stop(); }
   void stop() {
     stopping_ = true;
     if (thread_.joinable()) thread_.join();
-    if (fd_ >= 0) ::close(fd_), fd_ = -1;
+    fd_.reset();
   }
 
  private:
@@ -120,16 +140,15 @@ class OutputRelay {
     };
     // After stop() the pipe is drained for what is already there, then left.
     for (;;) {
-      pollfd p{fd_, POLLIN, 0};
-      const int ready = ::poll(&p, 1, 100);
+      pollfd p{fd_.get(), POLLIN, 0};
+      const int ready = os::poll(std::span(&p, 1), 100ms);
       if (ready == 0) {
         if (stopping_) break;
         continue;
       }
-      if (ready < 0 && errno == EINTR) continue;
-      const ssize_t n = ready > 0 ? ::read(fd_, buffer, sizeof buffer) : -1;
-      if (n <= 0) break;
-      line.append(buffer, size_t(n));
+      const os::IoOutcome got = ready > 0 ? os::read_some(fd_.get(), buffer) : os::IoOutcome{0, EIO};
+      if (got.bytes == 0) break;
+      line.append(buffer, got.bytes);
       for (size_t nl; (nl = line.find('\n')) != std::string::npos;) {
         emit(std::string_view(line).substr(0, nl + 1));
         line.erase(0, nl + 1);
@@ -139,7 +158,7 @@ class OutputRelay {
     if (log) std::fclose(log);
   }
 
-  int fd_;
+  os::UniqueFd fd_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
@@ -269,24 +288,21 @@ Result<void> Supervisor::prepare_hosts() {
 }
 
 void Supervisor::start_hosts() {
-  const auto base_env = current_environment();
+  const auto base_env = os::current_environment();
   for (int i = 0; i < request_.instance_count; ++i) {
     auto env = base_env;
-    for (const auto& [key, value] : host_env_[size_t(i)]) set_env(env, key, value);
+    for (const auto& [key, value] : host_env_[size_t(i)]) os::set_env(env, key, value);
     const std::string host = host_name(i);
     const std::string stream = fmt::format("{}/{}-{}", request_.name, host, int64_t(start_epoch_));
-    int fds[2] = {-1, -1};
     pid_t pid = -1;
-    if (::pipe2(fds, O_CLOEXEC) == 0) {
-      ChildSpec spec{options_.command, env, paths_.host_root(i), -1, fds[1], fds[1]};
-      auto spawned = spawn_child(spec);
-      ::close(fds[1]);
+    if (auto pipe = os::make_pipe()) {
+      auto spawned = os::spawn(child_options(options_.command, env, pipe->write.get(), paths_.host_root(i)));
+      pipe->write.reset();
       if (spawned) {
         pid = *spawned;
-        relays_.push_back(std::make_unique<OutputRelay>(fds[0], paths_.log_dir() / (stream + ".log"),
+        relays_.push_back(std::make_unique<OutputRelay>(std::move(pipe->read), paths_.log_dir() / (stream + ".log"),
                                                         options_.quiet ? "" : fmt::format("[{}] ", host), !options_.quiet));
       } else {
-        ::close(fds[0]);
         std::fprintf(stderr, "vigil train: %s: %s\n", host.c_str(), spawned.error().message.c_str());
       }
     }
@@ -305,10 +321,8 @@ std::optional<pid_t> Supervisor::start_evaluator() {
   argv.insert(argv.end(), {"--output-dir", (paths_.output() / "rule-output").string()});
   argv.insert(argv.end(), options_.evaluator_arguments.begin(), options_.evaluator_arguments.end());
   const fs::path log = paths_.log_dir() / request_.name / "rules.log";
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  ChildSpec spec{argv, current_environment(), {}, -1, fd, fd};
-  auto pid = spawn_child(spec);
-  if (fd >= 0) ::close(fd);
+  const os::UniqueFd fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  auto pid = os::spawn(child_options(argv, os::current_environment(), fd.get()));
   if (!pid) {
     std::fprintf(stderr, "vigil train: the rule evaluator did not start: %s\n", pid.error().message.c_str());
     return std::nullopt;
@@ -345,16 +359,15 @@ void Supervisor::watch_rules() {
 }
 
 void Supervisor::stop_hosts(std::chrono::milliseconds grace) {
-  for (pid_t pid : host_pids_)
-    if (pid > 0) ::kill(-pid, SIGTERM), ::kill(pid, SIGTERM);
+  for (pid_t pid : host_pids_) os::send_signal(pid, SIGTERM, os::Target::ProcessAndGroup);
   const auto deadline = std::chrono::steady_clock::now() + grace;
   auto state = snapshot();
   for (;;) {
     bool running = false;
     for (size_t i = 0; i < host_pids_.size(); ++i) {
       if (host_pids_[i] <= 0 || state.hosts[i].exit_code) continue;
-      if (auto code = poll_child(host_pids_[i])) {
-        update([&](JobState& s) { s.hosts[i].exit_code = *code; });
+      if (auto ended = os::poll_exit(host_pids_[i])) {
+        update([&](JobState& s) { s.hosts[i].exit_code = ended->code(); });
         state = snapshot();
       } else {
         running = true;
@@ -363,12 +376,11 @@ void Supervisor::stop_hosts(std::chrono::milliseconds grace) {
     if (!running) break;
     if (std::chrono::steady_clock::now() >= deadline) {
       for (size_t i = 0; i < host_pids_.size(); ++i)
-        if (host_pids_[i] > 0 && !state.hosts[i].exit_code) ::kill(-host_pids_[i], SIGKILL), ::kill(host_pids_[i], SIGKILL);
+        if (!state.hosts[i].exit_code) os::send_signal(host_pids_[i], SIGKILL, os::Target::ProcessAndGroup);
     }
     std::this_thread::sleep_for(50ms);
   }
-  for (pid_t pid : host_pids_)
-    if (pid > 0) ::kill(-pid, SIGKILL);  // what the commands left behind in their groups
+  for (pid_t pid : host_pids_) os::send_signal(pid, SIGKILL, os::Target::Group);  // what the commands left behind
 }
 
 // The end of training as smdebug's readers see it: the marker in the trial and the profiler folder
@@ -436,21 +448,21 @@ std::expected<SessionPlan, std::string> Supervisor::start_session(const PeerIden
     return std::unexpected(fmt::format("TargetNotConnected: {}: remote debugging is not enabled for training job {} "
                                        "(RemoteDebugConfig.EnableRemoteDebug; vigil update-training-job {} --remote-debug on)",
                                        target_id, request_.name, request_.name));
-  if (s.status != "InProgress" || s.secondary_status != "Training")
+  if (s.status != TrainingJobStatus::InProgress || s.secondary_status != "Training")
     return std::unexpected(fmt::format("TargetNotConnected: {}: a session can be opened while the job is Training; training "
                                        "job {} is {} ({})",
-                                       target_id, request_.name, s.status, s.secondary_status));
+                                       target_id, request_.name, status_name(s.status), s.secondary_status));
 
   SessionPlan plan;
   // plan.session_id left empty: the server names the session as SSM does (<user>-<17 hex digits>).
   plan.target_id = target_id;
-  auto env = current_environment();
-  for (const auto& [key, value] : host_env_[size_t(host)]) set_env(env, key, value);
+  auto env = os::current_environment();
+  for (const auto& [key, value] : host_env_[size_t(host)]) os::set_env(env, key, value);
   const std::string command = request.value("Command", "");
   plan.pty = command.empty();
   if (plan.pty) {
-    set_env(env, "TERM", request.value("Term", std::string("xterm")));
-    set_env(env, "PS1", fmt::format("[{}] \\w \\$ ", host_name(host)));
+    os::set_env(env, "TERM", request.value("Term", std::string("xterm")));
+    os::set_env(env, "PS1", fmt::format("[{}] \\w \\$ ", host_name(host)));
     plan.argv = fs::exists("/bin/bash") ? std::vector<std::string>{"/bin/bash", "--noprofile", "--norc", "-i"}
                                         : std::vector<std::string>{"/bin/sh", "-i"};
   } else {
@@ -473,9 +485,9 @@ nlohmann::json Supervisor::handle(const PeerIdentity& peer, const nlohmann::json
   if (action == "StopTrainingJob") {
     if (!allowed(who, "sagemaker:StopTrainingJob", arn_, {}, refusal)) return refuse(refusal);
     const JobState s = snapshot();
-    if (s.status != "InProgress")
+    if (s.status != TrainingJobStatus::InProgress)
       return refuse(fmt::format("ValidationException: The request was rejected because the training job is in status {}.",
-                                s.status));
+                                status_name(s.status)));
     request_stop(fmt::format("Stopped by StopTrainingJob from {} (uid {})", who.name, who.uid));
     return {{"Ok", true}};
   }
@@ -496,7 +508,7 @@ nlohmann::json Supervisor::handle(const PeerIdentity& peer, const nlohmann::json
     {
       std::lock_guard lock(mutex_);
       secondary = state_.secondary_status;
-      if (state_.status == "InProgress" && (secondary == "Downloading" || secondary == "Training")) {
+      if (state_.status == TrainingJobStatus::InProgress && (secondary == "Downloading" || secondary == "Training")) {
         state_.remote_debug = enable;
         state_.last_modified_time = epoch_seconds_now();
         changed = save_state(paths_, state_).has_value();
@@ -542,7 +554,7 @@ int Supervisor::run() {
       RuleActionRunner::Callbacks{[this] {
                                     std::vector<std::string> names;
                                     for (const auto& job : list_jobs(options_.jobs_dir))
-                                      if (job.status == "InProgress") names.push_back(job.name);
+                                      if (job.status == TrainingJobStatus::InProgress) names.push_back(job.name);
                                     return names;
                                   },
                                   [this](std::string reason) { request_stop(std::move(reason)); }});
@@ -550,7 +562,7 @@ int Supervisor::run() {
   update([&](JobState& s) { s.transition("Downloading", "Downloading input data", epoch_seconds_now()); });
   if (auto prepared = prepare_hosts(); !prepared) {
     update([&](JobState& s) {
-      s.status = "Failed";
+      s.status = TrainingJobStatus::Failed;
       s.failure_reason = "InternalServerError: " + prepared.error().message;
       s.transition("Failed", "Training job failed", epoch_seconds_now());
       s.exit_code = kExitRecords;
@@ -576,7 +588,8 @@ int Supervisor::run() {
     bool running = false;
     for (size_t i = 0; i < host_pids_.size(); ++i) {
       if (s.hosts[i].exit_code) continue;
-      if (auto code = poll_child(host_pids_[i])) {
+      if (auto ended = os::poll_exit(host_pids_[i])) {
+        const std::optional<int> code = ended->code();
         update([&](JobState& st) { st.hosts[i].exit_code = *code; });
         if (*code != 0 && !failure && !stop_requested_) {
           failure = failure_reason(i, *code);
@@ -608,7 +621,7 @@ int Supervisor::run() {
     }
     if (stopping) {
       update([&](JobState& st) {
-        st.status = "Stopping";
+        st.status = TrainingJobStatus::Stopping;
         st.stop_reason = stop_reason_;
         st.transition("Stopping", "Stopping the training job", epoch_seconds_now());
       });
@@ -637,12 +650,12 @@ int Supervisor::run() {
   write_end_markers();
   if (evaluator) {
     const auto deadline = std::chrono::steady_clock::now() + options_.rule_wait;
-    std::optional<int> done;
-    while (!(done = poll_child(*evaluator)) && std::chrono::steady_clock::now() < deadline) {
+    std::optional<os::ExitStatus> done;
+    while (!(done = os::poll_exit(*evaluator)) && std::chrono::steady_clock::now() < deadline) {
       if (!failure && !stop_requested_) watch_rules();
       std::this_thread::sleep_for(100ms);
     }
-    if (!done) terminate_child(*evaluator, 5s);
+    if (!done) os::terminate(*evaluator, 5s);
   }
 
   // The model and output archives, and the last of every output, whatever the job's end: nothing the
@@ -658,24 +671,24 @@ int Supervisor::run() {
     s.outputs = uploads_->records();
     s.model_artifacts = uploads_->model_artifacts();
     if (failure) {
-      s.status = "Failed";
+      s.status = TrainingJobStatus::Failed;
       s.failure_reason = *failure;
       s.transition("Failed", "Training job failed", now);
     } else if (upload_failure) {
       // SageMaker fails a job whose outputs it could not upload (ClientError: Artifact upload failed:...).
-      s.status = "Failed";
+      s.status = TrainingJobStatus::Failed;
       s.failure_reason = *upload_failure;
       if (stop_requested_) s.stop_reason = stop_reason_;
       s.transition("Failed", "Training job failed", now);
       exit_code = kExitUploads;
     } else if (stop_requested_) {
-      s.status = "Stopped";
+      s.status = TrainingJobStatus::Stopped;
       s.stop_reason = stop_reason_;
       s.transition(stop_secondary_, stop_secondary_ == "MaxRuntimeExceeded" ? "Training job exceeded MaxRuntimeInSeconds provided"
                                                                             : "Training job stopped",
                    now);
     } else {
-      s.status = "Completed";
+      s.status = TrainingJobStatus::Completed;
       s.transition("Completed", "Training job completed", now);
     }
     // The open transition ends with the job.
@@ -687,7 +700,7 @@ int Supervisor::run() {
   ::rmdir(fs::path(snapshot().control_socket).parent_path().c_str());
   actions_.reset();
   const JobState final_state = snapshot();
-  std::fprintf(stderr, "vigil train: training job %s %s%s%s\n", request_.name.c_str(), final_state.status.c_str(),
+  std::fprintf(stderr, "vigil train: training job %s %s%s%s\n", request_.name.c_str(), std::string(status_name(final_state.status)).c_str(),
                final_state.failure_reason ? (": " + *final_state.failure_reason).c_str() : "",
                final_state.stop_reason ? (": " + *final_state.stop_reason).c_str() : "");
   return records_failed_ ? kExitRecords : final_state.exit_code.value_or(0);
@@ -783,10 +796,10 @@ int run_training_job(const TrainOptions& options) {
     if (request->profiler_rules > 0) argv.insert(argv.end(), {"--profiler-trial", paths.profiler_output().string()});
     argv.insert(argv.end(), options.evaluator_arguments.begin(), options.evaluator_arguments.end());
     const fs::path out = paths.root / "rule-check.txt";
-    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    auto pid = spawn_child(ChildSpec{argv, current_environment(), {}, -1, fd, fd});
-    if (fd >= 0) ::close(fd);
-    const int code = pid ? wait_child(*pid, std::chrono::minutes(2)).value_or(1) : 1;
+    const os::UniqueFd fd(::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    auto pid = os::spawn(child_options(argv, os::current_environment(), fd.get()));
+    const auto ended = pid ? os::wait_exit(*pid, std::chrono::minutes(2)) : std::nullopt;
+    const int code = ended ? ended->code() : 1;
     if (code != 0) {
       std::string message = read_whole_file(out).value_or("the rule evaluator could not be run");
       while (!message.empty() && message.back() == '\n') message.pop_back();

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 
+#include "common/os.h"
 #include "plugin_host/host_services.h"
 #include "plugin_host/param_values.h"
 #include "plugin_host/profiles.h"
@@ -103,14 +104,14 @@ constexpr std::string_view kAllowHint =
 // owner, or root) could replace the file, since no folder on the way is writable by anyone else.
 Result<fs::path> trusted_path(const fs::path& file, bool allow_insecure) {
   auto io_error = [&](std::string message) { return fail(Error{.code = ErrorCode::Io, .message = std::move(message)}); };
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return io_error(fmt::format("cannot open: {}", std::strerror(errno)));
+  os::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) return io_error(fmt::format("cannot open: {}", std::strerror(errno)));
   struct stat st {};
-  const bool stat_ok = ::fstat(fd, &st) == 0;
+  const bool stat_ok = ::fstat(fd.get(), &st) == 0;
   const int stat_errno = errno;
   std::error_code ec;
-  const fs::path real = fs::read_symlink(fmt::format("/proc/self/fd/{}", fd), ec);
-  ::close(fd);
+  const fs::path real = fs::read_symlink(fmt::format("/proc/self/fd/{}", fd.get()), ec);
+  fd.reset();
   if (!stat_ok) return io_error(fmt::format("cannot stat: {}", std::strerror(stat_errno)));
   if (!S_ISREG(st.st_mode)) return io_error("not a regular file");
   if (ec || !real.is_absolute()) return io_error(fmt::format("cannot resolve its real path: {}", ec.message()));

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/os.h"
 #include "profiler/profiler_layout.h"
 
 namespace vigil::profiler {
@@ -25,9 +26,8 @@ Result<void> mark_training_ended(const std::filesystem::path& root, ProfilerFold
   std::filesystem::create_directories(marker.parent_path(), ec);
   if (ec) return fail(Error::io(marker.parent_path().string(), ec.message()));
   // Empty, so it cannot be seen half written: created in place, as every host of a job may end at once.
-  const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) return fail(Error::io(marker.string(), std::strerror(errno)));
-  ::close(fd);
+  const os::UniqueFd fd(::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666));
+  if (!fd) return fail(Error::io(marker.string(), std::strerror(errno)));
   return {};
 }
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "common/os.h"
 #include "common/published_file.h"
 #include "format/trial_layout.h"
 
@@ -18,8 +19,8 @@ namespace {
 
 class LocalObject final : public StoredObject {
  public:
-  LocalObject(int fd, uint64_t size, std::string description) : fd_(fd), size_(size), description_(std::move(description)) {}
-  ~LocalObject() override { ::close(fd_); }
+  LocalObject(os::UniqueFd fd, uint64_t size, std::string description)
+      : fd_(std::move(fd)), size_(size), description_(std::move(description)) {}
   LocalObject(const LocalObject&) = delete;
   LocalObject& operator=(const LocalObject&) = delete;
 
@@ -31,24 +32,20 @@ class LocalObject final : public StoredObject {
   }
 
   Result<void> read_at(uint64_t offset, std::span<std::byte> out) const override {
-    size_t done = 0;
-    while (done < out.size()) {
-      ssize_t n = ::pread(fd_, out.data() + done, out.size() - done, off_t(offset + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return fail(Error::io(description_, n < 0 ? std::strerror(errno) : "unexpected end of file"));
-      done += size_t(n);
-    }
+    const os::IoOutcome got = os::read_at(fd_.get(), std::span(reinterpret_cast<char*>(out.data()), out.size()), offset);
+    if (got.bytes < out.size())
+      return fail(Error::io(description_, got.error != 0 ? std::strerror(got.error) : "unexpected end of file"));
     return {};
   }
 
   Result<uint64_t> current_size() const override {
     struct stat st {};
-    if (::fstat(fd_, &st) != 0) return fail(Error::io(description_, std::strerror(errno)));
+    if (::fstat(fd_.get(), &st) != 0) return fail(Error::io(description_, std::strerror(errno)));
     return uint64_t(st.st_size);
   }
 
  private:
-  int fd_;
+  os::UniqueFd fd_;
   uint64_t size_;
   std::string description_;
 };
@@ -101,7 +98,7 @@ class LocalFolderStore final : public ObjectStore {
   Result<std::shared_ptr<const StoredObject>> open(std::string_view relpath) const override {
     auto opened = root_.open_file(relpath);
     if (!opened) return fail(opened.error());
-    return std::shared_ptr<const StoredObject>(std::make_shared<LocalObject>(opened->fd, opened->size, describe(relpath)));
+    return std::shared_ptr<const StoredObject>(std::make_shared<LocalObject>(os::UniqueFd(opened->fd), opened->size, describe(relpath)));
   }
 
   Result<bool> exists(std::string_view relpath) const override {

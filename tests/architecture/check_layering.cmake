@@ -3,7 +3,7 @@
 # headers and those of the parts in its allowed_<part> list below, nothing else. These lists are the
 # only statement of the arrows (docs/architecture.md points here); each carries why it holds what it does.
 cmake_policy(VERSION 3.25)
-set(host_parts common format storage trial writer plugin_host evaluate profiler jobs cli)
+set(host_parts common format storage trial writer plugin_host evaluate profiler remote_debug jobs cli)
 set(allowed_common "")                                  # shared by every part: includes no part of the host
 set(allowed_format common)                              # bytes <-> records: knows no storage and no trials
 set(allowed_storage common format)                      # where trial bytes live (knows no trials); format for CRC32C, file names and TrialRoot
@@ -12,8 +12,9 @@ set(allowed_writer common format storage trial)         # the capture side: writ
 set(allowed_plugin_host common format storage trial profiler)  # the host side of the ABI over trials; profiler for the extension vigil.profiler/1
 set(allowed_evaluate common format storage trial plugin_host profiler)  # runs rules through plugin_host; profiler for a profiler rule's trial
 set(allowed_profiler common format storage)             # capture side and readers of profiler data: never trials or rules
-set(allowed_jobs common format storage writer evaluate profiler)  # training jobs: writer's uploader for outputs, evaluate for Debugger's unsupported setups (the evaluator itself runs as a process), profiler for the end markers of its output
-set(allowed_cli common format storage trial writer plugin_host evaluate profiler jobs)  # the `vigil` command: every part
+set(allowed_remote_debug common format)                # the job's control socket and remote-debug sessions: never the supervisor; format for JSON limits
+set(allowed_jobs common format storage writer evaluate profiler remote_debug)  # training jobs: writer's uploader for outputs, evaluate for Debugger's unsupported setups (the evaluator itself runs as a process), profiler for the end markers of its output, remote_debug for the job's control socket
+set(allowed_cli common format storage trial writer plugin_host evaluate profiler remote_debug jobs)  # the `vigil` command: every part
 set(allowed_libtorch common format storage trial writer)  # hooks/libtorch: a training hook writes; it never evaluates
 set(allowed_bindings ${host_parts})                     # bindings/src: the Python module offers every part
 # sdk/include and plugins/ include no part of the host: they are built like any third-party plugin, on

@@ -61,7 +61,7 @@ TEST_F(SigpipeAtDefault, AWriteToAPipeWithoutReaderIsEpipeNotDeath) {
   p.close_reader();
   const auto out = os::write_all(p.write, "hello");
   EXPECT_EQ(out.error, EPIPE);
-  EXPECT_EQ(out.written, 0u);
+  EXPECT_EQ(out.bytes, 0u);
 }
 
 TEST_F(SigpipeAtDefault, AReaderThatLeavesMidwayGivesEpipeAfterWhatItTook) {
@@ -83,8 +83,8 @@ TEST_F(SigpipeAtDefault, AReaderThatLeavesMidwayGivesEpipeAfterWhatItTook) {
   const auto out = os::write_all(p.write, message);
   closer.join();
   EXPECT_EQ(out.error, EPIPE);
-  EXPECT_GE(out.written, 10000u);
-  EXPECT_LT(out.written, message.size());
+  EXPECT_GE(out.bytes, 10000u);
+  EXPECT_LT(out.bytes, message.size());
 }
 
 TEST_F(SigpipeAtDefault, AStalledReaderEndsANonBlockingWriteAtItsDeadline) {
@@ -95,7 +95,7 @@ TEST_F(SigpipeAtDefault, AStalledReaderEndsANonBlockingWriteAtItsDeadline) {
   const auto out = os::write_all(p.write, message, start + std::chrono::milliseconds(200));
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(out.error, ETIMEDOUT);
-  EXPECT_GT(out.written, 0u);  // the pipe's buffer took its share
+  EXPECT_GT(out.bytes, 0u);  // the pipe's buffer took its share
   EXPECT_GE(took, std::chrono::milliseconds(200));
   EXPECT_LT(took, std::chrono::seconds(5));
 }
@@ -113,7 +113,7 @@ TEST_F(SigpipeAtDefault, AWholeMessageReachesASlowReader) {
   p.write = -1;
   reader.join();
   EXPECT_TRUE(out.ok()) << out.error;
-  EXPECT_EQ(out.written, message.size());
+  EXPECT_EQ(out.bytes, message.size());
   EXPECT_EQ(got, message);
 }
 

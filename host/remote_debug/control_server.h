@@ -30,10 +30,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "jobs/control_protocol.h"
-#include "jobs/peer_identity.h"
+#include "remote_debug/control_protocol.h"
+#include "remote_debug/peer_identity.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 inline constexpr size_t kMaxLiveSessions = 16;
 
@@ -106,4 +106,4 @@ class ControlServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -1,7 +1,7 @@
 // The job's control socket (host/jobs/control_server.h, control_client.h, control_protocol.h): the
 // socket folder's rules, identities from the kernel only, the request limits, command and pty
 // sessions relayed through run_session, the session log, and the ways a session ends.
-#include "jobs/control_server.h"
+#include "remote_debug/control_server.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -23,13 +23,13 @@
 #include <sstream>
 #include <thread>
 
-#include "jobs/control_client.h"
-#include "jobs/control_protocol.h"
-#include "jobs/peer_identity.h"
-#include "jobs/session_log.h"
+#include "remote_debug/control_client.h"
+#include "remote_debug/control_protocol.h"
+#include "remote_debug/peer_identity.h"
+#include "remote_debug/session_log.h"
 #include "test_support.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 namespace {
 
 namespace fs = std::filesystem;
@@ -817,4 +817,4 @@ TEST_F(ControlServerTest, OtherUserReachesASharedSocketAsItself) {
 }
 
 }  // namespace
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/os.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 // "2024-05-01T12:00:00Z" (UTC, now).
 [[nodiscard]] std::string utc_timestamp();
@@ -55,11 +56,11 @@ class SessionLog {
   void feed(LineSplitter& splitter, std::string_view bytes, std::string_view kind);
   void record(std::string_view text);
 
-  int fd_ = -1;
+  os::UniqueFd fd_;
   std::string session_id_;
   std::function<void(const std::string&)> on_error_;
   bool failed_ = false;
   LineSplitter input_, output_;
 };
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -1,4 +1,4 @@
-#include "jobs/control_client.h"
+#include "remote_debug/control_client.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,10 +17,10 @@
 #include <fmt/format.h>
 
 #include "common/os.h"
-#include "jobs/control_protocol.h"
-#include "jobs/control_socket.h"
+#include "remote_debug/control_protocol.h"
+#include "remote_debug/control_socket.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -72,14 +72,6 @@ std::string reply_error(const nlohmann::json& reply) {
                                               : std::string("the job's supervisor refused the request");
 }
 
-// Closes an fd at scope exit.
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 // ---- the terminal and the signals of an interactive session --------------------------------------
 
 // The write end of the self-pipe the handlers write the signal's number to (one session at a time).
@@ -103,15 +95,12 @@ class InteractiveTerminal {
   // False where another session of this process holds the handlers or the pipe cannot be made.
   bool begin(int terminal_fd) {
     int expected = -1;
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return false;
-    if (!g_signal_pipe.compare_exchange_strong(expected, fds[1])) {
-      ::close(fds[0]);
-      ::close(fds[1]);
-      return false;
-    }
-    read_fd_ = fds[0];
-    write_fd_ = fds[1];
+    auto pipe = os::make_pipe();
+    if (!pipe) return false;
+    os::set_nonblocking(pipe->read.get());
+    os::set_nonblocking(pipe->write.get());
+    if (!g_signal_pipe.compare_exchange_strong(expected, pipe->write.get())) return false;
+    signal_pipe_ = std::move(*pipe);
     struct sigaction action {};
     action.sa_handler = on_session_signal;
     sigemptyset(&action.sa_mask);
@@ -127,22 +116,18 @@ class InteractiveTerminal {
     }
     return true;
   }
-  int signal_fd() const { return read_fd_; }
+  int signal_fd() const { return signal_pipe_.read.get(); }
   ~InteractiveTerminal() {
     if (terminal_fd_ >= 0) ::tcsetattr(terminal_fd_, TCSAFLUSH, &saved_mode_);
     for (size_t i = 0; i < std::size(kSessionSignals); ++i)
       if (saved_actions_[i]) ::sigaction(kSessionSignals[i], &*saved_actions_[i], nullptr);
-    if (write_fd_ >= 0) {
-      g_signal_pipe.store(-1);
-      ::close(write_fd_);
-      ::close(read_fd_);
-    }
+    if (signal_pipe_.write) g_signal_pipe.store(-1);
   }
 
  private:
   int terminal_fd_ = -1;
   termios saved_mode_{};
-  int read_fd_ = -1, write_fd_ = -1;
+  os::Pipe signal_pipe_;
   std::optional<struct sigaction> saved_actions_[std::size(kSessionSignals)];
 };
 
@@ -154,26 +139,24 @@ std::optional<WindowSize> terminal_size(int fd) {
 
 }  // namespace
 
-Result<int> connect_control_socket(const fs::path& socket_path) {
+Result<os::UniqueFd> connect_control_socket(const fs::path& socket_path) {
   const std::string path = socket_path.string();
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return fail(io_error(fmt::format("cannot create a socket: {}", std::strerror(errno))));
+  os::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return fail(io_error(fmt::format("cannot create a socket: {}", std::strerror(errno))));
   // A path too long for sun_path is reached through its folder (/proc/self/fd/N/name).
-  int dir_fd = -1;
+  os::UniqueFd dir_fd;
   auto address = unix_address(path);
   if (!address) {
-    dir_fd = ::open(socket_path.parent_path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd >= 0)
-      address = unix_address(fmt::format("/proc/self/fd/{}/{}", dir_fd, socket_path.filename().string()));
+    dir_fd.reset(::open(socket_path.parent_path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (dir_fd)
+      address = unix_address(fmt::format("/proc/self/fd/{}/{}", dir_fd.get(), socket_path.filename().string()));
   }
   int err = ENAMETOOLONG;
-  if (address && ::connect(fd, reinterpret_cast<const sockaddr*>(&address->first), address->second) == 0)
+  if (address && ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address->first), address->second) == 0)
     err = 0;
   else if (address)
     err = errno;
-  if (dir_fd >= 0) ::close(dir_fd);
   if (err == 0) return fd;
-  ::close(fd);
   switch (err) {
     case ENOENT:
     case ENOTDIR:
@@ -197,10 +180,9 @@ Result<nlohmann::json> control_request(const fs::path& socket_path, const nlohma
   if (!payload) return fail(payload.error());
   auto fd = connect_control_socket(socket_path);
   if (!fd) return fail(fd.error());
-  FdCloser closer{*fd};
-  if (auto sent = send_all(*fd, encode_frame(FrameType::Request, *payload)); !sent) return fail(sent.error());
+  if (auto sent = send_all(fd->get(), encode_frame(FrameType::Request, *payload)); !sent) return fail(sent.error());
   FrameDecoder decoder;
-  return read_reply(*fd, decoder, socket_path);
+  return read_reply(fd->get(), decoder, socket_path);
 }
 
 Result<int> run_session(const fs::path& socket_path, const nlohmann::json& request, int in_fd, int out_fd) {
@@ -216,8 +198,8 @@ Result<int> run_session(const fs::path& socket_path, const nlohmann::json& reque
   if (!payload) return fail(payload.error());
   auto connected = connect_control_socket(socket_path);
   if (!connected) return fail(connected.error());
-  const int sock = *connected;
-  FdCloser closer{sock};
+  const int sock = connected->get();
+  os::set_nonblocking(sock);  // the session's loop waits in poll only
   if (auto sent = send_all(sock, encode_frame(FrameType::Request, *payload)); !sent) return fail(sent.error());
   FrameDecoder decoder;
   auto reply = read_reply(sock, decoder, socket_path);
@@ -250,8 +232,8 @@ Result<int> run_session(const fs::path& socket_path, const nlohmann::json& reque
         Frame& f = **frame;
         switch (f.type) {
           case FrameType::Output:
-            if (!os::write_all(out_fd, f.payload).ok()) {
-              const int err = errno;
+            if (const auto wrote = os::write_all(out_fd, f.payload); !wrote.ok()) {
+              const int err = wrote.error;
               [[maybe_unused]] auto ignored = send_all(sock, encode_frame(FrameType::Close, {}));
               outcome = fail(io_error(fmt::format("cannot write the session's output: {}", std::strerror(err))));
             }
@@ -284,15 +266,14 @@ Result<int> run_session(const fs::path& socket_path, const nlohmann::json& reque
       if (at_in >= 0) fds[count++] = {in_fd, POLLIN, 0};
       const int at_signal = interactive ? int(count) : -1;
       if (at_signal >= 0) fds[count++] = {terminal.signal_fd(), POLLIN, 0};
-      if (::poll(fds, count, -1) < 0) {
-        if (errno == EINTR) continue;
+      if (os::poll(std::span(fds, count), std::nullopt) < 0) {
         outcome = fail(io_error(fmt::format("cannot wait on the session: {}", std::strerror(errno))));
         break;
       }
       if (at_signal >= 0 && (fds[at_signal].revents & POLLIN)) {
         unsigned char sigs[64];
-        const ssize_t n = ::read(terminal.signal_fd(), sigs, sizeof sigs);
-        for (ssize_t i = 0; i < n && !outcome; ++i) {
+        const size_t n = os::read_some(terminal.signal_fd(), std::span(reinterpret_cast<char*>(sigs), sizeof sigs)).bytes;
+        for (size_t i = 0; i < n && !outcome; ++i) {
           if (sigs[i] == SIGWINCH) {
             if (auto size = terminal_size(in_fd); size && !sending_broken)
               append_frame(to_server, FrameType::WindowSize, encode_window_size(*size));
@@ -307,19 +288,19 @@ Result<int> run_session(const fs::path& socket_path, const nlohmann::json& reque
         if (outcome) break;
       }
       if (at_in >= 0 && (fds[at_in].revents & (POLLIN | POLLHUP | POLLERR))) {
-        const ssize_t n = ::read(in_fd, chunk, sizeof chunk);
-        if (n > 0) {
-          if (!sending_broken) append_data_frames(to_server, FrameType::Input, std::string_view(chunk, size_t(n)));
-        } else if (n == 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+        const os::IoOutcome got = os::read_some(in_fd, chunk);
+        if (got.bytes > 0) {
+          if (!sending_broken) append_data_frames(to_server, FrameType::Input, std::string_view(chunk, got.bytes));
+        } else if (!got.would_block()) {
           input_open = false;  // end of input (EIO: a terminal gone)
           if (!sending_broken) append_frame(to_server, FrameType::Input, {});
         }
       }
       if ((fds[at_sock].revents & POLLOUT) && !to_server.empty()) {
-        const ssize_t n = ::send(sock, to_server.data(), to_server.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0)
-          to_server.erase(0, size_t(n));
-        else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        const os::IoOutcome sent = os::write_some(sock, to_server);
+        if (sent.bytes > 0)
+          to_server.erase(0, sent.bytes);
+        else if (!sent.ok() && !sent.would_block()) {
           // The server stopped reading (the session is over): its last frames are still to be read.
           to_server.clear();
           input_open = false;
@@ -327,13 +308,13 @@ Result<int> run_session(const fs::path& socket_path, const nlohmann::json& reque
         }
       }
       if (fds[at_sock].revents & (POLLIN | POLLHUP | POLLERR)) {
-        const ssize_t n = ::recv(sock, chunk, sizeof chunk, MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+        const os::IoOutcome got = os::read_some(sock, chunk);
+        if (got.bytes == 0 && !got.would_block()) {
           outcome = fail(io_error(fmt::format("the job's control socket {} closed the session without an exit status",
                                               socket_path.string())));
           break;
         }
-        if (n > 0) decoder.feed(std::string_view(chunk, size_t(n)));
+        if (got.bytes > 0) decoder.feed(std::string_view(chunk, got.bytes));
         take_server_frames();
       }
     }
@@ -342,4 +323,4 @@ Result<int> run_session(const fs::path& socket_path, const nlohmann::json& reque
   return std::move(*outcome);
 }
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

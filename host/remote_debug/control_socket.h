@@ -12,8 +12,9 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/os.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 // A listening control socket. Owns its fds; remove() (or the destructor) closes them and unlinks
 // the socket file when it is still the one this object bound.
@@ -31,13 +32,13 @@ class ListeningSocket {
   ListeningSocket& operator=(const ListeningSocket&) = delete;
   ~ListeningSocket();
 
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   const std::filesystem::path& path() const { return path_; }
   void remove() noexcept;
 
  private:
-  int fd_ = -1;
-  int dir_fd_ = -1;  // the checked folder, for binding and unlinking through it, not through the path again
+  os::UniqueFd fd_;
+  os::UniqueFd dir_fd_;  // the checked folder, for binding and unlinking through it, not through the path again
   std::filesystem::path path_;
   std::string name_;
   dev_t dev_ = 0;
@@ -47,4 +48,4 @@ class ListeningSocket {
 // An AF_UNIX address naming `path`; nullopt when the path is too long for sun_path.
 [[nodiscard]] std::optional<std::pair<sockaddr_un, socklen_t>> unix_address(const std::string& path);
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

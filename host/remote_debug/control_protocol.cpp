@@ -1,15 +1,14 @@
-#include "jobs/control_protocol.h"
+#include "remote_debug/control_protocol.h"
 
 #include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 
 #include <fmt/format.h>
 
-namespace vigil::jobs {
+#include "common/os.h"
+
+namespace vigil::remote_debug {
 
 namespace {
 
@@ -37,13 +36,6 @@ bool known_type(char c) {
 }
 
 Error io_error(std::string message) { return Error{.code = ErrorCode::Io, .message = std::move(message)}; }
-
-// Milliseconds until `deadline` for poll (-1: none), at least 0.
-int poll_timeout(std::optional<std::chrono::steady_clock::time_point> deadline) {
-  if (!deadline) return -1;
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
-  return left.count() < 0 ? 0 : int(std::min<int64_t>(left.count(), 60'000));
-}
 
 }  // namespace
 
@@ -129,20 +121,8 @@ Result<std::optional<Frame>> FrameDecoder::next() {
 }
 
 Result<void> send_all(int socket_fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::send(socket_fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      bytes.remove_prefix(size_t(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{socket_fd, POLLOUT, 0};
-      ::poll(&p, 1, 1000);
-      continue;
-    }
-    return fail(io_error(fmt::format("cannot write to the control socket: {}", std::strerror(errno))));
-  }
+  if (const auto sent = os::write_all(socket_fd, bytes); !sent.ok())
+    return fail(io_error(fmt::format("cannot write to the control socket: {}", std::strerror(sent.error))));
   return {};
 }
 
@@ -154,8 +134,7 @@ Result<Frame> read_frame(int fd, FrameDecoder& decoder, std::optional<std::chron
     if (!frame) return fail(frame.error());
     if (*frame) return std::move(**frame);
     pollfd fds[2] = {{fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
-    const int ready = ::poll(fds, wake_fd >= 0 ? 2 : 1, poll_timeout(deadline));
-    if (ready < 0 && errno == EINTR) continue;
+    const int ready = os::poll(std::span(fds, wake_fd >= 0 ? 2 : 1), deadline);
     if (ready < 0) return fail(io_error(fmt::format("cannot wait on the control socket: {}", std::strerror(errno))));
     if (wake_fd >= 0 && (fds[1].revents & POLLIN))
       return fail(Error{.code = ErrorCode::Cancelled, .message = "the control server is stopping"});
@@ -164,15 +143,15 @@ Result<Frame> read_frame(int fd, FrameDecoder& decoder, std::optional<std::chron
         return fail(Error{.code = ErrorCode::Timeout, .message = "no complete frame in time"});
       continue;
     }
-    const ssize_t n = ::recv(fd, chunk, sizeof chunk, MSG_DONTWAIT);
-    if (n > 0) {
-      decoder.feed(std::string_view(chunk, size_t(n)));
+    const os::IoOutcome got = os::read_some(fd, chunk);
+    if (got.bytes > 0) {
+      decoder.feed(std::string_view(chunk, got.bytes));
       continue;
     }
-    if (n == 0) return fail(io_error("the connection closed before a complete frame"));
-    if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-    return fail(io_error(fmt::format("cannot read from the control socket: {}", std::strerror(errno))));
+    if (got.ok()) return fail(io_error("the connection closed before a complete frame"));
+    if (got.would_block()) continue;
+    return fail(io_error(fmt::format("cannot read from the control socket: {}", std::strerror(got.error))));
   }
 }
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -44,7 +44,7 @@
 
 #include "common/error.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 inline constexpr int kControlProtocolVersion = 1;
 inline constexpr uint32_t kMaxFramePayload = 64 * 1024;
@@ -114,4 +114,4 @@ class FrameDecoder {
                                        std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,
                                        int wake_fd = -1);
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

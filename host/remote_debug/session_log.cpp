@@ -1,4 +1,4 @@
-#include "jobs/session_log.h"
+#include "remote_debug/session_log.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,9 @@
 
 #include <fmt/format.h>
 
-namespace vigil::jobs {
+#include "common/os.h"
+
+namespace vigil::remote_debug {
 
 namespace {
 
@@ -49,35 +51,31 @@ Result<SessionLog> SessionLog::open(const std::filesystem::path& path, std::stri
   log.session_id_ = std::move(session_id);
   log.on_error_ = std::move(on_error);
   if (path.empty()) return log;
-  log.fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (log.fd_ < 0) return fail(Error::io_write(path.string(), std::strerror(errno)));
+  log.fd_.reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!log.fd_) return fail(Error::io_write(path.string(), std::strerror(errno)));
   return log;
 }
 
 SessionLog::SessionLog(SessionLog&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)),
+    : fd_(std::move(other.fd_)),
       session_id_(std::move(other.session_id_)),
       on_error_(std::move(other.on_error_)),
       failed_(other.failed_),
       input_(std::move(other.input_)),
       output_(std::move(other.output_)) {}
 
-SessionLog::~SessionLog() {
-  if (fd_ >= 0) ::close(fd_);
-}
+SessionLog::~SessionLog() = default;
 
 void SessionLog::record(std::string_view text) {
-  if (fd_ < 0 || failed_) return;
+  if (!fd_ || failed_) return;
   const std::string line = fmt::format("{} {} {}\n", utc_timestamp(), session_id_, text);
   // One write: O_APPEND keeps concurrent sessions' lines whole.
-  ssize_t n;
-  do n = ::write(fd_, line.data(), line.size());
-  while (n < 0 && errno == EINTR);
-  if (n != ssize_t(line.size())) {
+  const os::IoOutcome wrote = os::write_some(fd_.get(), line);
+  if (wrote.bytes != line.size()) {
     failed_ = true;
     if (on_error_)
       on_error_(fmt::format("session {}: cannot write the session log: {}", session_id_,
-                            n < 0 ? std::strerror(errno) : "short write"));
+                            !wrote.ok() ? std::strerror(wrote.error) : "short write"));
   }
 }
 
@@ -94,7 +92,7 @@ void SessionLog::start(uid_t uid, std::string_view user, pid_t client_pid, std::
 }
 
 void SessionLog::feed(LineSplitter& splitter, std::string_view bytes, std::string_view kind) {
-  if (fd_ < 0) return;
+  if (!fd_) return;
   // A line ends at '\n', at '\r' (a raw terminal's Enter) and at "\r\n" (a pty's newline) once.
   for (char c : bytes) {
     if (c == '\n' && splitter.after_cr) {
@@ -131,4 +129,4 @@ void SessionLog::end(std::string_view what) {
   record(fmt::format("end {}", what));
 }
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

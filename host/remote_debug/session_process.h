@@ -11,9 +11,10 @@
 #include <vector>
 
 #include "common/error.h"
-#include "jobs/control_protocol.h"
+#include "common/os.h"
+#include "remote_debug/control_protocol.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 struct SessionCommand {
   std::vector<std::string> argv;  // argv[0] is the program's path (execve: no PATH search)
@@ -26,7 +27,7 @@ struct SessionCommand {
 // Owns the child and its fds. Destroying a process that still runs hangs it up (hang_up).
 class SessionProcess {
  public:
-  // Forks and execs. Returns once the program runs: a failed chdir or execve is an error here
+  // Starts the program (os::spawn). Returns once the program runs: a failed chdir or execve is an error here
   // (its message is for the client: "cannot run /bin/x: No such file or directory"). Every fd of
   // this process other than the session's own is closed in the child.
   [[nodiscard]] static Result<SessionProcess> spawn(const SessionCommand& command);
@@ -36,12 +37,13 @@ class SessionProcess {
   ~SessionProcess();
 
   pid_t pid() const { return pid_; }
-  bool pty() const { return input_fd_ == output_fd_; }
-  // Non-blocking: output (pty master, or stdout+stderr's pipe) and input (the master, or stdin's pipe).
-  int output_fd() const { return output_fd_; }
-  int input_fd() const { return input_fd_; }
+  bool pty() const { return pty_; }
+  // Non-blocking: output (pty master, or stdout+stderr's pipe) and input (the master, or stdin's
+  // pipe); -1 once closed (on a pty, closing the output closes the input).
+  int output_fd() const { return output_.get(); }
+  int input_fd() const { return pty_ ? output_.get() : input_.get(); }
   // Readable once the process has exited (a pidfd); -1 where the kernel has none: poll exited().
-  int exit_fd() const { return pidfd_; }
+  int exit_fd() const { return pidfd_.get(); }
 
   // The exit status once the process has exited (reaped here): its code, or 128 + the signal.
   [[nodiscard]] std::optional<int> exited();
@@ -59,10 +61,11 @@ class SessionProcess {
  private:
   SessionProcess() = default;
   pid_t pid_ = -1;
-  int pidfd_ = -1;
-  int output_fd_ = -1;
-  int input_fd_ = -1;
+  bool pty_ = false;
+  os::UniqueFd pidfd_;
+  os::UniqueFd output_;
+  os::UniqueFd input_;  // pipes only: a pty's input is its output's fd
   std::optional<int> status_;
 };
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -7,13 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/os.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 // Connects to the job's control socket. Errors name the socket: ENOENT "no control socket at ...",
 // EACCES "not allowed to reach the job's control socket ...", ECONNREFUSED "... does not answer".
-// The fd (close-on-exec, blocking) is the caller's to close.
-[[nodiscard]] Result<int> connect_control_socket(const std::filesystem::path& socket_path);
+// The fd is close-on-exec and blocking.
+[[nodiscard]] Result<os::UniqueFd> connect_control_socket(const std::filesystem::path& socket_path);
 
 // One request (a JSON object; "ProtocolVersion" is added), one reply: the reply as the server sent
 // it, {"Ok": false, "Error": ...} included. Errors are the transport's (connect, a reply that is not
@@ -34,4 +35,4 @@ namespace vigil::jobs {
 [[nodiscard]] Result<int> run_session(const std::filesystem::path& socket_path, const nlohmann::json& request,
                                       int in_fd, int out_fd);
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -1,4 +1,4 @@
-#include "jobs/peer_identity.h"
+#include "remote_debug/peer_identity.h"
 
 #include <pwd.h>
 #include <sys/socket.h>
@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 std::string user_name_of(uid_t uid) {
   long hint = ::sysconf(_SC_GETPW_R_SIZE_MAX);
@@ -43,4 +43,4 @@ Result<PeerIdentity> peer_identity(int connected_fd) {
   return PeerIdentity{.pid = cred.pid, .uid = cred.uid, .gid = cred.gid, .user_name = user_name_of(cred.uid)};
 }
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -1,4 +1,4 @@
-#include "jobs/control_server.h"
+#include "remote_debug/control_server.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -23,12 +23,13 @@
 #include <fmt/format.h>
 
 #include "common/os.h"
-#include "jobs/control_protocol.h"
-#include "jobs/control_socket.h"
-#include "jobs/session_log.h"
-#include "jobs/session_process.h"
+#include "remote_debug/control_protocol.h"
+#include "remote_debug/control_socket.h"
+#include "remote_debug/session_log.h"
+#include "remote_debug/session_process.h"
+#include "remote_debug/session_relay.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -37,16 +38,6 @@ namespace {
 
 // Connections beyond the sessions (waiting for their request, or answering a control request).
 constexpr size_t kMaxOtherConnections = 16;
-// Bytes buffered per direction before the relay stops reading that side (backpressure).
-constexpr size_t kMaxBuffered = 256 * 1024;
-// Output read from a finished session before its exit status is sent (a background writer left on
-// the terminal must not keep the session open forever).
-constexpr size_t kMaxDrainAfterExit = 1024 * 1024;
-constexpr std::chrono::milliseconds kHangUpGrace{2000};
-// How long pending output and the last frame may take to reach a client that stopped reading.
-constexpr std::chrono::milliseconds kFinalFlush{2000};
-// A partial output line (a prompt) goes to the session log after this pause.
-constexpr int kPartialOutputPauseMs = 300;
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -91,29 +82,30 @@ WindowSize requested_window(const nlohmann::json& request) {
   return WindowSize{dimension("Rows", size.rows), dimension("Cols", size.cols)};
 }
 
+// Makes an eventfd readable.
+void wake(int event_fd) {
+  const uint64_t one = 1;
+  (void)os::write_some(event_fd, std::string_view(reinterpret_cast<const char*>(&one), sizeof one));
+}
+
 }  // namespace
 
 // One accepted connection and its thread.
 struct Connection {
-  int fd = -1;
-  int wake_fd = -1;  // eventfd: end_sessions() wrote the reason
+  os::UniqueFd fd;
+  os::UniqueFd wake_fd;  // eventfd: end_sessions() wrote the reason
   std::thread thread;
   std::thread::id thread_id;
   std::atomic<bool> done{false};
   // Guarded by the server's mutex.
   bool is_session = false;
   std::optional<std::string> end_reason;
-
-  ~Connection() {
-    if (fd >= 0) ::close(fd);
-    if (wake_fd >= 0) ::close(wake_fd);
-  }
 };
 
 struct ControlServer::Impl {
   ListeningSocket listener;
   ControlHandlers handlers;
-  int stop_fd = -1;  // eventfd, readable once the server stops
+  os::UniqueFd stop_fd;  // eventfd, readable once the server stops
   std::thread accept_thread;
 
   mutable std::mutex mu;
@@ -124,10 +116,6 @@ struct ControlServer::Impl {
   size_t other_connections = 0;  // connections not (yet) sessions
 
   std::mutex agent_log_mu;
-
-  ~Impl() {
-    if (stop_fd >= 0) ::close(stop_fd);
-  }
 
   void agent_log(std::string_view message) noexcept;
   void accept_loop();
@@ -163,8 +151,6 @@ struct ControlServer::Impl {
     bool running_ = false;
     bool released_ = false;
   };
-  void relay(Connection& c, SessionProcess& process, SessionLog& log, FrameDecoder& decoder,
-             const std::string& session_id, SessionSlot& slot);
   std::optional<std::string> end_reason(Connection& c);
   void reply(Connection& c, const nlohmann::json& body);
   void join_finished();
@@ -174,12 +160,10 @@ void ControlServer::Impl::agent_log(std::string_view message) noexcept {
   try {
     const std::string line = fmt::format("{} control server: {}\n", utc_timestamp(), message);
     std::lock_guard lock(agent_log_mu);
-    int fd = handlers.agent_log.empty()
-                 ? -1
-                 : ::open(handlers.agent_log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    const int target = fd >= 0 ? fd : STDERR_FILENO;
-    [[maybe_unused]] ssize_t ignored = ::write(target, line.data(), line.size());
-    if (fd >= 0) ::close(fd);
+    const os::UniqueFd fd(handlers.agent_log.empty() ? -1
+                                                     : ::open(handlers.agent_log.c_str(),
+                                                              O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    (void)os::write_some(fd ? fd.get() : STDERR_FILENO, line);
   } catch (...) {
     // Out of memory while reporting: nothing better to do than go on.
   }
@@ -191,7 +175,7 @@ void ControlServer::Impl::reply(Connection& c, const nlohmann::json& body) {
     agent_log(fmt::format("a reply of {} bytes is over the frame limit: sent as an error", payload.size()));
     payload = dump(error_reply("the reply is too large for the control socket"));
   }
-  if (auto sent = send_all(c.fd, encode_frame(FrameType::Reply, payload)); !sent)
+  if (auto sent = send_all(c.fd.get(), encode_frame(FrameType::Reply, payload)); !sent)
     agent_log(fmt::format("cannot send a reply: {}", sent.error().message));
 }
 
@@ -233,9 +217,9 @@ void ControlServer::Impl::accept_loop() {
 }
 
 bool ControlServer::Impl::accept_one() {
-  pollfd fds[2] = {{listener.fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
-  const int ready = ::poll(fds, 2, 1000);
-  if (ready < 0 && errno != EINTR) {
+  pollfd fds[2] = {{listener.fd(), POLLIN, 0}, {stop_fd.get(), POLLIN, 0}};
+  const int ready = os::poll(fds, std::chrono::milliseconds(1000));
+  if (ready < 0) {
     agent_log(fmt::format("cannot wait for connections: {}", errno_text(errno)));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -243,8 +227,8 @@ bool ControlServer::Impl::accept_one() {
   join_finished();
   if (ready <= 0 || !(fds[0].revents & POLLIN)) return true;
   auto c = std::make_shared<Connection>();  // before accept: a failed allocation leaks no fd
-  const int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  if (fd < 0) {
+  c->fd.reset(::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+  if (!c->fd) {
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
       agent_log(fmt::format("cannot accept a connection: {}", errno_text(errno)));
       // EMFILE and the like: do not spin on a listening socket that stays readable.
@@ -252,7 +236,6 @@ bool ControlServer::Impl::accept_one() {
     }
     return true;
   }
-  c->fd = fd;
   bool admitted = false;
   {
     std::lock_guard lock(mu);
@@ -267,12 +250,12 @@ bool ControlServer::Impl::accept_one() {
         encode_frame(FrameType::Reply,
                      dump(error_reply(fmt::format("the job's control socket is busy ({} connections wait): try again",
                                                   kMaxOtherConnections))));
-    [[maybe_unused]] ssize_t ignored = ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)os::write_some(c->fd.get(), frame);
     agent_log("refused a connection: too many connections waiting for their request");
     return true;  // `c` closes the fd
   }
-  c->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (c->wake_fd < 0) {
+  c->wake_fd.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!c->wake_fd) {
     agent_log(fmt::format("cannot create an eventfd: {}", errno_text(errno)));
     std::lock_guard lock(mu);
     --other_connections;
@@ -302,7 +285,7 @@ bool ControlServer::Impl::accept_one() {
 void ControlServer::Impl::serve(Connection& c) {
   os::block_sigpipe_on_this_thread();  // common/os.h: EPIPE, never SIGPIPE
   try {
-    auto peer = peer_identity(c.fd);
+    auto peer = peer_identity(c.fd.get());
     if (!peer) {
       agent_log(peer.error().message);
       reply(c, error_reply("the control server cannot tell who you are"));
@@ -316,15 +299,14 @@ void ControlServer::Impl::serve(Connection& c) {
     agent_log("a connection failed with an unknown exception");
   }
   // Closed here, not when the thread is joined: the client sees the end at once.
-  ::close(c.fd);
-  c.fd = -1;
+  c.fd.reset();
   std::lock_guard lock(mu);
   if (!c.is_session) --other_connections;
 }
 
 void ControlServer::Impl::serve_request(Connection& c, const PeerIdentity& peer, FrameDecoder& decoder) {
   const std::string who = fmt::format("pid {} uid {} ({})", peer.pid, peer.uid, peer.user_name);
-  auto frame = read_frame(c.fd, decoder, Clock::now() + handlers.request_timeout, stop_fd);
+  auto frame = read_frame(c.fd.get(), decoder, Clock::now() + handlers.request_timeout, stop_fd.get());
   if (!frame) {
     const Error& e = frame.error();
     if (e.code == ErrorCode::Timeout) {
@@ -449,181 +431,12 @@ void ControlServer::Impl::serve_session(Connection& c, const PeerIdentity& peer,
   slot.set_running();
   log->start(peer.uid, peer.user_name, peer.pid, plan->target_id, plan->pty, plan->argv);
   reply(c, nlohmann::json{{"Ok", true}, {"SessionId", plan->session_id}, {"Pty", plan->pty}});
-  relay(c, *process, *log, decoder, plan->session_id, slot);
-}
-
-void ControlServer::Impl::relay(Connection& c, SessionProcess& process, SessionLog& log, FrameDecoder& decoder,
-                                const std::string& session_id, SessionSlot& slot) {
-  std::string to_client, to_child;
-  bool client_input_ended = false;  // the client's empty Input frame, handed on once to_child is written
-  bool child_input_broken = false;
-  std::optional<std::string> ended;  // why the session is ended from this side (hang up)
-  bool tell_client = false;          // ... and whether the client hears the reason
-  std::optional<int> status;
-
-  auto read_output = [&](size_t limit) {
-    char chunk[16 * 1024];
-    size_t total = 0;
-    while (process.output_fd() >= 0 && total < limit) {
-      const ssize_t n = ::read(process.output_fd(), chunk, sizeof chunk);
-      if (n > 0) {
-        const std::string_view data(chunk, size_t(n));
-        log.output(data);
-        append_data_frames(to_client, FrameType::Output, data);
-        total += size_t(n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-      process.close_output();  // EOF, or EIO: the terminal's last user is gone
-    }
-  };
-  // Sends what is buffered for the client, waiting for room until `deadline`: false once the
-  // client is gone (a write error).
-  auto flush_to_client = [&](Clock::time_point deadline) -> bool {
-    while (!to_client.empty()) {
-      const ssize_t n = ::send(c.fd, to_client.data(), to_client.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n > 0) {
-        to_client.erase(0, size_t(n));
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-        if (left <= 0) return true;
-        pollfd p{c.fd, POLLOUT, 0};
-        ::poll(&p, 1, int(left));
-        continue;
-      }
-      return false;
-    }
-    return true;
-  };
-
-  // The client's frames decoded so far (the first ones may have come with the request).
-  auto take_client_frames = [&] {
-    while (!ended) {
-      auto frame = decoder.next();
-      if (!frame) {
-        agent_log(fmt::format("session {}: {}", session_id, frame.error().message));
-        ended = "the client sent a bad frame";
-        return;
-      }
-      if (!*frame) return;
-      Frame& f = **frame;
-      if (f.type == FrameType::Input) {
-        if (f.payload.empty()) {
-          client_input_ended = true;
-        } else if (!client_input_ended) {
-          log.input(f.payload);
-          if (!child_input_broken) to_child += f.payload;
-        }
-      } else if (f.type == FrameType::WindowSize) {
-        if (auto size = decode_window_size(f.payload)) process.set_window_size(*size);
-      } else if (f.type == FrameType::Close) {
-        ended = "the client closed the session";
-      } else {
-        agent_log(fmt::format("session {}: the client sent a {} frame", session_id, frame_type_name(f.type)));
-        ended = "the client sent a frame a client does not send";
-      }
-    }
-  };
-
-  take_client_frames();
-  while (!ended && !status) {
-    if (auto reason = end_reason(c)) {
-      ended = *reason;
-      tell_client = true;
-      break;
-    }
-    pollfd fds[6];
-    nfds_t count = 0;
-    auto add = [&](int fd, short events) -> int {
-      if (fd < 0 || events == 0) return -1;
-      fds[count] = {fd, events, 0};
-      return int(count++);
-    };
-    const bool pty = process.pty();
-    short output_events = process.output_fd() >= 0 && to_client.size() < kMaxBuffered ? POLLIN : 0;
-    short input_events = !to_child.empty() && !child_input_broken ? POLLOUT : 0;
-    if (pty) output_events |= input_events;
-    const int at_socket =
-        add(c.fd, short((to_child.size() < kMaxBuffered ? POLLIN : 0) | (to_client.empty() ? 0 : POLLOUT)));
-    const int at_output = add(process.output_fd(), output_events);
-    const int at_input = pty ? -1 : add(process.input_fd(), input_events);
-    const int at_exit = add(process.exit_fd(), POLLIN);
-    const int at_wake = add(c.wake_fd, POLLIN);
-    const int at_stop = add(stop_fd, POLLIN);
-    int timeout = -1;
-    if (log.has_partial_output()) timeout = kPartialOutputPauseMs;
-    if (process.exit_fd() < 0) timeout = timeout < 0 ? 100 : std::min(timeout, 100);
-    const int ready = ::poll(fds, count, timeout);
-    if (ready < 0 && errno != EINTR) {
-      agent_log(fmt::format("session {}: cannot wait: {}", session_id, errno_text(errno)));
-      ended = "the job's control server failed";
-      tell_client = true;
-      break;
-    }
-    if (ready == 0) log.flush_partial_output();
-    auto fired = [&](int at, short mask) { return at >= 0 && ready > 0 && (fds[at].revents & mask) != 0; };
-    if (fired(at_stop, POLLIN)) {
-      ended = "the job's supervisor is stopping";
-      tell_client = true;
-      break;
-    }
-    if (fired(at_wake, POLLIN)) continue;  // end_reason() is set: the loop's start ends the session
-
-    if (fired(at_socket, POLLIN | POLLHUP | POLLERR)) {
-      char chunk[16 * 1024];
-      const ssize_t n = ::recv(c.fd, chunk, sizeof chunk, MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-        ended = "the client disconnected";
-        break;
-      }
-      if (n > 0) decoder.feed(std::string_view(chunk, size_t(n)));
-      take_client_frames();
-      if (ended) break;
-    }
-    if (fired(at_socket, POLLOUT) && !flush_to_client(Clock::now())) {
-      ended = "the client disconnected";
-      break;
-    }
-    const int child_input_at = pty ? at_output : at_input;
-    if (fired(child_input_at, POLLOUT | POLLERR | POLLHUP) && !to_child.empty()) {
-      const ssize_t n = ::write(process.input_fd(), to_child.data(), to_child.size());
-      if (n > 0)
-        to_child.erase(0, size_t(n));
-      else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        child_input_broken = true;  // the session stopped reading its input: what is left is dropped
-        to_child.clear();
-      }
-    }
-    if (client_input_ended && to_child.empty() && !child_input_broken) {
-      process.end_input();
-      child_input_broken = true;  // nothing more goes in
-    }
-    if (fired(at_output, POLLIN | POLLHUP | POLLERR)) read_output(kMaxBuffered);
-    if (at_exit < 0 || fired(at_exit, POLLIN)) status = process.exited();
-  }
-
-  // The end is logged and the slot released before the client hears of it.
-  if (status) {
-    read_output(kMaxDrainAfterExit);
-    process.hang_up_leftovers();
-    log.end(fmt::format("exit_status={}", *status));
-    slot.release();
-    append_frame(to_client, FrameType::Exit, encode_exit_status(*status));
-    flush_to_client(Clock::now() + kFinalFlush);
-    return;
-  }
-  const int hung_up_status = process.hang_up(kHangUpGrace);
-  if (tell_client) read_output(kMaxDrainAfterExit);
-  log.end(fmt::format("ended: {} (exit_status={})", *ended, hung_up_status));
-  slot.release();
-  if (tell_client) {
-    append_frame(to_client, FrameType::Close, *ended);
-    flush_to_client(Clock::now() + kFinalFlush);
-  }
+  SessionRelay relay({.client_fd = c.fd.get(), .wake_fd = c.wake_fd.get(), .stop_fd = stop_fd.get()}, *process, *log,
+                     decoder, plan->session_id,
+                     {.agent_log = [this](std::string_view m) { agent_log(m); },
+                      .end_reason = [this, &c] { return end_reason(c); },
+                      .ended = [&slot] { slot.release(); }});
+  relay.run();
 }
 
 Result<std::unique_ptr<ControlServer>> ControlServer::start(const fs::path& socket_path, bool allow_other_users,
@@ -633,8 +446,8 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(const fs::path& sock
   auto impl = std::make_unique<Impl>();
   impl->listener = std::move(*listener);
   impl->handlers = std::move(handlers);
-  impl->stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (impl->stop_fd < 0)
+  impl->stop_fd.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!impl->stop_fd)
     return fail(Error{.code = ErrorCode::Io, .message = fmt::format("eventfd: {}", errno_text(errno))});
   try {
     Impl* raw = impl.get();
@@ -661,8 +474,7 @@ void ControlServer::end_sessions(std::string_view reason) {
     // The caller's own connection (a handler ending sessions) is not waited for.
     if (!c->is_session || c->done.load() || c->thread_id == std::this_thread::get_id()) continue;
     if (!c->end_reason) c->end_reason = std::string(reason);
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t ignored = ::write(c->wake_fd, &one, sizeof one);
+    wake(c->wake_fd.get());
     ending.push_back(c);
   }
   impl_->changed.wait(
@@ -670,8 +482,7 @@ void ControlServer::end_sessions(std::string_view reason) {
 }
 
 ControlServer::~ControlServer() {
-  const uint64_t one = 1;
-  [[maybe_unused]] ssize_t ignored = ::write(impl_->stop_fd, &one, sizeof one);
+  wake(impl_->stop_fd.get());
   if (impl_->accept_thread.joinable()) impl_->accept_thread.join();
   std::list<std::shared_ptr<Connection>> all;
   {
@@ -683,4 +494,4 @@ ControlServer::~ControlServer() {
   impl_->listener.remove();
 }
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -1,6 +1,6 @@
 // Access policies for local training jobs (host/jobs/access_policy.h): IAM's policy grammar and
 // decision logic, the bindings of policies to local users, and the MalformedPolicyDocument messages.
-#include "jobs/access_policy.h"
+#include "remote_debug/access_policy.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 
 #include "test_support.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 namespace {
 
 namespace fs = std::filesystem;
@@ -603,4 +603,4 @@ TEST(AccessPolicyMalformedFiles, PolicyVariablesAreLiteralIn2008Documents) {
 }
 
 }  // namespace
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -9,7 +9,7 @@
 
 #include "common/error.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 struct PeerIdentity {
   pid_t pid = -1;         // the peer's process at connect() time
@@ -27,4 +27,4 @@ struct PeerIdentity {
 // The passwd name of `uid`, or the uid in decimal where there is none.
 [[nodiscard]] std::string user_name_of(uid_t uid);
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -1,4 +1,4 @@
-#include "jobs/access_policy.h"
+#include "remote_debug/access_policy.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,7 +16,7 @@
 #include "format/json_limits.h"
 #include <vigil/sdk/text.hpp>
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 namespace {
 
@@ -617,4 +617,4 @@ bool AccessPolicy::grants_users_other_than(const LocalUser& owner) const {
   });
 }
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug

@@ -59,7 +59,7 @@
 
 #include "common/error.h"
 
-namespace vigil::jobs {
+namespace vigil::remote_debug {
 
 // One question put to the policy.
 struct AccessRequest {
@@ -116,4 +116,4 @@ class AccessPolicy {
   std::shared_ptr<const Rules> rules_;
 };
 
-}  // namespace vigil::jobs
+}  // namespace vigil::remote_debug
