@@ -152,7 +152,7 @@ def test_binary_run_saves_every_collection_with_xgboosts_values(binary_run):
         predictions = value(tr, "predictions", step)
         assert predictions.shape == (dvalid.num_row(),) and ((predictions > 0) & (predictions < 1)).all()
         np.testing.assert_allclose(predictions, upto.predict(dvalid), rtol=1e-6)
-        for kind in smd.IMPORTANCE_TYPES:
+        for kind in vigil.capture.xgboost.IMPORTANCE_TYPES:
             scores = upto.get_score(importance_type=kind)
             total = sum(scores.values())
             saved = {n.split("/")[-1]: float(value(tr, n, step)[0])

@@ -257,6 +257,18 @@ class BaseHook:
             c.save_config = SaveConfig.from_dict(done["save_config"])
         self._policy = policy
 
+    @property
+    def tensor_to_collections(self):
+        """{tensor name: the included Collection objects holding it} (smdebug's hook attribute)."""
+        self._sync_tensor_names()
+        included = [c for name, c in self.collection_manager.get_collections().items()
+                    if CollectionKeys.ALL in self.include_collections or name in self.include_collections]
+        out = {}
+        for c in included:
+            for tensor_name in c.tensor_names:
+                out.setdefault(tensor_name, set()).add(c)
+        return out
+
     def _get_collections_to_save_for_step(self):
         """The names of the included collections due at this step."""
         return self._policy.due_collections()
