@@ -19,6 +19,7 @@ import weakref
 
 from .. import _vigil
 from .environment import is_sagemaker_job
+from .guard import never_raises
 from ..modes import ModeKeys
 
 PYTHON_STATS_FILE = "python_stats"
@@ -34,22 +35,6 @@ _TIMERS = {  # cProfileTimer -> the clock cProfile reads (None: cProfile's own d
 
 def _now_us():
     return time.time_ns() // 1000
-
-
-def guarded(default=None):
-    """A profiler entry point: a fault is the profiler's own; it is logged once and profiling stops."""
-    def wrap(method):
-        @functools.wraps(method)
-        def run(self, *args, **kwargs):
-            if self.stopped:
-                return default
-            try:
-                return method(self, *args, **kwargs)
-            except Exception as e:  # noqa: BLE001 - the training loop must never see it
-                self.step_aside("{} failed: {}: {}".format(method.__name__, type(e).__name__, e))
-                return default
-        return run
-    return wrap
 
 
 class _Span:
@@ -122,7 +107,7 @@ class FrameworkProfiler:
         self.refresh_config(initial=True)
 
     # ---- config ----------------------------------------------------------------------------------------
-    @guarded()
+    @never_raises
     def refresh_config(self, initial=False):
         """Re-reads the config when the file changed (a stat otherwise); a refused file is logged once
         and the last good config stays."""
@@ -245,7 +230,7 @@ class FrameworkProfiler:
         return self._node_id
 
     # ---- steps, forward and backward (smdebug's PyTorch timeline) --------------------------------------
-    @guarded()
+    @never_raises
     def step_start(self, mode, mode_step, global_step, module_name):
         """A step begins (the model's forward pre-hook): the last step's events are written, the config
         is checked, and the new step's Step and Forward spans open."""
@@ -310,7 +295,7 @@ class FrameworkProfiler:
         except Exception as e:  # noqa: BLE001
             self.step_aside("backward_seen failed: {}: {}".format(type(e).__name__, e))
 
-    @guarded()
+    @never_raises
     def forward_pass_end(self):
         """The model's forward pass ended: the Python profile of this step is split here (smdebug's
         forwardpassend phase)."""
@@ -544,6 +529,12 @@ class FrameworkProfiler:
                 except Exception as e:  # noqa: BLE001 - the training has ended; only the rules wait on
                     self._log_once("cannot mark the end of training in {}: {}: {}".format(
                         root, type(e).__name__, e))
+
+    def _stepped_aside(self):
+        return self.stopped
+
+    def _step_aside(self, message):
+        self.step_aside(message)
 
     def step_aside(self, message):
         """The first internal fault: logged once; profiling stops, what was published stays."""

@@ -6,11 +6,11 @@ collections once, and a C++ writer with its own thread (``_vigil.QueuedWriter``)
 hook never harms training: every method catches everything, logs the first fault once and disables
 the hook.
 
-Framework hooks subclass ``BaseHook`` and give ``_make_numpy_array``, ``_get_worker_name``,
-``_get_num_workers`` and ``_get_default_collections``.
+Framework hooks subclass ``BaseHook`` and give its abstract methods: ``_make_numpy_array``,
+``_get_worker_name``, ``_get_num_workers`` and ``_get_default_collections``.
 """
 import atexit
-import functools
+from abc import ABC, abstractmethod
 import json
 import logging
 import os
@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import _vigil
 from . import upload as _upload
+from .guard import misuse, never_raises
 from .environment import capture_disabled, is_sagemaker_job
 from .hook_config import create_hook_from_json_config, tensorboard_dir_from_sagemaker
 from ..collection import CollectionKeys, CollectionManager
@@ -36,30 +37,6 @@ DEFAULT_MAX_QUEUE_MB = 256
 QUEUE_ENV = "VIGIL_HOOK_MAX_QUEUE_MB"
 
 
-def misuse(exc):
-    """Marks an exception as the caller's misuse, which smdebug's hook refuses with that exception:
-    never_raises lets it through to the caller, and the hook stays enabled."""
-    exc.vigil_misuse = True
-    return exc
-
-
-def never_raises(method):
-    """A hook method: any exception is the hook's own fault; it is logged once and the hook steps aside.
-    Only a misuse (see ``misuse``) reaches the caller, as smdebug raises it."""
-    @functools.wraps(method)
-    def guarded(self, *args, **kwargs):
-        if self._disabled:
-            return None
-        try:
-            return method(self, *args, **kwargs)
-        except Exception as e:  # noqa: BLE001 - the training loop must never see it
-            if getattr(e, "vigil_misuse", False):
-                raise
-            self._fault("{} failed: {}: {}".format(method.__name__, type(e).__name__, e))
-            return None
-    return guarded
-
-
 class _ScalarCache:
     __slots__ = ("name", "value", "mode", "timestamp")
 
@@ -67,7 +44,7 @@ class _ScalarCache:
         self.name, self.value, self.mode, self.timestamp = name, value, mode, timestamp
 
 
-class BaseHook:
+class BaseHook(ABC):
     GRADIENT_PREFIX = "gradient/"
     SCALAR_PREFIX = "scalar/"
     INPUT_TENSOR_SUFFIX = "_input_"
@@ -162,7 +139,32 @@ class BaseHook:
         for upload in uploads:
             upload.finish()
 
+    # ---- what a framework hook gives --------------------------------------------------------------------
+    @staticmethod
+    @abstractmethod
+    def _make_numpy_array(value):
+        """A numpy array of a framework value (CPU, zero-copy where it can); TypeError for a dtype
+        numpy cannot hold."""
+
+    @abstractmethod
+    def _get_worker_name(self):
+        """This process's worker name, smdebug's (``worker_0`` without distribution)."""
+
+    @abstractmethod
+    def _get_num_workers(self):
+        """How many workers the training job has."""
+
+    @abstractmethod
+    def _get_default_collections(self):
+        """The framework's built-in collection names (configured without regexes of their own)."""
+
     # ---- faults ------------------------------------------------------------------------------------
+    def _stepped_aside(self):
+        return self._disabled
+
+    def _step_aside(self, message):
+        self._fault(message)
+
     def _fault(self, message):
         """The first internal fault: logged once; the hook writes nothing more (what is published stays)."""
         if not self._faulted:
