@@ -1,12 +1,14 @@
 #include "evaluate/job_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <charconv>
 #include <set>
 
+#include "evaluate/request_validation.h"
 #include "format/json_limits.h"
 #include "plugin_host/profiles.h"
 #include <vigil/sdk/text.hpp>
@@ -33,37 +35,32 @@ bool truthy(const nlohmann::json& v) {
   return false;
 }
 
-// One list of rule configurations (sagemaker-api §2.3, §2.4: the same members).
-[[nodiscard]] Result<void> parse_rule_list(const nlohmann::json& list, RuleKind kind, const std::string& default_trial,
-                                           JobConfig& job) {
-  const std::string_view list_name = rule_list_name(kind);
-  if (!list.is_array()) return fail(invalid(list_name, "must be a list"));
-  if (list.size() > kMaxRules)
-    return fail(invalid(list_name, fmt::format("{} rules given; SageMaker allows at most {}", list.size(), kMaxRules)));
+// Vigil's refusal beyond the service model: a member the evaluator does not know is a mistake
+// (a misspelt RuleParameters, say) rather than something to ignore.
+void check_known_members(validation::Validator& v, const nlohmann::json& list, std::string_view list_name) {
+  static constexpr std::string_view known[] = {"RuleConfigurationName", "RuleEvaluatorImage", "RuleParameters",
+                                               "LocalPath", "S3OutputPath", "InstanceType", "VolumeSizeInGB"};
+  if (!list.is_array()) return;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].is_object()) continue;
+    for (const auto& [k, value] : list[i].items())
+      if (std::find(std::begin(known), std::end(known), k) == std::end(known))
+        v.violation(&value, fmt::format("{}.{}.member.{}", validation::lower_camel(list_name), i + 1, k),
+                    fmt::format("Member must be one of RuleConfiguration's members: {}", fmt::join(known, ", ")));
+  }
+}
+
+// The rules of one list that passed the checks above.
+[[nodiscard]] Result<void> read_rule_list(const nlohmann::json& list, RuleKind kind, const std::string& default_trial,
+                                          JobConfig& job) {
   for (size_t i = 0; i < list.size(); ++i) {
     const auto& entry = list[i];
-    const std::string field = fmt::format("{}[{}]", list_name, i);
-    if (!entry.is_object()) return fail(invalid(field, "must be an object"));
-    auto name = entry.find("RuleConfigurationName");
-    if (name == entry.end() || !name->is_string())
-      return fail(invalid(field + ".RuleConfigurationName", "is required and must be a string"));
+    const std::string field = fmt::format("{}[{}]", rule_list_name(kind), i);
     std::map<std::string, std::string> params;
-    if (auto rp = entry.find("RuleParameters"); rp != entry.end()) {
-      if (!rp->is_object()) return fail(invalid(field + ".RuleParameters", "must be an object of strings"));
-      if (rp->size() > 100) return fail(invalid(field + ".RuleParameters", "at most 100 parameters"));
-      for (const auto& [k, v] : rp->items()) {
-        if (!v.is_string())
-          return fail(invalid(fmt::format("{}.RuleParameters.{}", field, k),
-                              "values must be strings, as in SageMaker (write \"" + v.dump() + "\")"));
-        params[k] = v.get<std::string>();
-      }
-    }
-    for (const auto& [k, v] : entry.items()) {
-      static const std::set<std::string> known = {"RuleConfigurationName", "RuleEvaluatorImage", "RuleParameters",
-                                                  "LocalPath", "S3OutputPath", "InstanceType", "VolumeSizeInGB"};
-      if (!known.contains(k)) return fail(invalid(field + "." + k, "unknown member"));
-    }
-    auto rule = rule_from_parameters(name->get<std::string>(), params, default_trial, field + ".RuleParameters", kind);
+    if (auto rp = entry.find("RuleParameters"); rp != entry.end() && rp->is_object())
+      for (const auto& [k, v] : rp->items()) params[k] = v.get<std::string>();
+    auto rule = rule_from_parameters(entry.at("RuleConfigurationName").get<std::string>(), params, default_trial,
+                                     field + ".RuleParameters", kind);
     if (!rule) return fail(rule.error());
     job.rules.push_back(std::move(*rule));
   }
@@ -189,21 +186,34 @@ Result<JobConfig> parse_job_json(std::string_view text, const std::string& defau
   } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
     return fail(Error::invalid_argument(fmt::format("the job file is not valid JSON: {}", e.what())));
   }
-  JobConfig job;
-  if (doc.is_array()) {
-    if (auto r = parse_rule_list(doc, RuleKind::Debug, default_trial, job); !r) return fail(r.error());
-  } else if (doc.is_object()) {
+  // The lists, with their kind and default trial: a bare list (or any other value that is no object)
+  // stands for DebugRuleConfigurations.
+  struct RuleList {
+    const nlohmann::json* list;
+    RuleKind kind;
+    const std::string* default_trial;
+  };
+  std::vector<RuleList> lists;
+  if (doc.is_object()) {
     if (auto r = check_debugger_supported(doc); !r) return fail(r.error());
     const auto debug = doc.find("DebugRuleConfigurations"), profiler = doc.find("ProfilerRuleConfigurations");
     if (debug == doc.end() && profiler == doc.end())
       return fail(invalid("DebugRuleConfigurations", "is missing (and so is ProfilerRuleConfigurations)"));
-    if (debug != doc.end())
-      if (auto r = parse_rule_list(*debug, RuleKind::Debug, default_trial, job); !r) return fail(r.error());
-    if (profiler != doc.end())
-      if (auto r = parse_rule_list(*profiler, RuleKind::Profiler, default_profiler_trial, job); !r) return fail(r.error());
+    if (debug != doc.end()) lists.push_back({&*debug, RuleKind::Debug, &default_trial});
+    if (profiler != doc.end()) lists.push_back({&*profiler, RuleKind::Profiler, &default_profiler_trial});
   } else {
-    return fail(invalid("DebugRuleConfigurations", "must be a list"));
+    lists.push_back({&doc, RuleKind::Debug, &default_trial});
   }
+  // The members of every rule configuration, as CreateTrainingJob checks them, before any is read.
+  validation::Validator v;
+  for (const auto& [list, kind, trial] : lists) {
+    validation::check_rule_configurations(v, *list, rule_list_name(kind), /*image_required=*/false);
+    check_known_members(v, *list, rule_list_name(kind));
+  }
+  if (!v.violations.empty()) return fail(validation::validation_errors(v.violations));
+  JobConfig job;
+  for (const auto& [list, kind, trial] : lists)
+    if (auto r = read_rule_list(*list, kind, *trial, job); !r) return fail(r.error());
   if (auto r = validate_job(job); !r) return fail(r.error());
   return job;
 }

@@ -46,7 +46,9 @@ struct JobConfig {
 // plus optional CreateTrainingJob members that decide whether Debugger supports the job
 // (CheckpointConfig, ResourceConfig, HyperParameters, Distribution), or a bare list of debug rule
 // configurations. `default_trial` fills debug rules without a base_trial, `default_profiler_trial`
-// profiler rules. Errors are InvalidArgument naming the failing field.
+// profiler rules. Errors are InvalidArgument: the rule configurations' members are checked as
+// CreateTrainingJob checks them, reported as its ValidationException (evaluate/request_validation.h);
+// what the evaluator needs beyond them names the failing field.
 [[nodiscard]] Result<JobConfig> parse_job_json(std::string_view text, const std::string& default_trial,
                                                const std::string& default_profiler_trial = {});
 

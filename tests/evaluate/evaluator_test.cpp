@@ -305,7 +305,14 @@ TEST(BadJobs, AreRefusedNamingTheField) {
   expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule", "bogus": "1")"), "unknown parameter 'bogus'");
   expect_bad_job(one_rule(R"("rule_to_invoke": "Validated", "needed": "x", "ratio": "7")"),
                  "parameter 'ratio' has invalid value '7'");
-  expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule", "fail_at": 3)"), "values must be strings");
+  expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule", "fail_at": 3)"),
+                 "ValidationException: 1 validation error detected: Value '3' at "
+                 "'debugRuleConfigurations.1.member.ruleParameters.fail_at' failed to satisfy constraint: Member must "
+                 "be a string");
+  // The member checks are CreateTrainingJob's (evaluate/request_validation.h), in the service's wording.
+  expect_bad_job(R"([{"RuleConfigurationName": "", "RuleParameters": {"rule_to_invoke": "StepsRule"}}])",
+                 "Value '' at 'debugRuleConfigurations.1.member.ruleConfigurationName' failed to satisfy constraint: "
+                 "Member must have length greater than or equal to 1");
   expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule", "start_step": "10", "end_step": "5")"),
                  "end_step: must be greater than start_step");
   expect_bad_job(one_rule(R"("rule_to_invoke": "StepsRule", "start_step": "-1")"), "start_step: '-1' is not a non-negative integer");
@@ -318,7 +325,8 @@ TEST(BadJobs, AreRefusedNamingTheField) {
   for (int i = 0; i < 21; ++i)
     many += (i ? "," : "") + std::string(R"({"RuleConfigurationName": "r)") + std::to_string(i) +
             R"(", "RuleParameters": {"rule_to_invoke": "StepsRule"}})";
-  expect_bad_job(many + "]}", "21 rules given; SageMaker allows at most 20");
+  expect_bad_job(many + "]}",
+                 "at 'debugRuleConfigurations' failed to satisfy constraint: Member must have length less than or equal to 20");
   expect_bad_job(R"({"DebugRuleConfigurations": [
       {"RuleConfigurationName": "r", "RuleParameters": {"rule_to_invoke": "StepsRule"}},
       {"RuleConfigurationName": "r", "RuleParameters": {"rule_to_invoke": "StepsRule"}}]})",

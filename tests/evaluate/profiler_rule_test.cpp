@@ -334,19 +334,22 @@ TEST(ProfilerJobs, BadProfilerConfigurationsAreRefusedNamingTheField) {
   };
   refused(R"({"ProfilerRuleConfigurations": [{"RuleConfigurationName": "P", "RuleParameters": {"rule_to_invoke": "X"}}]})",
           "ProfilerRuleConfigurations[0]: no profiler data folder");
-  refused(R"({"ProfilerRuleConfigurations": {}})", "ProfilerRuleConfigurations: must be a list");
+  refused(R"({"ProfilerRuleConfigurations": {}})",
+          "Value '{}' at 'profilerRuleConfigurations' failed to satisfy constraint: Member must be a list");
   refused(R"({"DebugRuleConfigurations": [{"RuleConfigurationName": "A", "RuleParameters": {"rule_to_invoke": "X"}}],
               "ProfilerRuleConfigurations": [{"RuleConfigurationName": "A",
                                               "RuleParameters": {"rule_to_invoke": "Y", "base_trial": "/tmp"}}]})",
           "ProfilerRuleConfigurations[0].RuleConfigurationName: 'A' is used twice");
   refused(R"({"ProfilerRuleConfigurations": [{"RuleConfigurationName": "P", "Bogus": 1}]})",
-          "ProfilerRuleConfigurations[0].Bogus: unknown member");
+          "1 validation error detected: Value '1' at 'profilerRuleConfigurations.1.member.Bogus' failed to satisfy "
+          "constraint: Member must be one of RuleConfiguration's members");
   refused(R"({"TrainingJobName": "j"})", "DebugRuleConfigurations: is missing (and so is ProfilerRuleConfigurations)");
   std::string many = R"({"ProfilerRuleConfigurations": [)";
   for (int i = 0; i < 21; ++i)
     many += fmt::format(R"({}{{"RuleConfigurationName": "P{}", "RuleParameters": {{"rule_to_invoke": "X"}}}})",
                         i ? "," : "", i);
-  refused(many + "]}", "ProfilerRuleConfigurations: 21 rules given; SageMaker allows at most 20");
+  refused(many + "]}",
+          "at 'profilerRuleConfigurations' failed to satisfy constraint: Member must have length less than or equal to 20");
 
   auto python = evaluate::parse_job_json(
       R"({"ProfilerRuleConfigurations": [{"RuleConfigurationName": "P", "RuleParameters":
