@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <set>
 
 #include "evaluate/request_validation.h"
 #include "format/json_limits.h"
@@ -116,11 +115,24 @@ std::string_view rule_list_name(RuleKind kind) {
   return kind == RuleKind::Profiler ? "ProfilerRuleConfigurations" : "DebugRuleConfigurations";
 }
 
-std::string rule_field(const JobConfig& job, size_t i) {
+namespace {
+
+// Where job.rules[i] is in its list, counted from 0.
+size_t index_in_list(const JobConfig& job, size_t i) {
   const RuleKind kind = job.rules.at(i).kind;
-  const auto index = std::count_if(job.rules.begin(), job.rules.begin() + static_cast<std::ptrdiff_t>(i),
-                                   [&](const RuleConfig& r) { return r.kind == kind; });
-  return fmt::format("{}[{}]", rule_list_name(kind), index);
+  return size_t(std::count_if(job.rules.begin(), job.rules.begin() + static_cast<std::ptrdiff_t>(i),
+                              [&](const RuleConfig& r) { return r.kind == kind; }));
+}
+
+// "debugRuleConfigurations.3": where job.rules[i] is, as the service's messages say it.
+std::string service_path(const JobConfig& job, size_t i) {
+  return fmt::format("{}.{}", validation::lower_camel(rule_list_name(job.rules[i].kind)), index_in_list(job, i) + 1);
+}
+
+}  // namespace
+
+std::string rule_field(const JobConfig& job, size_t i) {
+  return fmt::format("{}[{}]", rule_list_name(job.rules.at(i).kind), index_in_list(job, i));
 }
 
 Result<RuleConfig> rule_from_parameters(std::string configuration_name, const std::map<std::string, std::string>& params,
@@ -225,14 +237,21 @@ Result<void> validate_job(const JobConfig& job) {
     if (size_t(n) > kMaxRules)
       return fail(invalid(rule_list_name(kind), fmt::format("{} rules given; SageMaker allows at most {}", n, kMaxRules)));
   }
-  std::set<std::string> names;
+  // The names, as CreateTrainingJob checks them (those of a job file were checked as it was read;
+  // these checks are for the command line's --rule).
+  validation::Validator v;
+  std::map<std::string, std::string> seen;  // name -> where
+  for (size_t i = 0; i < job.rules.size(); ++i) {
+    const auto& name = job.rules[i].configuration_name;
+    const std::string where = service_path(job, i);
+    v.string(nlohmann::json(name), where + ".member.ruleConfigurationName", validation::kRuleConfigurationName);
+    if (!v.violations.empty()) return fail(validation::validation_errors(v.violations));
+    if (auto [it, fresh] = seen.emplace(name, where); !fresh)
+      return fail(validation::rule_name_used_twice(name, it->second, where));
+  }
   for (size_t i = 0; i < job.rules.size(); ++i) {
     const auto& r = job.rules[i];
     const std::string field = rule_field(job, i);
-    if (r.configuration_name.empty() || r.configuration_name.size() > 256)
-      return fail(invalid(field + ".RuleConfigurationName", "must be 1 to 256 characters"));
-    if (!names.insert(r.configuration_name).second)
-      return fail(invalid(field + ".RuleConfigurationName", fmt::format("'{}' is used twice", r.configuration_name)));
     if (r.base_trial.empty())
       return fail(invalid(field, r.kind == RuleKind::Profiler
                                      ? "no profiler data folder: give --profiler-trial PATH or a base_trial rule parameter"

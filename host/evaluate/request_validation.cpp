@@ -335,6 +335,12 @@ void check_rule_configurations(Validator& v, const json& list, std::string_view 
   }
 }
 
+Error rule_name_used_twice(std::string_view name, std::string_view first, std::string_view second) {
+  return validation_exception(fmt::format(
+      "RuleConfigurationName '{}' is used by both {} and {}: rule configuration names must be unique within a job", name,
+      first, second));
+}
+
 Error validation_exception(std::string_view message) {
   return Error::invalid_argument(fmt::format("ValidationException: {}", message));
 }

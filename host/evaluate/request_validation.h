@@ -123,6 +123,11 @@ class Validator {
 // RuleEvaluatorImage; the evaluator, which runs the rules itself, does not need it (`image_required`).
 void check_rule_configurations(Validator& v, const json& list, std::string_view list_name, bool image_required);
 
+// A RuleConfigurationName used by two rules: both lists share one namespace (sagemaker-api §2.3).
+// `first` and `second` say where, as "debugRuleConfigurations.1". Local wording: the service
+// documents no message for it.
+[[nodiscard]] Error rule_name_used_twice(std::string_view name, std::string_view first, std::string_view second);
+
 // An InvalidArgument "ValidationException: <message>".
 [[nodiscard]] Error validation_exception(std::string_view message);
 // The ValidationException of `violations` (not empty): "N validation error(s) detected: a; b".

@@ -180,8 +180,7 @@ std::vector<std::string> model_violations(const json& request) {
   return std::move(v.violations);
 }
 
-// The names of both rule lists share one namespace (sagemaker-api §2.3). Local wording: the service
-// documents no message for it.
+// The names of both rule lists share one namespace.
 Result<void> check_unique_rule_names(const json& request) {
   std::map<std::string, std::string> seen;  // name -> where
   for (const char* list : {"DebugRuleConfigurations", "ProfilerRuleConfigurations"}) {
@@ -191,9 +190,7 @@ Result<void> check_unique_rule_names(const json& request) {
       const std::string& name = (*rules)[i].at("RuleConfigurationName").get_ref<const std::string&>();
       const std::string where = fmt::format("{}.{}", lower_camel(list), i + 1);
       if (auto [it, fresh] = seen.emplace(name, where); !fresh)
-        return fail(validation_exception(fmt::format(
-            "RuleConfigurationName '{}' is used by both {} and {}: rule configuration names must be unique within a job",
-            name, it->second, where)));
+        return fail(rule_name_used_twice(name, it->second, where));
     }
   }
   return {};

@@ -330,7 +330,8 @@ TEST(BadJobs, AreRefusedNamingTheField) {
   expect_bad_job(R"({"DebugRuleConfigurations": [
       {"RuleConfigurationName": "r", "RuleParameters": {"rule_to_invoke": "StepsRule"}},
       {"RuleConfigurationName": "r", "RuleParameters": {"rule_to_invoke": "StepsRule"}}]})",
-                 "'r' is used twice");
+                 "ValidationException: RuleConfigurationName 'r' is used by both debugRuleConfigurations.1 and "
+                 "debugRuleConfigurations.2: rule configuration names must be unique within a job");
 }
 
 // Found by fuzz/job_config_fuzzer: a number too large for a double threw an exception the parser

@@ -339,7 +339,7 @@ TEST(ProfilerJobs, BadProfilerConfigurationsAreRefusedNamingTheField) {
   refused(R"({"DebugRuleConfigurations": [{"RuleConfigurationName": "A", "RuleParameters": {"rule_to_invoke": "X"}}],
               "ProfilerRuleConfigurations": [{"RuleConfigurationName": "A",
                                               "RuleParameters": {"rule_to_invoke": "Y", "base_trial": "/tmp"}}]})",
-          "ProfilerRuleConfigurations[0].RuleConfigurationName: 'A' is used twice");
+          "RuleConfigurationName 'A' is used by both debugRuleConfigurations.1 and profilerRuleConfigurations.1");
   refused(R"({"ProfilerRuleConfigurations": [{"RuleConfigurationName": "P", "Bogus": 1}]})",
           "1 validation error detected: Value '1' at 'profilerRuleConfigurations.1.member.Bogus' failed to satisfy "
           "constraint: Member must be one of RuleConfiguration's members");
