@@ -1,4 +1,4 @@
-// Access policies for local training jobs (host/jobs/access_policy.h): IAM's policy grammar and
+// Access policies for local training jobs (host/remote_debug/access_policy.h): IAM's policy grammar and
 // decision logic, the bindings of policies to local users, and the MalformedPolicyDocument messages.
 #include "remote_debug/access_policy.h"
 

@@ -1,4 +1,4 @@
-// The job's control socket (host/jobs/control_server.h, control_client.h, control_protocol.h): the
+// The job's control socket (host/remote_debug/control_server.h, control_client.h, control_protocol.h): the
 // socket folder's rules, identities from the kernel only, the request limits, command and pty
 // sessions relayed through run_session, the session log, and the ways a session ends.
 #include "remote_debug/control_server.h"

@@ -46,7 +46,7 @@ class S3ServerProcess {
 };
 
 // A suite whose tests share one S3 test server: started before its first test, stopped after its
-// last (a suite's CMake list names it in vigil_discover_tests' WHOLE_SUITES, so that its tests run
+// last (a suite's CMake list names it in vigil_test_suite's WHOLE_SUITES, so that its tests run
 // in one process); each test begins with no faults and an empty request log. No server fails every test,
 // never skips it. A suite that overrides SetUp calls this one first and stops on a fatal failure.
 class S3ServerSuite : public ::testing::Test {
