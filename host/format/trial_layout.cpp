@@ -139,25 +139,9 @@ Result<TrialRoot> TrialRoot::open(const std::filesystem::path& path) {
   std::error_code ec;
   auto canonical = std::filesystem::canonical(path, ec);
   if (ec) return fail(Error::io(path.string(), ec.message()));
-  const int fd = ::open(canonical.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return fail(Error::io(path.string(), std::strerror(errno)));
-  return TrialRoot(std::move(canonical), fd);
-}
-
-TrialRoot::TrialRoot(TrialRoot&& other) noexcept
-    : canonical_(std::move(other.canonical_)), fd_(std::exchange(other.fd_, -1)) {}
-
-TrialRoot& TrialRoot::operator=(TrialRoot&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    canonical_ = std::move(other.canonical_);
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
-TrialRoot::~TrialRoot() {
-  if (fd_ >= 0) ::close(fd_);
+  os::UniqueFd fd(::open(canonical.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return fail(Error::io(path.string(), std::strerror(errno)));
+  return TrialRoot(std::move(canonical), std::move(fd));
 }
 
 namespace {
@@ -177,50 +161,43 @@ Result<TrialRoot::OpenedFile> TrialRoot::open_file(std::string_view relpath) con
   how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
   const std::string rel(relpath);
-  const int fd = int(::syscall(SYS_openat2, fd_, rel.c_str(), &how, sizeof how));
-  if (fd < 0) {
+  os::UniqueFd fd(int(::syscall(SYS_openat2, fd_.get(), rel.c_str(), &how, sizeof how)));
+  if (!fd) {
     if (errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == EISDIR)
       return fail(Error::io((canonical_ / relpath).string(), std::strerror(errno)));
     return open_by_name(relpath);  // EXDEV (leaves the root on the way), ENOSYS, a seccomp filter, ...
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return fail(refusal((canonical_ / relpath).string(), canonical_, "it is not a regular file"));
-  }
-  return OpenedFile{fd, uint64_t(st.st_size)};
+  return OpenedFile{std::move(fd), uint64_t(st.st_size)};
 }
 
 Result<TrialRoot::OpenedFile> TrialRoot::open_by_name(std::string_view relpath) const {
   namespace fs = std::filesystem;
   const std::string file = (canonical_ / relpath).string();
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return fail(Error::io(file, std::strerror(errno)));
+  os::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) return fail(Error::io(file, std::strerror(errno)));
   // Where the opened file really is, after every symlink: checked on the descriptor rather than the
   // name, so swapping a symlink between a check and the open cannot slip a file past this.
   std::error_code ec;
-  fs::path real = fs::read_symlink(fmt::format("/proc/self/fd/{}", fd), ec);
+  fs::path real = fs::read_symlink(fmt::format("/proc/self/fd/{}", fd.get()), ec);
   if (ec) real = fs::canonical(file, ec);  // no /proc: fall back to resolving the name
   struct stat st {};
   std::string problem;
   if (ec) problem = fmt::format("cannot resolve where it points ({})", ec.message());
   else if (!is_inside(real.string(), canonical_.string()))
     problem = fmt::format("it resolves to {}, outside the trial directory", real.string());
-  else if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+  else if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
     problem = "it is not a regular file";
-  if (!problem.empty()) {
-    ::close(fd);
-    return fail(refusal(file, canonical_, problem));
-  }
-  return OpenedFile{fd, uint64_t(st.st_size)};
+  if (!problem.empty()) return fail(refusal(file, canonical_, problem));
+  return OpenedFile{std::move(fd), uint64_t(st.st_size)};
 }
 
 Result<std::string> TrialRoot::read_file(std::string_view relpath) const {
   auto opened = open_file(relpath);
   if (!opened) return fail(opened.error());
-  auto bytes = read_all(opened->fd, (canonical_ / relpath).string(), opened->size);
-  ::close(opened->fd);
-  return bytes;
+  return read_all(opened->fd.get(), (canonical_ / relpath).string(), opened->size);
 }
 
 }  // namespace vigil::format

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "common/os.h"
 
 namespace vigil::format {
 
@@ -51,16 +52,11 @@ class TrialRoot {
  public:
   // Resolves `path` (fs::canonical) and keeps a descriptor on the folder.
   [[nodiscard]] static Result<TrialRoot> open(const std::filesystem::path& path);
-  TrialRoot(TrialRoot&& other) noexcept;
-  TrialRoot& operator=(TrialRoot&& other) noexcept;
-  TrialRoot(const TrialRoot&) = delete;
-  TrialRoot& operator=(const TrialRoot&) = delete;
-  ~TrialRoot();
 
   const std::filesystem::path& canonical() const { return canonical_; }
 
   struct OpenedFile {
-    int fd;         // the caller closes it
+    os::UniqueFd fd;  // the caller's
     uint64_t size;  // at opening
   };
   // Opens `relpath` read-only. Usually one openat2 (the kernel keeps it beneath the root) and one
@@ -71,11 +67,11 @@ class TrialRoot {
   [[nodiscard]] Result<std::string> read_file(std::string_view relpath) const;
 
  private:
-  TrialRoot(std::filesystem::path canonical, int fd) : canonical_(std::move(canonical)), fd_(fd) {}
+  TrialRoot(std::filesystem::path canonical, os::UniqueFd fd) : canonical_(std::move(canonical)), fd_(std::move(fd)) {}
   [[nodiscard]] Result<OpenedFile> open_by_name(std::string_view relpath) const;
 
   std::filesystem::path canonical_;
-  int fd_ = -1;
+  os::UniqueFd fd_;
 };
 
 }  // namespace vigil::format

@@ -26,6 +26,7 @@
 #include "common/published_file.h"
 #include "format/trial_layout.h"
 #include "jobs/container_environment.h"
+#include "jobs/job_control.h"
 #include "jobs/job_outputs.h"
 #include "jobs/job_paths.h"
 #include "jobs/job_store.h"
@@ -41,14 +42,9 @@ namespace vigil::jobs {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 // The control socket's side of the job (host/remote_debug).
-using remote_debug::AccessDecision;
 using remote_debug::AccessPolicy;
-using remote_debug::AccessRequest;
-using remote_debug::ControlHandlers;
 using remote_debug::ControlServer;
 using remote_debug::LocalUser;
-using remote_debug::PeerIdentity;
-using remote_debug::SessionPlan;
 using remote_debug::user_name_of;
 
 namespace {
@@ -56,7 +52,6 @@ namespace {
 constexpr int kExitRefused = 2;
 constexpr int kExitRecords = 3;
 constexpr int kExitUploads = 4;
-constexpr std::string_view kTargetPrefix = "sagemaker-training-job:";
 
 // SIGINT or SIGTERM to `vigil train` stops the job as StopTrainingJob would.
 volatile sig_atomic_t g_stop_signal = 0;
@@ -90,14 +85,6 @@ fs::path control_socket_path() {
   fs::path base = "/tmp";
   if (const char* runtime = std::getenv("XDG_RUNTIME_DIR"); runtime && *runtime && fs::is_directory(runtime)) base = runtime;
   return base / fmt::format("vigil-job-{}", random_hex(16)) / "control.sock";
-}
-
-std::string refusal_message(std::string_view action, const LocalUser& who, std::string_view resource, AccessDecision decision) {
-  return fmt::format("AccessDeniedException: User: {} (uid {}) is not authorized to perform: {} on resource: {}{}", who.name,
-                     who.uid, action, resource,
-                     decision == AccessDecision::ExplicitDeny ? " with an explicit deny in an identity-based policy"
-                                                              : " because no identity-based policy allows the " +
-                                                                    std::string(action) + " action");
 }
 
 // A command of the job (a host's, the rule evaluator): its input empty, its output and errors to
@@ -182,13 +169,14 @@ class UploadLog {
   fs::path file_;
 };
 
-class Supervisor {
+// The job's state machine: its status and secondary-status transitions, its hosts' and evaluator's
+// processes, its outputs. Control requests reach it through ControlledJob (jobs/job_control.h).
+class Supervisor final : private ControlledJob {
  public:
-  Supervisor(const TrainOptions& options, TrainingJobRequest request, JobPaths paths, std::optional<AccessPolicy> policy,
+  Supervisor(const TrainOptions& options, TrainingJobRequest request, JobPaths paths, JobAccess access,
              std::unique_ptr<JobOutputUploads> uploads, std::chrono::milliseconds upload_timeout)
-      : options_(options), request_(std::move(request)), paths_(std::move(paths)), policy_(std::move(policy)),
-        owner_{::geteuid(), user_name_of(::geteuid())}, arn_(training_job_arn(request_.name)), uploads_(std::move(uploads)),
-        upload_timeout_(upload_timeout) {}
+      : options_(options), request_(std::move(request)), paths_(std::move(paths)), access_(std::move(access)),
+        arn_(training_job_arn(request_.name)), uploads_(std::move(uploads)), upload_timeout_(upload_timeout) {}
 
   int run();
 
@@ -196,8 +184,17 @@ class Supervisor {
   // Applies `change` to the state and writes it (under the lock: control requests come from the
   // server's threads).
   bool update(const std::function<void(JobState&)>& change) {
+    return change_state_if([&](JobState& s) {
+      change(s);
+      return true;
+    });
+  }
+  // ControlledJob:
+  bool change_state_if(const std::function<bool(JobState&)>& change) override {
     std::lock_guard lock(mutex_);
-    change(state_);
+    JobState changed = state_;
+    if (!change(changed)) return false;
+    state_ = std::move(changed);
     state_.last_modified_time = epoch_seconds_now();
     if (auto saved = save_state(paths_, state_); !saved) {
       if (!records_failed_) std::fprintf(stderr, "vigil train: %s\n", saved.error().message.c_str());
@@ -206,32 +203,26 @@ class Supervisor {
     }
     return true;
   }
-  JobState snapshot() {
+  JobState snapshot() override {
     std::lock_guard lock(mutex_);
     return state_;
   }
-  void request_stop(std::string reason, std::string secondary = "Stopped") {
+  void request_stop(std::string reason) override { request_stop(std::move(reason), "Stopped"); }
+  void end_sessions(std::string why) override {
+    if (server_) server_->end_sessions(why);
+  }
+  std::vector<std::string> host_process_environment(int host) override {
+    auto env = os::current_environment();
+    for (const auto& [key, value] : host_env_[size_t(host)]) os::set_env(env, key, value);
+    return env;
+  }
+  void request_stop(std::string reason, std::string secondary) {
     std::lock_guard lock(mutex_);
     if (stop_requested_) return;
     stop_reason_ = std::move(reason);
     stop_secondary_ = std::move(secondary);
     stop_requested_ = true;
   }
-  bool allowed(const LocalUser& who, const std::string& action, const std::string& resource,
-               std::map<std::string, std::string> context, std::string& refusal) const {
-    if (!policy_) {
-      // No policy: the job's own user alone.
-      if (who.uid == owner_.uid) return true;
-      refusal = refusal_message(action, who, resource, AccessDecision::ImplicitDeny) +
-                " (no access policy: only the job's own user " + owner_.name + ")";
-      return false;
-    }
-    const auto verdict = policy_->decide(who, AccessRequest{action, resource, std::move(context)});
-    if (verdict.allowed()) return true;
-    refusal = refusal_message(action, who, resource, verdict.decision);
-    return false;
-  }
-
   Result<void> prepare_hosts();
   void start_hosts();
   std::optional<pid_t> start_evaluator();
@@ -239,15 +230,12 @@ class Supervisor {
   void stop_hosts(std::chrono::milliseconds grace);
   void write_end_markers();
   void record_outputs();
-  std::expected<SessionPlan, std::string> start_session(const PeerIdentity& peer, const nlohmann::json& request);
-  nlohmann::json handle(const PeerIdentity& peer, const nlohmann::json& request);
   std::string failure_reason(size_t host, int code) const;
 
   const TrainOptions& options_;
   TrainingJobRequest request_;
   JobPaths paths_;
-  std::optional<AccessPolicy> policy_;
-  LocalUser owner_;
+  JobAccess access_;
   std::string arn_;
   int master_port_ = 0;
   double start_epoch_ = 0;
@@ -261,6 +249,7 @@ class Supervisor {
   std::vector<std::map<std::string, std::string>> host_env_;
   std::vector<pid_t> host_pids_;
   std::vector<std::unique_ptr<OutputRelay>> relays_;
+  std::unique_ptr<JobControl> control_;   // before server_: the server's threads call into it
   std::unique_ptr<ControlServer> server_;
   std::unique_ptr<RuleActionRunner> actions_;
   std::set<std::string> rules_acted_on_;
@@ -288,10 +277,8 @@ Result<void> Supervisor::prepare_hosts() {
 }
 
 void Supervisor::start_hosts() {
-  const auto base_env = os::current_environment();
   for (int i = 0; i < request_.instance_count; ++i) {
-    auto env = base_env;
-    for (const auto& [key, value] : host_env_[size_t(i)]) os::set_env(env, key, value);
+    const auto env = host_process_environment(i);
     const std::string host = host_name(i);
     const std::string stream = fmt::format("{}/{}-{}", request_.name, host, int64_t(start_epoch_));
     pid_t pid = -1;
@@ -421,109 +408,6 @@ std::string Supervisor::failure_reason(size_t host, int code) const {
       .substr(0, 1024);
 }
 
-std::expected<SessionPlan, std::string> Supervisor::start_session(const PeerIdentity& peer, const nlohmann::json& request) {
-  const LocalUser who{peer.uid, peer.user_name};
-  std::string target = request.value("Target", "");
-  if (target.starts_with(kTargetPrefix)) target.erase(0, kTargetPrefix.size());
-  const auto split = target.rfind("_algo-");
-  const std::string job = split == std::string::npos ? target : target.substr(0, split);
-  int host = -1;
-  if (split != std::string::npos) {
-    const std::string n = target.substr(split + 6);
-    if (!n.empty() && n.size() < 4 && std::all_of(n.begin(), n.end(), ::isdigit)) host = std::stoi(n) - 1;
-  }
-  const std::string target_id = fmt::format("{}{}", kTargetPrefix, target);
-  if (job != request_.name || host < 0 || host >= request_.instance_count)
-    return std::unexpected(fmt::format("InvalidTarget: {} is not a host of training job {} (hosts: {}_algo-1 to {}_algo-{})",
-                                       target_id, request_.name, request_.name, request_.name, request_.instance_count));
-  std::string refusal;
-  if (!allowed(who, "ssm:StartSession", arn_, {{"ssm:resourceTag/aws:ssmmessages:target-id", target_id}}, refusal))
-    return std::unexpected(refusal);
-  const JobState s = snapshot();
-  if (request_.network_isolation)
-    return std::unexpected(fmt::format("TargetNotConnected: {}: remote debugging is not possible for a training job with "
-                                       "network isolation (EnableNetworkIsolation), which blocks the session agent",
-                                       target_id));
-  if (!s.remote_debug)
-    return std::unexpected(fmt::format("TargetNotConnected: {}: remote debugging is not enabled for training job {} "
-                                       "(RemoteDebugConfig.EnableRemoteDebug; vigil update-training-job {} --remote-debug on)",
-                                       target_id, request_.name, request_.name));
-  if (s.status != TrainingJobStatus::InProgress || s.secondary_status != "Training")
-    return std::unexpected(fmt::format("TargetNotConnected: {}: a session can be opened while the job is Training; training "
-                                       "job {} is {} ({})",
-                                       target_id, request_.name, status_name(s.status), s.secondary_status));
-
-  SessionPlan plan;
-  // plan.session_id left empty: the server names the session as SSM does (<user>-<17 hex digits>).
-  plan.target_id = target_id;
-  auto env = os::current_environment();
-  for (const auto& [key, value] : host_env_[size_t(host)]) os::set_env(env, key, value);
-  const std::string command = request.value("Command", "");
-  plan.pty = command.empty();
-  if (plan.pty) {
-    os::set_env(env, "TERM", request.value("Term", std::string("xterm")));
-    os::set_env(env, "PS1", fmt::format("[{}] \\w \\$ ", host_name(host)));
-    plan.argv = fs::exists("/bin/bash") ? std::vector<std::string>{"/bin/bash", "--noprofile", "--norc", "-i"}
-                                        : std::vector<std::string>{"/bin/sh", "-i"};
-  } else {
-    plan.argv = {"/bin/sh", "-c", command};
-  }
-  plan.env = std::move(env);
-  plan.cwd = paths_.host_root(host);
-  // The CloudWatch stream of the host's agent, <job>/algo-N-<start>/ssm, as a file.
-  plan.session_log = paths_.log_dir() / fmt::format("{}/{}-{}/ssm.log", request_.name, host_name(host), int64_t(start_epoch_));
-  std::error_code ec;
-  fs::create_directories(plan.session_log.parent_path(), ec);
-  return plan;
-}
-
-nlohmann::json Supervisor::handle(const PeerIdentity& peer, const nlohmann::json& request) {
-  const LocalUser who{peer.uid, peer.user_name};
-  const std::string action = request.value("Action", "");
-  auto refuse = [](std::string message) { return nlohmann::json{{"Ok", false}, {"Error", std::move(message)}}; };
-  std::string refusal;
-  if (action == "StopTrainingJob") {
-    if (!allowed(who, "sagemaker:StopTrainingJob", arn_, {}, refusal)) return refuse(refusal);
-    const JobState s = snapshot();
-    if (s.status != TrainingJobStatus::InProgress)
-      return refuse(fmt::format("ValidationException: The request was rejected because the training job is in status {}.",
-                                status_name(s.status)));
-    request_stop(fmt::format("Stopped by StopTrainingJob from {} (uid {})", who.name, who.uid));
-    return {{"Ok", true}};
-  }
-  if (action == "UpdateTrainingJob") {
-    const auto config = request.value("RemoteDebugConfig", nlohmann::json::object());
-    if (!config.is_object() || !config.contains("EnableRemoteDebug") || !config["EnableRemoteDebug"].is_boolean())
-      return refuse("ValidationException: RemoteDebugConfig.EnableRemoteDebug (a boolean) is the member this local "
-                    "UpdateTrainingJob takes");
-    const bool enable = config["EnableRemoteDebug"].get<bool>();
-    if (!allowed(who, "sagemaker:UpdateTrainingJob", arn_, {{"sagemaker:EnableRemoteDebug", enable ? "true" : "false"}},
-                 refusal))
-      return refuse(refusal);
-    if (enable && request_.network_isolation)
-      return refuse("ValidationException: Remote debugging cannot be enabled for a training job with network isolation "
-                    "(EnableNetworkIsolation)");
-    bool changed = false;
-    std::string secondary;
-    {
-      std::lock_guard lock(mutex_);
-      secondary = state_.secondary_status;
-      if (state_.status == TrainingJobStatus::InProgress && (secondary == "Downloading" || secondary == "Training")) {
-        state_.remote_debug = enable;
-        state_.last_modified_time = epoch_seconds_now();
-        changed = save_state(paths_, state_).has_value();
-      }
-    }
-    if (!changed)
-      return refuse(fmt::format("ValidationException: RemoteDebugConfig can be updated only while the training job's "
-                                "SecondaryStatus is Downloading or Training; training job {} is {}",
-                                request_.name, secondary));
-    if (!enable && server_) server_->end_sessions(fmt::format("remote debugging was turned off for training job {}", request_.name));
-    return {{"Ok", true}, {"TrainingJobArn", arn_}};
-  }
-  return refuse(fmt::format("UnknownOperationException: '{}' is not an operation of the job's control socket", action));
-}
-
 int Supervisor::run() {
   start_epoch_ = epoch_seconds_now();
   master_port_ = free_loopback_port();
@@ -531,18 +415,16 @@ int Supervisor::run() {
   state_.creation_time = start_epoch_;
   state_.remote_debug = request_.remote_debug;
   state_.supervisor_pid = ::getpid();
-  state_.owner_uid = owner_.uid;
+  state_.owner_uid = access_.owner().uid;
   const fs::path socket = control_socket_path();
   state_.control_socket = socket.string();
   if (!update([&](JobState& s) { s.transition("Starting", "Preparing the instances for training", start_epoch_); }))
     return kExitRecords;
 
-  ControlHandlers handlers;
-  handlers.start_session = [this](const PeerIdentity& p, const nlohmann::json& r) { return start_session(p, r); };
-  handlers.other = [this](const PeerIdentity& p, const nlohmann::json& r) { return handle(p, r); };
-  handlers.agent_log = paths_.log_dir() / request_.name / "agent-errors.log";
-  const bool others = policy_ && policy_->grants_users_other_than(owner_);
-  if (auto server = ControlServer::start(socket, others, std::move(handlers)); server) {
+  control_ = std::make_unique<JobControl>(request_, paths_, access_, static_cast<ControlledJob&>(*this), start_epoch_);
+  if (auto server = ControlServer::start(socket, access_.grants_others(),
+                                         control_->handlers(paths_.log_dir() / request_.name / "agent-errors.log"));
+      server) {
     server_ = std::move(*server);
   } else {
     std::fprintf(stderr, "vigil train: no control socket (stop-training-job, update-training-job and attach will not reach "
@@ -731,15 +613,15 @@ int run_training_job(const TrainOptions& options) {
       return kExitRefused;
     }
     policy = std::move(*loaded);
-    const LocalUser me{::geteuid(), user_name_of(::geteuid())};
-    std::map<std::string, std::string> context;
-    if (request->document.contains("RemoteDebugConfig")) context["sagemaker:EnableRemoteDebug"] = request->remote_debug ? "true" : "false";
-    const std::string arn = training_job_arn(request->name);
-    const auto verdict = policy->decide(me, AccessRequest{"sagemaker:CreateTrainingJob", arn, context});
-    if (!verdict.allowed()) {
-      std::fprintf(stderr, "vigil train: %s\n", refusal_message("sagemaker:CreateTrainingJob", me, arn, verdict.decision).c_str());
-      return kExitRefused;
-    }
+  }
+  JobAccess access(std::move(policy), LocalUser{::geteuid(), user_name_of(::geteuid())});
+  // The job's own user, as the policy sees them, creates the job.
+  std::map<std::string, std::string> context;
+  if (request->document.contains("RemoteDebugConfig")) context["sagemaker:EnableRemoteDebug"] = request->remote_debug ? "true" : "false";
+  if (auto allowed = access.check(access.owner(), "sagemaker:CreateTrainingJob", training_job_arn(request->name), context);
+      !allowed) {
+    std::fprintf(stderr, "vigil train: %s\n", allowed.error().c_str());
+    return kExitRefused;
   }
   if (options.command.empty()) {
     std::fprintf(stderr, "vigil train: no command to run (vigil train JOB.json -- COMMAND...)\n");
@@ -773,8 +655,7 @@ int run_training_job(const TrainOptions& options) {
   }
   // Only the job's user reads the job's data; users the access policy grants something may pass
   // through the job's folder to its state record (to find the control socket) and nothing more.
-  const bool others = policy && policy->grants_users_other_than(LocalUser{::geteuid(), user_name_of(::geteuid())});
-  ::chmod(paths.root.c_str(), others ? 0711 : 0700);
+  ::chmod(paths.root.c_str(), access.grants_others() ? 0711 : 0700);
   for (const fs::path& dir : {paths.output(), paths.root / "hosts", paths.log_dir()}) {
     fs::create_directories(dir, ec);
     ::chmod(dir.c_str(), 0700);
@@ -821,7 +702,7 @@ int run_training_job(const TrainOptions& options) {
     std::fprintf(stderr, "vigil train: %s\n", uploads.error().message.c_str());
     return kExitRefused;
   }
-  return Supervisor(options, std::move(*request), paths, std::move(policy), std::move(*uploads), *upload_timeout).run();
+  return Supervisor(options, std::move(*request), paths, std::move(access), std::move(*uploads), *upload_timeout).run();
 }
 
 }  // namespace vigil::jobs

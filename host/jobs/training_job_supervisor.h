@@ -2,7 +2,8 @@
 // validates the request, lays out the job folder, starts the command once per host with a training
 // container's environment, runs the rule evaluator beside it on the job's trial, keeps the job's
 // status and secondary-status transitions, enforces MaxRuntimeInSeconds, runs rule actions, and
-// answers the job's control socket (stop, update, remote-debug sessions). docs/training-jobs.md.
+// serves the job's control socket, whose requests (stop, update, remote-debug sessions) are decided
+// in jobs/job_control.h. docs/training-jobs.md.
 #pragma once
 
 #include <chrono>

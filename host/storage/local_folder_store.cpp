@@ -98,7 +98,7 @@ class LocalFolderStore final : public ObjectStore {
   Result<std::shared_ptr<const StoredObject>> open(std::string_view relpath) const override {
     auto opened = root_.open_file(relpath);
     if (!opened) return fail(opened.error());
-    return std::shared_ptr<const StoredObject>(std::make_shared<LocalObject>(os::UniqueFd(opened->fd), opened->size, describe(relpath)));
+    return std::shared_ptr<const StoredObject>(std::make_shared<LocalObject>(std::move(opened->fd), opened->size, describe(relpath)));
   }
 
   Result<bool> exists(std::string_view relpath) const override {

@@ -18,21 +18,19 @@ constexpr std::chrono::milliseconds kSlice{100};
 }  // namespace
 
 TrialWatcher::TrialWatcher(fs::path trial_root) : root_(std::move(trial_root)) {
-  fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  fd_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   std::lock_guard lock(mu_);
   add_watches();
 }
 
-TrialWatcher::~TrialWatcher() {
-  if (fd_ >= 0) ::close(fd_);
-}
+TrialWatcher::~TrialWatcher() = default;
 
 void TrialWatcher::add_watches() {
-  if (fd_ < 0) return;
+  if (!fd_) return;
   auto watch = [&](const fs::path& p) {
     std::string key = p.string();
     if (watched_.contains(key)) return;
-    if (::inotify_add_watch(fd_, key.c_str(), kEvents | IN_ONLYDIR) >= 0) watched_.insert(key);
+    if (::inotify_add_watch(fd_.get(), key.c_str(), kEvents | IN_ONLYDIR) >= 0) watched_.insert(key);
   };
   std::error_code ec;
   watch(root_);
@@ -47,8 +45,7 @@ bool TrialWatcher::drain() {
   alignas(inotify_event) char buf[8192];
   bool any = false;
   while (true) {
-    ssize_t n = ::read(fd_, buf, sizeof(buf));
-    if (n <= 0) break;
+    if (os::read_some(fd_.get(), buf).bytes == 0) break;
     any = true;
   }
   if (any) add_watches();  // a new index/<step9>/ folder may have appeared
@@ -63,7 +60,7 @@ uint64_t TrialWatcher::generation() {
 void TrialWatcher::wait_for_change(uint64_t seen, std::chrono::milliseconds timeout, std::stop_token stop) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::unique_lock lock(mu_);
-  if (fd_ < 0) {
+  if (!fd_) {
     cv_.wait_until(lock, stop, deadline, [] { return false; });
     return;
   }
@@ -78,8 +75,8 @@ void TrialWatcher::wait_for_change(uint64_t seen, std::chrono::milliseconds time
     reader_active_ = true;
     lock.unlock();
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-    pollfd p{fd_, POLLIN, 0};
-    int r = ::poll(&p, 1, int(std::min(left, kSlice).count()) + 1);
+    pollfd p{fd_.get(), POLLIN, 0};
+    const int r = os::poll(std::span(&p, 1), std::min(left, kSlice) + std::chrono::milliseconds(1));
     lock.lock();
     reader_active_ = false;
     if (r > 0 && drain()) ++generation_;

@@ -12,6 +12,8 @@
 #include <stop_token>
 #include <string>
 
+#include "common/os.h"
+
 namespace vigil {
 
 class TrialWatcher {
@@ -26,14 +28,14 @@ class TrialWatcher {
   // Returns when a change newer than `seen` happens, `timeout` passes, or `stop` is requested.
   // With inotify unavailable it simply waits `timeout`.
   void wait_for_change(uint64_t seen, std::chrono::milliseconds timeout, std::stop_token stop);
-  bool event_driven() const { return fd_ >= 0; }
+  bool event_driven() const { return bool(fd_); }
 
  private:
   void add_watches();  // caller holds mu_
   bool drain();        // reads pending events; true if any. Caller holds mu_.
 
   std::filesystem::path root_;
-  int fd_ = -1;
+  os::UniqueFd fd_;
   std::mutex mu_;
   std::condition_variable_any cv_;
   bool reader_active_ = false;

@@ -189,9 +189,9 @@ struct TrialUploader::State {
       return note("read", std::move(opened.error()));
     }
     struct stat st {};
-    const bool stat_ok = ::fstat(opened->fd, &st) == 0;
-    auto bytes = read_all(opened->fd, (staging / f.relpath).string(), opened->size);
-    ::close(opened->fd);
+    const bool stat_ok = ::fstat(opened->fd.get(), &st) == 0;
+    auto bytes = read_all(opened->fd.get(), (staging / f.relpath).string(), opened->size);
+    opened->fd.reset();
     if (!stat_ok) return note("read", Error::io((staging / f.relpath).string(), "cannot stat it"));
     if (!bytes) return note("read", std::move(bytes.error()));
     {

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "common/file_read.h"
+#include "common/os.h"
 #include "common/published_file.h"
 #include "format/event_proto.h"
 #include "format/index_json.h"
@@ -337,9 +338,7 @@ struct TrialWriter::State {
     std::error_code ec;
     fs::create_directories(out_dir, ec);
     if (ec) return fail(Error::io(out_dir.string(), ec.message()));
-    const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0) return fail(io_error(marker, errno));
-    ::close(fd);
+    if (!os::UniqueFd(::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666))) return fail(io_error(marker, errno));
     return {};
   }
 

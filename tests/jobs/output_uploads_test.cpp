@@ -31,6 +31,14 @@ void write(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
+// A trial file as the writer publishes it: whole, by renaming its .tmp (a live scan must never see
+// it half written, or it is uploaded twice, once empty).
+void publish(const fs::path& path, const std::string& bytes) {
+  const fs::path tmp = fs::path(path).concat(".tmp");
+  write(tmp, bytes);
+  fs::rename(tmp, path);
+}
+
 // A job folder as run_training_job lays it out, for a request whose outputs all go to `base`.
 struct Job {
   ScratchDir dir;
@@ -60,8 +68,8 @@ struct Job {
   // One step of a worker's trial, as the hook publishes it: the event file, then its index.
   void publish_step(int step) const {
     const std::string s = fmt::format("{:012d}", step);
-    write(paths.debug_output() / fmt::format("events/{}/{}_worker_0.tfevents", s, s), "event " + s);
-    write(paths.debug_output() / fmt::format("index/000000000/{}_worker_0.json", s), "index " + s);
+    publish(paths.debug_output() / fmt::format("events/{}/{}_worker_0.tfevents", s, s), "event " + s);
+    publish(paths.debug_output() / fmt::format("index/000000000/{}_worker_0.json", s), "index " + s);
   }
 };
 
@@ -114,7 +122,7 @@ TEST(JobOutputUploads, ToAFolderLiveThenTheArchivesAtTheEnd) {
   EXPECT_TRUE(eventually([&] { return fs::exists(dest / "debug-output/index/000000000/000000000000_worker_0.json"); }));
   EXPECT_EQ(test::read_file(dest / "debug-output/events/000000000000/000000000000_worker_0.tfevents"), "event 000000000000");
   job.publish_step(1);
-  write(job.paths.debug_output() / "training_job_end.ts", "1");
+  publish(job.paths.debug_output() / "training_job_end.ts", "1");
   write(job.paths.host_root(0) / "model/model.pt", "weights");
   write(job.paths.host_root(1) / "model/shard.pt", "shard");
   write(job.paths.host_root(0) / "output/data/metrics.json", "{}");
@@ -290,7 +298,7 @@ TEST_F(JobOutputUploadsS3, LiveInTheUploadersOrderThenTheArchives) {
     return there && *there;
   }));
   job.publish_step(1);
-  write(job.paths.debug_output() / "training_job_end.ts", "1");
+  publish(job.paths.debug_output() / "training_job_end.ts", "1");
   write(job.paths.host_root(0) / "model/model.pt", "weights");
   (*uploads)->finish(job.host_roots(), true, Clock::now() + 20s);
 
