@@ -61,11 +61,14 @@ struct HostBuffer {
 };
 
 std::shared_ptr<HostBuffer> buffer_of(const TensorValue& value);
-// A read-only numpy array over the buffer (strings: a unicode array; bfloat16: a float32 copy).
+// A read-only numpy array over the buffer (strings: a unicode array; bfloat16 and float8: a float32
+// copy, exact).
 py::object numpy_array(const std::shared_ptr<HostBuffer>& buffer);
 // numpy's scalar of `dtype` holding `value` (what smdebug's reductions return).
 py::object numpy_scalar(ElementType dtype, double value);
-// The element type of a numpy dtype; nullopt when Vigil has none.
+// The element type of a numpy dtype; nullopt when Vigil has none. bfloat16 and float8 are recognised
+// by ml_dtypes' names, or on raw bits (uint16, uint8) whose dtype's metadata maps this key to the name.
+inline constexpr const char* kElementTypeMetadataKey = "vigil.element_type";
 std::optional<ElementType> element_type_of_numpy(const py::dtype& dt);
 
 std::optional<Mode> mode_arg(int mode);

@@ -42,15 +42,15 @@ class PyQueuedWriter {
     return writer_->begin_step(global_step, mode_or_global(mode), mode_step, expected_bytes);
   }
 
-  // `value`: a numpy array (C-contiguous views are read in place). `bfloat16`: the array holds
-  // bfloat16 bits as uint16 (numpy has no bfloat16).
+  // `value`: a numpy array (C-contiguous views are read in place); bfloat16 and float8 values come as
+  // ml_dtypes arrays or as raw bits tagged in their dtype's metadata (element_type_of_numpy).
   void write(const std::string& name, py::array value, bool save_shape,
-             const std::vector<std::pair<std::string, bool>>& reductions, bool save_raw, bool bfloat16,
+             const std::vector<std::pair<std::string, bool>>& reductions, bool save_raw,
              std::optional<double> wall_time) {
     writer::TensorRequest request{name, save_shape, {}, save_raw, wall_time};
     for (const auto& [op, abs] : reductions) request.reductions.push_back({op, abs});
     TensorData data;
-    const std::optional<ElementType> type = bfloat16 ? ElementType::BFloat16 : element_type_of_numpy(value.dtype());
+    const std::optional<ElementType> type = element_type_of_numpy(value.dtype());
     if (!type) throw HostError(Error::not_supported("cannot save numpy dtype " + py::str(value.dtype()).cast<std::string>()));
     data.dtype = *type;
     data.shape.assign(value.shape(), value.shape() + value.ndim());
@@ -188,7 +188,7 @@ void register_hook_writer(py::module_& m) {
       .def("begin_step", &PyQueuedWriter::begin_step, py::arg("global_step"), py::arg("mode"), py::arg("mode_step"),
            py::arg("expected_bytes") = 0)
       .def("write", &PyQueuedWriter::write, py::arg("name"), py::arg("value"), py::arg("save_shape"),
-           py::arg("reductions"), py::arg("save_raw"), py::arg("bfloat16") = false, py::arg("wall_time") = py::none())
+           py::arg("reductions"), py::arg("save_raw"), py::arg("wall_time") = py::none())
       .def("end_step", &PyQueuedWriter::end_step)
       .def("publish_collections", &PyQueuedWriter::publish_collections)
       .def("close", &PyQueuedWriter::close, py::arg("end_marker"))

@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "plugin_host/host_services.h"
+#include "trial/element_access.h"
 
 namespace vigil::python {
 
@@ -103,16 +104,12 @@ py::object numpy_array(const std::shared_ptr<HostBuffer>& b) {
     make_read_only(a);
     return a;
   }
-  if (b->dtype == ElementType::BFloat16) {
-    // numpy has no bfloat16: widen to float32 (exact).
+  if (format::widens_to_float32(b->dtype)) {
+    // numpy has no bfloat16 or float8: widened to float32, which holds their values exactly.
+    const TensorValue widened = detail::widened_to_float32(
+        TensorValue::numeric(b->dtype, b->shape, std::span<const std::byte>(b->data, b->nbytes), nullptr));
     py::array_t<float> a(std::vector<py::ssize_t>(b->shape.begin(), b->shape.end()));
-    float* out = a.mutable_data();
-    const size_t n = b->nbytes / 2;
-    for (size_t i = 0; i < n; ++i) {
-      uint16_t bits;
-      std::memcpy(&bits, b->data + 2 * i, 2);
-      out[i] = sdk::bfloat16_to_float(bits);
-    }
+    if (!widened.bytes().empty()) std::memcpy(a.mutable_data(), widened.bytes().data(), widened.bytes().size());
     py::array base = a;
     make_read_only(base);
     return base;
@@ -137,12 +134,22 @@ py::object numpy_scalar(ElementType dtype, double value) {
           static_cast<unsigned long long>(value));
     case ET::Bool: return np.attr("bool_")(value != 0);
     case ET::BFloat16: return np.attr("float32")(value);
+    case ET::Float8E4M3FN: case ET::Float8E5M2: return np.attr("float64")(value);  // unrounded (element_access.h)
     case ET::String: return np.attr("float64")(value);
     default: return np.attr(std::string(format::element_type_info(dtype).numpy_name).c_str())(value);
   }
 }
 
 std::optional<ElementType> element_type_of_numpy(const py::dtype& dt) {
+  // The small floats numpy lacks: ml_dtypes' dtypes by name, or raw bits whose dtype's metadata names
+  // the type (the PyTorch hook's in-place views of bfloat16 and float8 tensors).
+  std::string name = py::str(dt.attr("name"));
+  if (const py::object meta = dt.attr("metadata"); !meta.is_none())  // a mappingproxy
+    if (const py::object tagged = meta.attr("get")(kElementTypeMetadataKey); !tagged.is_none()) name = py::str(tagged);
+  for (const ElementType small : {ElementType::BFloat16, ElementType::Float8E4M3FN, ElementType::Float8E5M2}) {
+    const auto& info = format::element_type_info(small);
+    if (name == info.numpy_name && size_t(dt.itemsize()) == info.item_size) return small;
+  }
   const char kind = dt.kind();
   const auto size = dt.itemsize();
   using ET = ElementType;
@@ -176,6 +183,23 @@ std::optional<ElementType> element_type_of_numpy(const py::dtype& dt) {
 }
 
 void register_values(py::module_& m) {
+  m.attr("ELEMENT_TYPE_METADATA_KEY") = kElementTypeMetadataKey;
+  m.def(
+      "as_float32",
+      [](py::array value) -> py::object {
+        const auto type = element_type_of_numpy(value.dtype());
+        if (!type || !format::widens_to_float32(*type)) return std::move(value);
+        py::array c = py::module_::import("numpy").attr("ascontiguousarray")(value);
+        auto buffer = std::make_shared<HostBuffer>();
+        buffer->dtype = *type;
+        buffer->shape.assign(c.shape(), c.shape() + c.ndim());
+        buffer->data = static_cast<const std::byte*>(c.data());
+        buffer->nbytes = size_t(c.nbytes());
+        return numpy_array(buffer);  // a float32 copy: `c` need not outlive it
+      },
+      py::arg("value"),
+      "A bfloat16 or float8 array (ml_dtypes', or raw bits tagged with ELEMENT_TYPE_METADATA_KEY) as "
+      "float32, exactly; any other array as it is.");
   py::class_<HostBuffer, std::shared_ptr<HostBuffer>>(
       m, "HostBuffer",
       "A value where the host keeps it. numpy arrays from Tensor.value() have it as their base; "

@@ -68,6 +68,7 @@ Result<std::unique_ptr<RuleInstance>> RuleInstance::create(const plugin_host::Ru
   r->type_ = type;
   r->session_ = std::make_unique<vigil_session>();
   r->session_->rule_name = configuration_name;
+  r->session_->plugin_abi_minor = type.abi_minor;
   r->session_->stop = stop;
   r->session_->cache = std::move(cache);
   r->session_->log = std::move(log);

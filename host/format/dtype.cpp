@@ -5,9 +5,10 @@
 namespace vigil::format {
 namespace {
 
-// Indexed by ElementType. numpy has no bfloat16, so it travels as raw 2-byte void ("<V2").
-// Strings are written with no dtype at all (DT_INVALID, spec §3.4), hence DataType::Invalid.
-constexpr std::array<ElementTypeInfo, 16> kInfo = {{
+// Indexed by ElementType. numpy has no bfloat16 or float8, so they travel as raw void ("<V2", "|V1");
+// their names are torch's and ml_dtypes'. Strings are written with no dtype at all (DT_INVALID,
+// spec §3.4), hence DataType::Invalid.
+constexpr std::array<ElementTypeInfo, kElementTypeCount> kInfo = {{
     {"float16", "<f2", 2, DataType::Half},
     {"bfloat16", "<V2", 2, DataType::BFloat16},
     {"float32", "<f4", 4, DataType::Float},
@@ -24,8 +25,9 @@ constexpr std::array<ElementTypeInfo, 16> kInfo = {{
     {"complex64", "<c8", 8, DataType::Complex64},
     {"complex128", "<c16", 16, DataType::Complex128},
     {"str", "<U", 0, DataType::Invalid},
+    {"float8_e4m3fn", "|V1", 1, DataType::Float8E4M3FN},
+    {"float8_e5m2", "|V1", 1, DataType::Float8E5M2},
 }};
-static_assert(kInfo.size() == static_cast<size_t>(ElementType::String) + 1);
 
 }  // namespace
 
@@ -50,6 +52,8 @@ std::optional<ElementType> element_type_of(int32_t data_type) {
     case DataType::Half: return ElementType::Float16;
     case DataType::Uint32: return ElementType::UInt32;
     case DataType::Uint64: return ElementType::UInt64;
+    case DataType::Float8E5M2: return ElementType::Float8E5M2;
+    case DataType::Float8E4M3FN: return ElementType::Float8E4M3FN;
     // DT_INVALID needs the caller's string_val check; quantized types carry a scale that is not
     // in the file, so decoding them as plain integers would be wrong data.
     default: return std::nullopt;

@@ -284,7 +284,9 @@ void VIGIL_CALL not_judged(vigil_session* s, const char* reason) {
                              .message = fmt::format("tensor {} holds strings: read it with tensor_strings", key->name)},
                        err);
     auto holder = std::make_unique<ViewHolder>();
-    holder->value = value;
+    // A plugin built before ABI 1.3 knows no float8 code: it gets the values as float32 (exact).
+    const bool knows_float8 = t->session && t->session->plugin_abi_minor >= 3;
+    holder->value = format::is_float8(value.dtype()) && !knows_float8 ? detail::widened_to_float32(value) : value;
     holder->shape = value.shape();
     if (t->session) holder->outstanding = t->session->outstanding_views;
     vigil_tensor& view = holder->view;
@@ -294,7 +296,7 @@ void VIGIL_CALL not_judged(vigil_session* s, const char* reason) {
     view.dl_tensor.data = const_cast<std::byte*>(holder->value.bytes().data());
     view.dl_tensor.device = {kDLCPU, 0};
     view.dl_tensor.ndim = int32_t(holder->shape.size());
-    view.dl_tensor.dtype = dl_type(value.dtype());
+    view.dl_tensor.dtype = dl_type(holder->value.dtype());
     view.dl_tensor.shape = holder->shape.data();
     view.dl_tensor.strides = nullptr;
     view.dl_tensor.byte_offset = 0;
@@ -435,6 +437,8 @@ DLDataType dl_type(ElementType t) {
     case ET::Bool: return {VIGIL_DL_BOOL, 8, 1};
     case ET::Complex64: return {kDLComplex, 64, 1};
     case ET::Complex128: return {kDLComplex, 128, 1};
+    case ET::Float8E4M3FN: return {VIGIL_DL_FLOAT8_E4M3FN, 8, 1};
+    case ET::Float8E5M2: return {VIGIL_DL_FLOAT8_E5M2, 8, 1};
     case ET::String: break;
   }
   return {kDLOpaqueHandle, 0, 1};

@@ -43,6 +43,7 @@ void fill_abi_error(const Error& e, vigil_error* err);
 // One per rule instance: what host functions called on the rule's behalf need to know.
 struct vigil_session {
   std::string rule_name;                              // the RuleConfigurationName
+  uint16_t plugin_abi_minor = 0;                      // the ABI minor the rule's plugin was built against
   std::string output_directory;                       // where the rule may write reports
   std::function<void(vigil_log_level, const std::string&)> log;
   std::stop_token stop;                               // requested when the evaluation is being stopped

@@ -283,7 +283,7 @@ Result<void> PluginRegistry::load_file(const fs::path& file) {
                                                             it->plugin_path.string()));
     if (std::any_of(found.begin(), found.end(), clash))
       return refuse(kBroken, fmt::format("rule {} ({}) is declared twice", d->id, d->name));
-    found.push_back(RuleType{d, factory, plugin, file, entry->plugin_id, build_info});
+    found.push_back(RuleType{d, factory, plugin, file, entry->plugin_id, build_info, entry->abi.minor});
   }
   rules_.insert(rules_.end(), found.begin(), found.end());
   return {};

@@ -26,6 +26,7 @@ struct RuleType {
   std::filesystem::path plugin_path;
   std::string plugin_id;
   std::string build_info;  // the entry's build_info ("" when the plugin gives none)
+  uint16_t abi_minor = 0;  // the ABI minor the plugin was built against (what its views may carry)
 };
 
 struct PluginRefusal {

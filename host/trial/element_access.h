@@ -17,6 +17,7 @@ enum class NumericKind { Float, Signed, Unsigned, Bool, Complex, String };
 inline NumericKind numeric_kind(ElementType t) {
   switch (t) {
     case ElementType::Float16: case ElementType::BFloat16: case ElementType::Float32: case ElementType::Float64:
+    case ElementType::Float8E4M3FN: case ElementType::Float8E5M2:
       return NumericKind::Float;
     case ElementType::Int8: case ElementType::Int16: case ElementType::Int32: case ElementType::Int64:
       return NumericKind::Signed;
@@ -44,6 +45,8 @@ void for_each_as_double(const TensorValue& v, Fn&& fn) {
   switch (v.dtype()) {
     case ElementType::Float16: for (size_t i = 0; i < n; ++i) fn(double(sdk::half_to_float(load<uint16_t>(p + 2 * i)))); break;
     case ElementType::BFloat16: for (size_t i = 0; i < n; ++i) fn(double(sdk::bfloat16_to_float(load<uint16_t>(p + 2 * i)))); break;
+    case ElementType::Float8E4M3FN: for (size_t i = 0; i < n; ++i) fn(double(sdk::float8_e4m3fn_to_float(load<uint8_t>(p + i)))); break;
+    case ElementType::Float8E5M2: for (size_t i = 0; i < n; ++i) fn(double(sdk::float8_e5m2_to_float(load<uint8_t>(p + i)))); break;
     case ElementType::Float32: for (size_t i = 0; i < n; ++i) fn(double(load<float>(p + 4 * i))); break;
     case ElementType::Float64: for (size_t i = 0; i < n; ++i) fn(load<double>(p + 8 * i)); break;
     case ElementType::Int8: for (size_t i = 0; i < n; ++i) fn(double(load<int8_t>(p + i))); break;
@@ -84,7 +87,17 @@ void for_each_integer(const TensorValue& v, Fn&& fn) {
   }
 }
 
+// A float value as float32: exact for float16, bfloat16 and float8 (format::widens_to_float32).
+inline TensorValue widened_to_float32(const TensorValue& v) {
+  std::vector<float> out;
+  out.reserve(v.size());
+  for_each_as_double(v, [&](double x) { out.push_back(float(x)); });
+  return TensorValue::copy_of(ElementType::Float32, v.shape(), std::as_bytes(std::span(out)));
+}
+
 // Rounds a double to what the float dtype `t` can hold (numpy returns results in the input dtype).
+// float8 results stay as computed (float64): float8_e4m3fn's range ends at 448, where most norms and
+// sums of a float8 tensor would become NaN.
 inline double round_to_dtype(double v, ElementType t) {
   switch (t) {
     case ElementType::Float32: return double(float(v));

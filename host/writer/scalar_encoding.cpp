@@ -42,6 +42,8 @@ Result<std::vector<std::byte>> scalar_bytes(ElementType type, double v) {
   switch (type) {
     case ElementType::Float16: return raw_bytes(sdk::double_to_half(v));
     case ElementType::BFloat16: return raw_bytes(sdk::double_to_bfloat16(v));
+    case ElementType::Float8E4M3FN: return raw_bytes(sdk::double_to_float8_e4m3fn(v));
+    case ElementType::Float8E5M2: return raw_bytes(sdk::double_to_float8_e5m2(v));
     case ElementType::Float32: return raw_bytes(static_cast<float>(v));
     case ElementType::Float64: return raw_bytes(v);
     case ElementType::Int8: return integer_bytes<int8_t>(v);

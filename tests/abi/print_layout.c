@@ -370,6 +370,10 @@ static void print_constants(void) {
   STRING(VIGIL_PROFILE_CALIBRATED);
   STRING(VIGIL_PROFILE_PARAM);
 #endif
+#if VIGIL_ABI_MINOR >= 3
+  CONST(VIGIL_DL_FLOAT8_E4M3FN);
+  CONST(VIGIL_DL_FLOAT8_E5M2);
+#endif
 }
 
 /* Extension tables: each is versioned by its own id ("vigil.<name>/<revision>"), not by the core

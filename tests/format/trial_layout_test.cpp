@@ -158,7 +158,12 @@ TEST(Dtype, ElementTypeOf) {
   EXPECT_EQ(element_type_of(7), ElementType::String);
   EXPECT_EQ(element_type_of(107), ElementType::String);
   EXPECT_EQ(element_type_of(6), ElementType::Int8);  // not uint8, unlike smdebug
-  for (int32_t unsupported : {0, 100, 11, 12, 13, 15, 16, 20, 21, 24, 25, 99, 124, 200, -1, -101})
+  // TensorFlow's types.proto: DT_FLOAT8_E5M2 = 24, DT_FLOAT8_E4M3FN = 25 (and their _REF variants).
+  EXPECT_EQ(element_type_of(24), ElementType::Float8E5M2);
+  EXPECT_EQ(element_type_of(125), ElementType::Float8E4M3FN);
+  for (ElementType t : {ElementType::Float8E4M3FN, ElementType::Float8E5M2, ElementType::BFloat16, ElementType::Float16})
+    EXPECT_EQ(element_type_of(int32_t(element_type_info(t).data_type)), t);
+  for (int32_t unsupported : {0, 100, 11, 12, 13, 15, 16, 20, 21, 26, 29, 99, 126, 200, -1, -101})
     EXPECT_FALSE(element_type_of(unsupported)) << unsupported;
 }
 

@@ -186,17 +186,23 @@ TEST(LibtorchHook, IncludeCollectionsReductionsAndCustomTensors) {
   hook->save_tensor("custom/int64", torch::arange(4, torch::kLong));
   hook->save_tensor("custom/half", torch::full({3}, 0.5, torch::kHalf));
   hook->save_tensor("custom/bool", torch::tensor({true, false}));
+  // bfloat16 keeps its dtype and its bits: the smallest normal, a subnormal, the largest finite.
+  const torch::Tensor bf16 = torch::tensor({1.5, -1.1754943508222875e-38, 9.183549615799121e-41, 3.3895313892515355e+38},
+                                           torch::kDouble).to(torch::kBFloat16);
+  hook->save_tensor("custom/bf16", bf16);
   ::testing::internal::CaptureStderr();
-  hook->save_tensor("custom/bf16", torch::ones({2}, torch::kBFloat16));  // skipped, with one warning
-  hook->save_tensor("custom/bf16", torch::ones({2}, torch::kBFloat16));
+  // A quantized tensor's scale is not in the event file: skipped, with one warning.
+  const torch::Tensor quantized = torch::quantize_per_tensor(torch::ones({2}), 0.1, 0, torch::kQInt8);
+  hook->save_tensor("custom/qint8", quantized);
+  hook->save_tensor("custom/qint8", quantized);
   const std::string warnings = ::testing::internal::GetCapturedStderr();
   hook->close();
   EXPECT_TRUE(hook->enabled());
-  EXPECT_EQ(warnings, "vigil::torch::Hook: custom/bf16 not saved: dtype BFloat16 is not supported\n");
+  EXPECT_EQ(warnings, "vigil::torch::Hook: custom/qint8 not saved: dtype QInt8 is not supported\n");
 
   auto trial = open_trial(dir.path());
   ASSERT_TRUE(trial);
-  std::vector<std::string> expected = {"custom/bool", "custom/half", "custom/int64", "custom/transposed"};
+  std::vector<std::string> expected = {"custom/bf16", "custom/bool", "custom/half", "custom/int64", "custom/transposed"};
   for (const auto& p : kParams) expected.push_back("gradient/" + p);
   EXPECT_EQ(sorted(trial->tensor_names().value()), sorted(expected));
   for (const auto& p : kParams) {
@@ -219,6 +225,12 @@ TEST(LibtorchHook, IncludeCollectionsReductionsAndCustomTensors) {
   EXPECT_EQ(trial->value("custom/half", 1)->dtype(), vigil::format::ElementType::Float16);
   EXPECT_EQ(trial->value("custom/bool", 1)->dtype(), vigil::format::ElementType::Bool);
   expect_same(*trial->value("custom/half", 1), torch::full({3}, 0.5, torch::kHalf), "custom/half");
+  EXPECT_EQ(trial->value("custom/bf16", 1)->dtype(), vigil::format::ElementType::BFloat16);
+  expect_same(*trial->value("custom/bf16", 1), bf16, "custom/bf16");
+  // Reduced in float64 from the exact values, as training had them.
+  auto bf16_max = trial->reduction_value("custom/bf16", 1, "max");
+  ASSERT_VIGIL_OK(bf16_max);
+  EXPECT_EQ(bf16_max->value, bf16.to(torch::kDouble).max().item<double>());
 }
 
 TEST(LibtorchHook, TopNameOfALibtorchModule) {

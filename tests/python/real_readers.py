@@ -285,6 +285,20 @@ def _index_entry_kinds(trial_path, step, worker, name):
 # DataTypes smdebug's reader has no numpy type for (docs/compatibility.md, "Values": "DT_INT16,
 # DT_UINT16/32/64, DT_COMPLEX64, DT_BFLOAT16 raise KeyError"); Vigil decodes them.
 _SMDEBUG_UNKNOWN_DTYPES = {"<i2", "<u2", "<u4", "<u8", "<c8", "<V2", "bfloat16"}
+# The same for the float8 DataTypes (24, 25) Vigil writes for torch's float8 tensors.
+_SMDEBUG_UNKNOWN_FLOAT8 = {"float8_e4m3fn", "float8_e5m2"}
+
+
+def _stored_dtype(trial_path, name, step, worker, answered):
+    """The element type Vigil decoded: value() answers bfloat16 and float8 as float32 (exact), its
+    buffer() names the type the event file holds."""
+    if answered != "<f4":
+        return answered
+    import vigil
+    try:
+        return vigil.create_trial(trial_path).tensor(name).buffer(step, worker=worker).dtype
+    except Exception:  # noqa: BLE001 - no buffer: the answer stands
+        return answered
 
 
 def _at(tree, keys):
@@ -298,10 +312,11 @@ def _at(tree, keys):
 def _documented(where, vigil_answer, smdebug_answer, vigil_tree, trial_path):
     """The line of docs/compatibility.md that records this difference, or None."""
     keys = where.split("/")
-    if not (len(keys) == 6 and keys[0] == "tensors" and keys[2] == "at"):
+    # tensors/<name>/at/<step>/<worker>/<what>, where a name may hold slashes ("gradient/fc.weight").
+    if not (len(keys) >= 6 and keys[0] == "tensors" and keys[-4] == "at"):
         return None
-    name, step, worker, what = keys[1], int(keys[3]), keys[4], keys[5]
-    value = _at(vigil_tree, keys[:5] + ["value"])
+    name, step, worker, what = "/".join(keys[1:-4]), int(keys[-3]), keys[-2], keys[-1]
+    value = _at(vigil_tree, ["tensors", name, "at", keys[-3], worker, "value"])
     if not isinstance(value, dict) or "dtype" not in value:
         return None
     v, s = vigil_answer, smdebug_answer
@@ -316,8 +331,12 @@ def _documented(where, vigil_answer, smdebug_answer, vigil_tree, trial_path):
             return "compatibility.md, Values: a step that saved both the value and the shape keeps only the shape"
     # "Values": "DT_INT16, DT_UINT16/32/64, DT_COMPLEX64, DT_BFLOAT16 raise KeyError"; smdebug's
     # shape() reads the value when no shape was saved, so it raises the same KeyError.
-    if what in ("value", "shape") and value["dtype"] in _SMDEBUG_UNKNOWN_DTYPES and s == {"error": "KeyError"}:
-        return "compatibility.md, Values: DT_INT16, DT_UINT16/32/64, DT_COMPLEX64, DT_BFLOAT16 raise KeyError"
+    if what in ("value", "shape") and s == {"error": "KeyError"}:
+        stored = _stored_dtype(trial_path, name, step, worker, value["dtype"])
+        if stored in _SMDEBUG_UNKNOWN_DTYPES:
+            return "compatibility.md, Values: DT_INT16, DT_UINT16/32/64, DT_COMPLEX64, DT_BFLOAT16 raise KeyError"
+        if stored in _SMDEBUG_UNKNOWN_FLOAT8:
+            return "compatibility.md, Values: DT_FLOAT8_E5M2 and DT_FLOAT8_E4M3FN raise KeyError like DT_BFLOAT16"
     return None
 
 

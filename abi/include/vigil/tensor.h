@@ -14,8 +14,14 @@
 
 VIGIL_EXTERN_C_BEGIN
 
-/* DLPack type codes newer than Debian's dlpack 0.6 header, under our own names. */
-enum { VIGIL_DL_BOOL = 6 };
+/* DLPack type codes newer than Debian's dlpack 0.6 header, under our own names, with DLPack 1.1's
+ * values. The float8 tensors (bits 8, lanes 1) reach plugins built against ABI 1.3 or later; a
+ * plugin of an older minor gets them widened to float32 (kDLFloat, 32), which holds them exactly. */
+enum {
+  VIGIL_DL_BOOL = 6,
+  VIGIL_DL_FLOAT8_E4M3FN = 10, /* ABI 1.3: torch.float8_e4m3fn (bias 7, NaN, no infinity) */
+  VIGIL_DL_FLOAT8_E5M2 = 12    /* ABI 1.3: torch.float8_e5m2 (IEEE-like, bias 15) */
+};
 
 enum {
   VIGIL_TENSOR_FLAG_READ_ONLY = 1u, /* = DLPACK_FLAG_BITMASK_READ_ONLY */

@@ -16,8 +16,8 @@
 #include "vigil/platform.h"
 
 #define VIGIL_ABI_MAJOR 1
-#define VIGIL_ABI_MINOR 2 /* 1.1: extra rule parameters (VIGIL_RULEF_EXTRA_PARAMS); 1.2: rule profiles,
-                           not_judged, invoke_at_time */
+#define VIGIL_ABI_MINOR 3 /* 1.1: extra rule parameters (VIGIL_RULEF_EXTRA_PARAMS); 1.2: rule profiles,
+                           not_judged, invoke_at_time; 1.3: float8 tensor views (tensor.h) */
 #define VIGIL_ABI_PATCH 0
 
 VIGIL_EXTERN_C_BEGIN

@@ -33,6 +33,11 @@ namespace {
 std::optional<ElementType> element_type(c10::ScalarType t) {
   switch (t) {
     case c10::kHalf: return ElementType::Float16;
+    case c10::kBFloat16: return ElementType::BFloat16;
+#if TORCH_VERSION_MAJOR >= 2  // float8 came with torch 2.1; Debian's libtorch is 1.13
+    case c10::ScalarType::Float8_e4m3fn: return ElementType::Float8E4M3FN;
+    case c10::ScalarType::Float8_e5m2: return ElementType::Float8E5M2;
+#endif
     case c10::kFloat: return ElementType::Float32;
     case c10::kDouble: return ElementType::Float64;
     case c10::kChar: return ElementType::Int8;

@@ -347,7 +347,7 @@ class BaseHook(ABC):
         for s in self.scalar_cache:
             tb = self._tb_writer(s.mode)
             if tb is not None and s.value.size == 1:
-                tb.add_scalar(s.name, float(s.value.reshape(-1)[0]), self.step, s.timestamp)
+                tb.add_scalar(s.name, float(_vigil.as_float32(s.value).reshape(-1)[0]), self.step, s.timestamp)
             self._initialize_writers()
             self._write_raw_tensor_simple(s.name, s.value, wall_time=s.timestamp)
         self.scalar_cache = []
@@ -381,13 +381,15 @@ class BaseHook(ABC):
         if array.dtype.kind in "USO":
             reductions = []
         tb = self._tb_writer(self.mode)
+        # TensorBoard gets values: bfloat16 and float8 (raw bits here) as float32, exactly.
+        values = _vigil.as_float32(array) if tb is not None and array.size else array
         if tb is not None and array.size:
-            if histogram_collection is not None and array.dtype != np.bool_ and array.dtype.kind in "iuf":
-                tb.add_histogram("{}/{}".format(histogram_collection, tensor_name), np.ascontiguousarray(array),
+            if histogram_collection is not None and values.dtype != np.bool_ and values.dtype.kind in "iuf":
+                tb.add_histogram("{}/{}".format(histogram_collection, tensor_name), np.ascontiguousarray(values),
                                  self.step, time.time())
         self._write_raw_tensor_simple(tensor_name, array, save_shape, reductions, save_raw)
-        if tb is not None and scalar_summary and array.size == 1 and array.dtype.kind in "iufb":
-            tb.add_scalar(tensor_name, float(array.reshape(-1)[0]), self.step, time.time())
+        if tb is not None and scalar_summary and array.size == 1 and values.dtype.kind in "iufb":
+            tb.add_scalar(tensor_name, float(values.reshape(-1)[0]), self.step, time.time())
 
     # ---- TensorBoard ---------------------------------------------------------------------------------------
     def _tb_writer(self, mode):

@@ -69,15 +69,28 @@ class CollectionManager(_BaseCollectionManager):
 _BUILTIN = frozenset(name for name, _ in _vigil.pytorch_builtin_collections())
 
 
-# torch dtypes read in place (the rest go through Tensor.numpy()).
-_NUMPY_DTYPES = {torch.float64: np.float64, torch.float32: np.float32, torch.float16: np.float16,
-                 torch.int64: np.int64, torch.int32: np.int32, torch.int16: np.int16, torch.int8: np.int8,
-                 torch.uint8: np.uint8, torch.bool: np.bool_}
+def _raw_bits(bits, element_type):
+    """The dtype of the raw bits of a float numpy lacks, tagged with its element type's name: the
+    writer stores them as that type (DT_BFLOAT16, DT_FLOAT8_E4M3FN, ...), bit for bit."""
+    return np.dtype(bits, metadata={_vigil.ELEMENT_TYPE_METADATA_KEY: element_type})
+
+
+# torch dtypes read in place (the rest go through Tensor.numpy()). bfloat16 and the float8 formats
+# (torch >= 2.1) have no numpy dtype: they are read as their bits, tagged (_raw_bits).
+_NUMPY_DTYPES = {torch.float64: np.dtype(np.float64), torch.float32: np.dtype(np.float32),
+                 torch.float16: np.dtype(np.float16), torch.int64: np.dtype(np.int64),
+                 torch.int32: np.dtype(np.int32), torch.int16: np.dtype(np.int16), torch.int8: np.dtype(np.int8),
+                 torch.uint8: np.dtype(np.uint8), torch.bool: np.dtype(np.bool_),
+                 torch.bfloat16: _raw_bits(np.uint16, "bfloat16")}
+for _name in ("float8_e4m3fn", "float8_e5m2"):
+    if hasattr(torch, _name):
+        _NUMPY_DTYPES[getattr(torch, _name)] = _raw_bits(np.uint8, _name)
 
 
 def make_numpy_array(value):
     """A numpy view of a CPU tensor (a copy only for other devices), numpy arrays as they are, and
-    Python scalars as 1-element arrays. TypeError for what numpy cannot hold (bfloat16).
+    Python scalars as 1-element arrays. bfloat16 and float8 tensors come as their raw bits, their
+    dtype tagged with the element type (``_vigil.as_float32`` gives their values).
 
     A tensor is read in place through its address, not with Tensor.numpy(): that marks the tensor's
     storage as never resizable again, and FSDP frees its unsharded parameters by resizing their
@@ -87,8 +100,6 @@ def make_numpy_array(value):
         t = value.detach()
         if t.device.type != "cpu":
             t = t.cpu()
-        if t.dtype == torch.bfloat16:
-            raise TypeError("bfloat16 tensors have no numpy dtype")
         dtype = _NUMPY_DTYPES.get(t.dtype)
         if dtype is None or type(t) is not torch.Tensor:
             return t.numpy()

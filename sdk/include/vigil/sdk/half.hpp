@@ -1,10 +1,12 @@
-// Vigil C++ SDK: IEEE binary16 (float16) and bfloat16 conversions. The one implementation: the SDK's
-// tensor views, the host's reader, reductions and writer, and the Python bindings all use it.
+// Vigil C++ SDK: conversions of the small floats training uses: IEEE binary16 (float16), bfloat16,
+// and the two float8 formats torch has (float8_e4m3fn, float8_e5m2). The one implementation: the
+// SDK's tensor views, the host's reader, reductions and writer, and the Python bindings all use it.
 #pragma once
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace vigil::sdk::inline v1 {
 
@@ -25,17 +27,42 @@ namespace vigil::sdk::inline v1 {
 // bfloat16 is the upper half of a float32 (exact).
 [[nodiscard]] inline float bfloat16_to_float(uint16_t b) noexcept { return std::bit_cast<float>(uint32_t(b) << 16); }
 
+// float8_e5m2 is the upper byte of a binary16 (exact).
+[[nodiscard]] inline float float8_e5m2_to_float(uint8_t b) noexcept { return half_to_float(uint16_t(uint16_t(b) << 8)); }
+
+// float8_e4m3fn to float (exact): exponent bias 7, 3 mantissa bits, no infinities; S.1111.111 is NaN.
+[[nodiscard]] inline float float8_e4m3fn_to_float(uint8_t b) noexcept {
+  const uint32_t exp = (b >> 3) & 0xfu;
+  const uint32_t mant = b & 0x7u;
+  float f;
+  if (exp == 0xf && mant == 0x7) f = std::numeric_limits<float>::quiet_NaN();
+  else if (exp == 0) f = float(mant) * (1.0f / 512.0f);  // subnormal: mant * 2^-9
+  else f = std::bit_cast<float>(((exp + 120) << 23) | (mant << 20));
+  return (b & 0x80) ? -f : f;
+}
+
 namespace detail {
 
-// A 16-bit float with `mant_bits` mantissa bits and exponent bias `exp_bias` (binary16: 10, 15;
-// bfloat16: 7, 127) nearest to `v`, ties to even, from the double itself (no rounding through float).
-[[nodiscard]] inline uint16_t to_small_float(double v, int mant_bits, int exp_bias) noexcept {
-  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
-  const int exp_bits = 15 - mant_bits;
-  const uint16_t inf = static_cast<uint16_t>(((1u << exp_bits) - 1) << mant_bits);
-  if (std::isnan(v)) return sign | inf | static_cast<uint16_t>(1u << (mant_bits - 1));
+// The layout of a small float: sign, `exp_bits` exponent bits biased by `exp_bias`, `mant_bits`
+// mantissa bits. IEEE-like formats keep the top exponent for infinities and NaN; a finite-only
+// format (float8_e4m3fn) uses it for numbers too, its all-ones pattern being its one NaN.
+struct SmallFloatFormat {
+  int exp_bits, mant_bits, exp_bias;
+  bool finite_only;
+};
+
+// The small float nearest to `v`, ties to even, from the double itself (no rounding through float).
+// Overflow gives infinity, or NaN in a finite-only format (as torch's conversions do).
+[[nodiscard]] inline uint16_t to_small_float(double v, SmallFloatFormat f) noexcept {
+  const int mant_bits = f.mant_bits, exp_bias = f.exp_bias;
+  const uint16_t sign = std::signbit(v) ? static_cast<uint16_t>(1u << (f.exp_bits + mant_bits)) : 0;
+  const uint16_t inf = static_cast<uint16_t>(((1u << f.exp_bits) - 1) << mant_bits);
+  const uint16_t nan = f.finite_only ? static_cast<uint16_t>(inf | ((1u << mant_bits) - 1))
+                                     : static_cast<uint16_t>(inf | (1u << (mant_bits - 1)));
+  const uint16_t overflow = f.finite_only ? nan : inf;
+  if (std::isnan(v)) return sign | nan;
   const double a = std::fabs(v);
-  if (std::isinf(a)) return sign | inf;
+  if (std::isinf(a)) return sign | overflow;
   if (a == 0) return sign;
   int e2 = 0;
   std::frexp(a, &e2);
@@ -51,16 +78,27 @@ namespace detail {
     q /= 2;
     ++e;
   }
-  if (e > exp_bias) return sign | inf;
+  const int max_exp = f.finite_only ? (1 << f.exp_bits) - 1 - exp_bias : exp_bias;
+  if (e > max_exp) return sign | overflow;
   return sign | static_cast<uint16_t>(((e + exp_bias) << mant_bits) | (static_cast<uint32_t>(q) - (1u << mant_bits)));
 }
 
 }  // namespace detail
 
 // The binary16 nearest to `v` (ties to even; overflow to inf; NaN stays NaN).
-[[nodiscard]] inline uint16_t double_to_half(double v) noexcept { return detail::to_small_float(v, 10, 15); }
+[[nodiscard]] inline uint16_t double_to_half(double v) noexcept { return detail::to_small_float(v, {5, 10, 15, false}); }
 
 // The bfloat16 nearest to `v` (ties to even; overflow to inf; NaN stays NaN).
-[[nodiscard]] inline uint16_t double_to_bfloat16(double v) noexcept { return detail::to_small_float(v, 7, 127); }
+[[nodiscard]] inline uint16_t double_to_bfloat16(double v) noexcept { return detail::to_small_float(v, {8, 7, 127, false}); }
+
+// The float8_e5m2 nearest to `v` (ties to even; overflow to inf; NaN stays NaN).
+[[nodiscard]] inline uint8_t double_to_float8_e5m2(double v) noexcept {
+  return static_cast<uint8_t>(detail::to_small_float(v, {5, 2, 15, false}));
+}
+
+// The float8_e4m3fn nearest to `v` (ties to even; beyond 448 and its rounding margin, NaN).
+[[nodiscard]] inline uint8_t double_to_float8_e4m3fn(double v) noexcept {
+  return static_cast<uint8_t>(detail::to_small_float(v, {4, 3, 7, true}));
+}
 
 }  // namespace vigil::sdk::inline v1

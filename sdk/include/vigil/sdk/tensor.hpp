@@ -73,6 +73,8 @@ inline std::string dtype_name(DLDataType t) {
     case kDLUInt: base = fmt::format("uint{}", t.bits); break;
     case kDLFloat: base = fmt::format("float{}", t.bits); break;
     case kDLBfloat: base = fmt::format("bfloat{}", t.bits); break;
+    case VIGIL_DL_FLOAT8_E4M3FN: base = "float8_e4m3fn"; break;
+    case VIGIL_DL_FLOAT8_E5M2: base = "float8_e5m2"; break;
     case kDLComplex: base = fmt::format("complex{}", t.bits); break;
     case kDLOpaqueHandle: base = "opaque"; break;
     case VIGIL_DL_BOOL: base = t.bits == 8 ? std::string("bool") : fmt::format("bool{}", t.bits); break;
@@ -189,7 +191,7 @@ class TensorView {
     return std::span<const T>(static_cast<const T*>(p), static_cast<size_t>(n));
   }
 
-  // Every element converted to double (real dtypes only, float16 and bfloat16 included): a copy.
+  // Every element converted to double (real dtypes only, float16, bfloat16 and float8 included): a copy.
   [[nodiscard]] Result<std::vector<double>> to_doubles() const {
     if (!view_) return fail(Error::invalid_argument("TensorView is empty"));
     const DLDataType t = dtype();
@@ -211,6 +213,11 @@ class TensorView {
         break;
       case kDLBfloat:
         if (t.bits == 16) r = half_bits(out, true);
+        else r = fail(Error::type_error(fmt::format("cannot convert {} to double", dtype_name(t))));
+        break;
+      case VIGIL_DL_FLOAT8_E4M3FN:
+      case VIGIL_DL_FLOAT8_E5M2:
+        if (t.bits == 8) r = float8_bits(out, t.code == VIGIL_DL_FLOAT8_E4M3FN);
         else r = fail(Error::type_error(fmt::format("cannot convert {} to double", dtype_name(t))));
         break;
       case kDLInt:
@@ -263,6 +270,16 @@ class TensorView {
       uint16_t h;
       std::memcpy(&h, raw.data() + 2 * i, 2);
       out[i] = bfloat ? bfloat16_to_float(h) : half_to_float(h);
+    }
+    return {};
+  }
+  [[nodiscard]] Result<void> float8_bits(std::vector<double>& out, bool e4m3fn) const {
+    if (!is_compact()) return fail(Error::not_supported("tensor is not compact (non C-order strides)"));
+    const auto raw = bytes();
+    out.resize(raw.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      const auto b = static_cast<uint8_t>(raw[i]);
+      out[i] = e4m3fn ? float8_e4m3fn_to_float(b) : float8_e5m2_to_float(b);
     }
     return {};
   }
