@@ -100,9 +100,16 @@ def make_numpy_array(value):
         t = value.detach()
         if t.device.type != "cpu":
             t = t.cpu()
+        if type(t) is not torch.Tensor and hasattr(t, "to_local"):
+            # A DTensor (tensor parallelism, FSDP2's sharded parameters and gradients): this rank's
+            # shard, a plain tensor. docs/capture.md, "Sharded parameters".
+            t = t.to_local()
         dtype = _NUMPY_DTYPES.get(t.dtype)
         if dtype is None or type(t) is not torch.Tensor:
-            return t.numpy()
+            try:
+                return t.numpy()
+            except RuntimeError as e:  # another tensor subclass: that tensor is skipped, not the hook
+                raise TypeError(str(e)) from None
         if not t.is_contiguous():
             t = t.contiguous()  # a copy with a storage of its own
         nbytes = t.numel() * t.element_size()
