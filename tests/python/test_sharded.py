@@ -1,8 +1,8 @@
-"""Sharded parameters under the PyTorch hook (issue 32, item 3, first part): a tensor-parallel model
-(DTensor parameters: Shard(0), Shard(1), Replicate) on 2 gloo processes trains with the hook on, and
-each worker saves its own shard of every weight and gradient, read in place; a DTensor no longer turns
-the hook off (it did: `.numpy()` refuses tensor subclasses). The shards' global layout and global
-reductions are not written yet (docs/capture.md, "Sharded parameters")."""
+"""Sharded parameters under the PyTorch hook (issue 32, item 3, the capture side), on 2 gloo
+processes: FSDP2 (`fully_shard`) and a tensor-parallel model (DTensor parameters: Shard(0), Shard(1),
+Replicate) train with the hook on, and each worker saves its own shard of every weight and gradient;
+a DTensor no longer turns the hook off (it did: `.numpy()` refuses tensor subclasses). The shards'
+global layout and global reductions are not written yet (docs/capture.md, "Sharded parameters")."""
 import json
 import os
 import socket
@@ -108,3 +108,106 @@ def test_tensor_parallel_parameters_are_saved_as_each_workers_shard(torch2_pytho
                               trial.tensor("Sequential_0.weight").value(0, worker="worker_1"))
     assert np.array_equal(trial.tensor("Sequential_2.bias").value(0, worker="worker_0"),
                           trial.tensor("Sequential_2.bias").value(0, worker="worker_1"))
+
+
+FSDP2_SCRIPT = """
+    import json, sys
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.fsdp import fully_shard
+    import vigil.pytorch as smd
+
+    out, order = sys.argv[1], sys.argv[2]
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["weights", "biases", "gradients", "losses"], include_workers="all")
+    if order == "hook_first":  # smdebug's scripts register the model first
+        hook.register_module(model)
+        fully_shard(model)
+    else:
+        fully_shard(model)
+        hook.register_module(model)
+    loss_fn = torch.nn.MSELoss()
+    hook.register_loss(loss_fn)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    seen = []
+    for step in range(2):
+        torch.manual_seed(100 * (rank + 1) + step)  # each rank its own half of the batch
+        x, y = torch.randn(3, 4), torch.randn(3, 2)
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        seen.append({"x": x.tolist(), "y": y.tolist(),
+                     "weights": {n: p.to_local().tolist() for n, p in model.named_parameters()},
+                     "grads": {n: p.grad.to_local().tolist() for n, p in model.named_parameters()}})
+        opt.step()
+    hook.close()
+    print("seen " + json.dumps(seen), flush=True)
+    dist.destroy_process_group()
+"""
+
+
+def _two_ranks(python, script, tmp_path, *args):
+    port = str(_free_port())
+    procs = []
+    for rank in (0, 1):
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": PYTHON_DIR, "OMP_NUM_THREADS": "1",
+               "HOME": os.environ.get("HOME", "/"), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
+               "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank)}
+        procs.append(subprocess.Popen([python, "-c", textwrap.dedent(script), *map(str, args)], cwd=str(tmp_path),
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    results = []
+    try:
+        for p in procs:
+            results.append(p.communicate(timeout=TIMEOUT_S))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    seen = {}
+    for rank, (p, (stdout, stderr)) in enumerate(zip(procs, results)):
+        assert p.returncode == 0, "rank {}: {}\n{}".format(rank, p.returncode, stderr)
+        assert "vigil hook disabled" not in stderr, stderr
+        seen[rank] = json.loads([line for line in stdout.splitlines() if line.startswith("seen ")][0][5:])
+    return seen
+
+
+@pytest.mark.parametrize("order", ["shard_first", "hook_first"])
+def test_fsdp2_saves_each_ranks_shard_of_the_weights_and_of_the_reduced_gradients(torch2_python, tmp_path, order):
+    """Under fully_shard the hook saves each rank's shard of every parameter and of its gradient as
+    FSDP leaves them at the optimizer step (reduce-scattered: the whole batch's gradient), under the
+    unsharded model's names, rather than all-gathered copies of the parameters and no gradients."""
+    import torch
+    out = tmp_path / "trial"
+    seen = _two_ranks(torch2_python, FSDP2_SCRIPT, tmp_path, out, order)
+    trial = vigil.create_trial(str(out))
+    assert trial.workers() == ["worker_0", "worker_1"] and trial.steps() == [0, 1]
+    params = ["0.weight", "0.bias", "2.weight", "2.bias"]
+    expected = {"Sequential_" + n for n in params} | {"gradient/Sequential_" + n for n in params} | {"MSELoss_output_0"}
+    assert set(trial.tensor_names()) == expected, trial.tensor_names()
+
+    # The same model unsharded, trained on both ranks' halves at once.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in (0, 1):
+        for rank in (0, 1):
+            worker = "worker_%d" % rank
+            for n in params:
+                got = trial.tensor("Sequential_" + n).value(step, worker=worker)
+                assert np.array_equal(got, np.array(seen[rank][step]["weights"][n], dtype=np.float32)), (worker, step, n)
+                got = trial.tensor("gradient/Sequential_" + n).value(step, worker=worker)
+                assert np.allclose(got, np.array(seen[rank][step]["grads"][n], dtype=np.float32), rtol=1e-6, atol=1e-7)
+        x = torch.tensor(seen[0][step]["x"] + seen[1][step]["x"])
+        y = torch.tensor(seen[0][step]["y"] + seen[1][step]["y"])
+        opt.zero_grad()
+        torch.nn.MSELoss()(model(x), y).backward()
+        for n, p in model.named_parameters():
+            # FSDP2 shards dimension 0: the workers' shards, in rank order, are the whole tensor.
+            shards = [trial.tensor("Sequential_" + n).value(step, worker="worker_%d" % r) for r in (0, 1)]
+            assert np.allclose(np.concatenate(shards), p.detach().numpy(), rtol=1e-6, atol=1e-7), (step, n)
+            grads = [trial.tensor("gradient/Sequential_" + n).value(step, worker="worker_%d" % r) for r in (0, 1)]
+            assert np.allclose(np.concatenate(grads), p.grad.numpy(), rtol=1e-5, atol=1e-6), (step, n)
+        opt.step()

@@ -124,6 +124,39 @@ def make_numpy_array(value):
     raise TypeError("cannot save a value of type {}".format(type(value).__name__))
 
 
+def _fsdp2_module_class():
+    """torch's FSDPModule (the class fully_shard mixes into a module), or None before torch 2.6."""
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:
+        return None
+    return FSDPModule
+
+
+def _is_fsdp2(module):
+    cls = _fsdp2_module_class()
+    return cls is not None and isinstance(module, cls)
+
+
+def _class_name(module):
+    """The module's class name, as smdebug names a model's tensors. fully_shard replaces a module's
+    class by a subclass named FSDP<Class>: the model's own class names its tensors, as unsharded."""
+    cls = type(module)
+    if _is_fsdp2(module):
+        fsdp = _fsdp2_module_class()
+        cls = next((c for c in cls.__mro__[1:] if c is not fsdp and not issubclass(c, fsdp)), cls)
+    return cls.__name__
+
+
+def _optimizer_step_pre_hook():
+    """torch's global optimizer step pre-hook registration (torch >= 2.0), or None."""
+    try:
+        from torch.optim import optimizer as torch_optimizer
+    except ImportError:
+        return None
+    return getattr(torch_optimizer, "register_optimizer_step_pre_hook", None)
+
+
 class Hook(CallbackHook):
     """smdebug.pytorch.Hook, same constructor and methods."""
 
@@ -144,6 +177,9 @@ class Hook(CallbackHook):
         self._profiled_modules = []  # (module, name): observed while framework profiling is on
         self._profile_handles = []
         self._profiler = None
+        self._sharded_model = None  # an FSDP2 model, once seen (_watch_sharded)
+        self._sharded_handle = None  # its optimizer step pre-hook
+        self._sharded_saved_step = None
         self._open_writer_now()  # torch.distributed is initialised by now: the worker is known
         self._start_profiler()
         set_hook(self)
@@ -292,7 +328,7 @@ class Hook(CallbackHook):
             raise SMDebugError("Module type {} must be type torch.nn.Module".format(type(module).__name__))
         if self._disabled:
             return
-        top = type(module).__name__
+        top = _class_name(module)
         for name, sub in module.named_modules():
             self.module_maps[sub] = name
         self.module_maps[module] = top
@@ -381,12 +417,47 @@ class Hook(CallbackHook):
         # this step's first module or gradient hook.
         if self._get_collections_to_save_for_step():
             self._initialize_writers()
-            for name, param in module.named_parameters():
-                self._save_for_tensor(type(module).__name__ + "_" + name, param.data)
+            if _is_fsdp2(module):
+                # The parameters are all-gathered copies now: the shards are saved at the optimizer step.
+                self._watch_sharded(module)
+            else:
+                for name, param in module.named_parameters():
+                    self._save_for_tensor(_class_name(module) + "_" + name, param.data)
         self._sync_step_hooks()
         if self.last_saved_step is not None and not self.exported_collections:
             self.export_collections()
             self.exported_collections = True
+
+    # ---- FSDP2: parameters and gradients as each rank's shard -------------------------------------------
+    def _watch_sharded(self, module):
+        """An FSDP2 model (fully_shard) holds each parameter as a DTensor shard outside its forward and
+        sets the shards' gradients itself after the backward pass (reduce-scattered: the gradient of
+        the whole batch across ranks), so no tensor hook sees them. Both are saved, as each rank's
+        shard, when the step's optimizer step begins: the parameters have not moved yet."""
+        self._sharded_model = module
+        if self._sharded_handle is None:
+            register = _optimizer_step_pre_hook()
+            if register is None:
+                return
+            self._sharded_handle = register(self._sharded_optimizer_step)
+
+    def _sharded_optimizer_step(self, optimizer, args, kwargs):
+        self._save_sharded()
+        return None
+
+    @never_raises
+    def _save_sharded(self):
+        module = self._sharded_model
+        if module is None or not self.prepared_collections or self._sharded_saved_step == self.step:
+            return  # once per step, whatever the number of optimizers
+        if not self._get_collections_to_save_for_step():
+            return
+        self._sharded_saved_step = self.step
+        top = _class_name(module)
+        for name, param in module.named_parameters():
+            self._save_for_tensor(top + "_" + name, param.detach())
+            if param.grad is not None:
+                self._save_for_tensor(self.GRADIENT_PREFIX + top + "_" + name, param.grad)
 
     @never_raises
     def forward_hook(self, module, inputs, outputs):
@@ -458,6 +529,9 @@ class Hook(CallbackHook):
         for h in self._handles:
             h.remove()
         self._handles = []
+        if self._sharded_handle is not None:
+            self._sharded_handle.remove()
+            self._sharded_handle = None
 
 
 # smdebug's hook singleton (Hook() sets it).
