@@ -22,6 +22,7 @@
 #include "trial/element_access.h"
 #include "trial/event_file_cache.h"
 #include "trial/record_reader.h"
+#include "trial/shard_assembly.h"
 #include "trial/trial_watcher.h"
 #include "storage/object_store.h"
 
@@ -108,6 +109,13 @@ struct Trial::State {
   int refresh_holds = 0;
   std::unique_ptr<TrialWatcher> watcher;  // created by the first wait_for_steps
   bool assume_ended = false;
+
+  // Sharded tensors' layouts (format/shard_layout.h), by worker: read again once new index files
+  // were read since (a worker describes its shards as it first saves them).
+  std::map<std::string, format::ShardPlacement, std::less<>> placements_of(std::string_view tensor) const;
+  Result<void> load_shard_layouts_locked();
+  std::map<std::string, format::WorkerShardLayout> shard_layouts;
+  size_t shard_layouts_read_at = SIZE_MAX;  // read_index_files.size() then
 
   // Fixed after open().
   int64_t num_workers = 1;
@@ -403,6 +411,35 @@ const std::vector<WorkerStep>* Trial::State::lookup(const TensorRecord& rec, int
   }
   auto it = rec.steps.find({mode, step});
   return it == rec.steps.end() ? nullptr : &it->second;
+}
+
+Result<void> Trial::State::load_shard_layouts_locked() {
+  if (shard_layouts_read_at == read_index_files.size()) return {};
+  auto exists = store->folder_exists(format::kShardLayoutFolder);
+  if (!exists) return fail(exists.error());
+  std::map<std::string, format::WorkerShardLayout> layouts;
+  if (*exists) {
+    auto listed = store->list(format::kShardLayoutFolder);
+    if (!listed) return fail(listed.error());
+    for (const auto& info : *listed) {
+      if (!info.relpath.ends_with(".json")) continue;
+      auto text = store->read(info.relpath);
+      if (!text) return fail(text.error());
+      auto layout = format::parse_shard_layout(*text, store->describe(info.relpath));
+      if (!layout) return fail(layout.error());
+      layouts[layout->worker] = std::move(*layout);
+    }
+  }
+  shard_layouts = std::move(layouts);
+  shard_layouts_read_at = read_index_files.size();
+  return {};
+}
+
+std::map<std::string, format::ShardPlacement, std::less<>> Trial::State::placements_of(std::string_view tensor) const {
+  std::map<std::string, format::ShardPlacement, std::less<>> out;
+  for (const auto& [worker, layout] : shard_layouts)
+    if (auto it = layout.tensors.find(tensor); it != layout.tensors.end()) out.emplace(worker, it->second);
+  return out;
 }
 
 // smdebug's Tensor._step: the worker's record of the tensor at a step, or the exception smdebug raises.
@@ -771,10 +808,38 @@ Result<std::vector<int64_t>> Trial::tensor_steps(std::string_view name, Mode mod
   return out;
 }
 
+Result<std::optional<std::map<std::string, format::ShardPlacement, std::less<>>>> Trial::sharded(std::string_view name) {
+  std::lock_guard lock(state_->mu);
+  if (auto loaded = state_->load_shard_layouts_locked(); !loaded) return fail(loaded.error());
+  auto placements = state_->placements_of(name);
+  if (placements.empty()) return std::nullopt;
+  return placements;
+}
+
 Result<TensorValue> Trial::value(std::string_view name, int64_t step, Mode mode,
                                  std::optional<std::string_view> worker) {
   auto ws = state_->locate(name, step, mode, worker);
   if (!ws) return fail(ws.error());
+  if (!worker) {
+    // A sharded tensor, asked for without a worker: the whole tensor, from every worker's shard.
+    auto placements = sharded(name);
+    if (!placements) return fail(placements.error());
+    if (*placements) {
+      auto workers = tensor_workers(name, step, mode);
+      if (!workers) return fail(workers.error());
+      std::vector<Shard> shards;
+      for (const auto& w : *workers) {
+        auto it = (*placements)->find(w);
+        if (it == (*placements)->end())
+          return fail(Error::corrupt(state_->path.string(), 0,
+                                     fmt::format("{} saved {} without its shard layout (shards/)", w, name)));
+        auto v = value(name, step, mode, std::string_view(w));
+        if (!v) return fail(v.error());
+        shards.push_back({std::move(*v), it->second});
+      }
+      return assemble_shards(name, shards);
+    }
+  }
   if (!ws->value)
     return fail(Error::tensor_unavailable_for_step(std::string(name), step, mode, !ws->reductions.empty()));
   return state_->records.read(*ws->value);
@@ -785,6 +850,17 @@ Result<ReductionValue> Trial::reduction_value(std::string_view name, int64_t ste
   auto ws = state_->locate(name, step, mode, worker);
   if (!ws) return fail(ws.error());
   auto op = parse_reduction_name(reduction);
+  if (!worker) {
+    // A sharded tensor's reductions are the whole tensor's, never one shard's saved ones.
+    auto placements = sharded(name);
+    if (!placements) return fail(placements.error());
+    if (*placements) {
+      if (!op) return fail(Error::invalid_argument(fmt::format("Invalid reduction type {}", reduction)));
+      auto whole = value(name, step, mode);
+      if (!whole) return fail(whole.error());
+      return compute_reduction(*whole, *op, abs);
+    }
+  }
   if (op) {
     for (const auto& saved : ws->reductions) {
       if (saved.op != *op || saved.abs != abs) continue;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "format/shard_layout.h"
 #include "common/mode.h"
 #include "format/collections_json.h"
 #include "storage/object_store.h"
@@ -132,6 +134,10 @@ class Trial : public std::enable_shared_from_this<Trial> {
   // When the step was saved: the largest Event.wall_time among its records (all workers). Steps
   // that saved only shapes have no records: NotSupported.
   [[nodiscard]] Result<double> step_wall_time(int64_t step, Mode mode = Mode::Global);
+  // A sharded tensor's placement in each worker that described it (format/shard_layout.h); nullopt
+  // for a tensor no worker saved as a shard. value() and reduction_value() without a worker answer
+  // for the whole of a sharded tensor.
+  [[nodiscard]] Result<std::optional<std::map<std::string, format::ShardPlacement, std::less<>>>> sharded(std::string_view name);
   // Workers holding the tensor at the step, in the order they were indexed. No refresh.
   [[nodiscard]] Result<std::vector<std::string>> tensor_workers(std::string_view name, int64_t step, Mode mode = Mode::Global);
 

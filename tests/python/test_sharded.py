@@ -1,8 +1,9 @@
-"""Sharded parameters under the PyTorch hook (issue 32, item 3, the capture side), on 2 gloo
+"""Sharded parameters under the PyTorch hook (issue 32, item 3), on 2 gloo
 processes: FSDP2 (`fully_shard`) and a tensor-parallel model (DTensor parameters: Shard(0), Shard(1),
 Replicate) train with the hook on, and each worker saves its own shard of every weight and gradient;
-a DTensor no longer turns the hook off (it did: `.numpy()` refuses tensor subclasses). The shards'
-global layout and global reductions are not written yet (docs/capture.md, "Sharded parameters")."""
+a DTensor no longer turns the hook off (it did: `.numpy()` refuses tensor subclasses). Each worker
+describes its shards (shards/<worker>.json), and Vigil's trial answers for the whole tensor where no
+worker is named: its value put together, its reductions the whole's (docs/capture.md)."""
 import json
 import os
 import socket
@@ -67,27 +68,7 @@ def _free_port():
 
 def test_tensor_parallel_parameters_are_saved_as_each_workers_shard(torch2_python, tmp_path):
     out = tmp_path / "trial"
-    port = str(_free_port())
-    procs = []
-    for rank in (0, 1):
-        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": PYTHON_DIR, "OMP_NUM_THREADS": "1",
-               "HOME": os.environ.get("HOME", "/"), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
-               "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank)}
-        procs.append(subprocess.Popen([torch2_python, "-c", textwrap.dedent(TP_SCRIPT), str(out)], cwd=str(tmp_path),
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    results = []
-    try:
-        for p in procs:
-            results.append(p.communicate(timeout=TIMEOUT_S))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    seen = {}
-    for rank, (p, (stdout, stderr)) in enumerate(zip(procs, results)):
-        assert p.returncode == 0, "rank {}: {}\n{}".format(rank, p.returncode, stderr)
-        assert "vigil hook disabled" not in stderr, stderr
-        seen[rank] = json.loads([line for line in stdout.splitlines() if line.startswith("seen ")][0][5:])
+    seen = _two_ranks(torch2_python, TP_SCRIPT, tmp_path, out)
     assert seen[0][0]["placements"] == {"0.weight": "S(0)", "0.bias": "S(0)", "2.weight": "S(1)", "2.bias": "R"}
 
     trial = vigil.create_trial(str(out))
@@ -108,6 +89,15 @@ def test_tensor_parallel_parameters_are_saved_as_each_workers_shard(torch2_pytho
                               trial.tensor("Sequential_0.weight").value(0, worker="worker_1"))
     assert np.array_equal(trial.tensor("Sequential_2.bias").value(0, worker="worker_0"),
                           trial.tensor("Sequential_2.bias").value(0, worker="worker_1"))
+    # Without a worker: the whole parameter, Shard(0) and Shard(1) put together, Replicate taken once.
+    for step in (0, 1):
+        whole = {n: np.concatenate([np.array(seen[r][step]["weights"][n], dtype=np.float32) for r in (0, 1)],
+                                   axis=1 if n == "2.weight" else 0) for n in ("0.weight", "0.bias", "2.weight")}
+        whole["2.bias"] = np.array(seen[0][step]["weights"]["2.bias"], dtype=np.float32)
+        for n, want in whole.items():
+            assert np.array_equal(trial.tensor("Sequential_" + n).value(step), want), (step, n)
+            assert trial.tensor("Sequential_" + n).reduction_value(step, "l1") == \
+                pytest.approx(float(np.abs(want.astype(np.float64)).sum()), rel=1e-6), (step, n)
 
 
 FSDP2_SCRIPT = """
@@ -210,4 +200,20 @@ def test_fsdp2_saves_each_ranks_shard_of_the_weights_and_of_the_reduced_gradient
             assert np.allclose(np.concatenate(shards), p.detach().numpy(), rtol=1e-6, atol=1e-7), (step, n)
             grads = [trial.tensor("gradient/Sequential_" + n).value(step, worker="worker_%d" % r) for r in (0, 1)]
             assert np.allclose(np.concatenate(grads), p.grad.numpy(), rtol=1e-5, atol=1e-6), (step, n)
+            # Without a worker, Vigil answers for the whole tensor: put together from the shards, and
+            # its reductions those of the whole (the unsharded run's, within float32 rounding).
+            for name, want in (("Sequential_" + n, p.detach()), ("gradient/Sequential_" + n, p.grad)):
+                t = trial.tensor(name)
+                assert np.array_equal(t.value(step), np.concatenate(
+                    [t.value(step, worker="worker_%d" % r) for r in (0, 1)])), (step, name)
+                exact = want.double()
+                for op, value in (("max", exact.max()), ("min", exact.min()), ("l2", exact.norm()),
+                                  ("mean", exact.mean()), ("std", exact.std(unbiased=False))):
+                    assert t.reduction_value(step, op) == pytest.approx(value.item(), rel=1e-5, abs=1e-7), \
+                        (step, name, op)
         opt.step()
+    layouts = sorted(os.listdir(out / "shards"))
+    assert layouts == ["worker_0.json", "worker_1.json"], layouts
+    layout = json.loads((out / "shards" / "worker_1.json").read_text())
+    assert layout["tensors"]["Sequential_0.weight"] == {"global_shape": [8, 4], "offsets": [4, 0]}
+    assert layout["tensors"]["gradient/Sequential_2.bias"] == {"global_shape": [2], "offsets": [1]}

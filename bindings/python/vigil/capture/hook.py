@@ -93,6 +93,8 @@ class BaseHook(ABC):
         self.scalar_cache = []
         self.custom_tensors_to_save = {}
         self._unsaveable = set()  # names skipped for their dtype, warned about once
+        self._shard_layouts = {}  # tensor name -> (global shape, offsets) of this worker's shard
+        self._shard_layouts_changed = False
         self.logger = logger
         self._writer = None  # created at the first saved step
         self._step_open = False
@@ -332,8 +334,42 @@ class BaseHook(ABC):
         if self._step_open:
             self._writer.end_step()
             self._step_open = False
+        self._publish_shard_layouts()
         self._close_tb_writers()
         self._check_writer()
+
+    # ---- sharded tensors (format/shard_layout.h) -------------------------------------------------------------
+    def _shard_layout(self, value):
+        """(global shape, offsets) of a value that is this worker's shard of a larger tensor, else
+        None. Frameworks with sharded tensors say (PyTorch: DTensor)."""
+        return None
+
+    def _note_shard_layout(self, tensor_name, tensor_value):
+        # Described only when every worker saves: with include_workers="one" the other shards are
+        # not in the trial, and each saved shard reads as a tensor of its own.
+        if not self.save_all_workers:
+            return
+        layout = self._shard_layout(tensor_value)
+        if layout is not None and self._shard_layouts.get(tensor_name) != layout:
+            self._shard_layouts[tensor_name] = layout
+            self._shard_layouts_changed = True
+
+    def _publish_shard_layouts(self):
+        """shards/<worker>.json, written whole (renamed into place) when the step described a sharded
+        tensor anew: where this worker's shard of each sits in the whole tensor, for Vigil's readers to
+        put the shards together (smdebug's read each worker's shard as a tensor)."""
+        if not self._shard_layouts_changed or self.worker is None:
+            return
+        self._shard_layouts_changed = False
+        folder = os.path.join(self._local_out_dir, "shards")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, self.worker + ".json")
+        text = json.dumps({"version": 1, "worker": self.worker, "tensors": {
+            name: {"global_shape": list(shape), "offsets": list(offsets)}
+            for name, (shape, offsets) in sorted(self._shard_layouts.items())}})
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
 
     def _write_scalars(self):
         if self.step < 0:
@@ -388,6 +424,7 @@ class BaseHook(ABC):
                 tb.add_histogram("{}/{}".format(histogram_collection, tensor_name), np.ascontiguousarray(values),
                                  self.step, time.time())
         self._write_raw_tensor_simple(tensor_name, array, save_shape, reductions, save_raw)
+        self._note_shard_layout(tensor_name, tensor_value)
         if tb is not None and scalar_summary and array.size == 1 and values.dtype.kind in "iufb":
             tb.add_scalar(tensor_name, float(values.reshape(-1)[0]), self.step, time.time())
 

@@ -428,6 +428,31 @@ class Hook(CallbackHook):
             self.export_collections()
             self.exported_collections = True
 
+    # ---- sharded tensors: where this rank's shard sits (hook.py, _note_shard_layout) ------------------------
+    def _shard_layout(self, value):
+        """A DTensor's global shape and this rank's offsets in it. Shard(d) splits d as torch.chunk
+        does (chunks of ceil(size / n)); Replicate leaves it whole. A Partial value (shards to be summed)
+        and a mesh that shards one dimension twice are not described: their shards read as tensors of
+        their own."""
+        if type(value) is torch.Tensor or not hasattr(value, "to_local") or not hasattr(value, "placements"):
+            return None
+        mesh = value.device_mesh
+        coordinate = mesh.get_coordinate()
+        if coordinate is None:
+            return None  # this rank holds none of it
+        shape, offsets, split = tuple(value.shape), [0] * value.dim(), set()
+        for mesh_dim, placement in enumerate(value.placements):
+            if placement.is_partial():
+                return None  # shards to be summed, not put together: each reads as its own tensor
+            if placement.is_shard():
+                dim = placement.dim % value.dim()
+                if dim in split:
+                    return None
+                split.add(dim)
+                chunk = -(-shape[dim] // mesh.size(mesh_dim))
+                offsets[dim] = min(coordinate[mesh_dim] * chunk, shape[dim])
+        return shape, tuple(offsets)
+
     # ---- FSDP2: parameters and gradients as each rank's shard -------------------------------------------
     def _watch_sharded(self, module):
         """An FSDP2 model (fully_shard) holds each parameter as a DTensor shard outside its forward and
