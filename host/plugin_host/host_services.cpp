@@ -51,8 +51,10 @@ void release_view(vigil_tensor* self) {
 
 
 std::optional<std::string_view> worker_of(const vigil_tensor_key* key) {
-  if (key->worker) return key->worker;
-  return std::nullopt;  // the default worker
+  // NULL: the default worker; VIGIL_WORKER_WHOLE: the whole of a sharded tensor, which the trial
+  // answers when no worker is named.
+  if (key->worker && std::string_view(key->worker) != VIGIL_WORKER_WHOLE) return key->worker;
+  return std::nullopt;
 }
 
 // The session's step cache (null when it has none) and a tensor key's place in it.
@@ -256,6 +258,10 @@ void VIGIL_CALL not_judged(vigil_session* s, const char* reason) {
   return guarded(err, [&]() -> vigil_status {
     auto w = t->trial->tensor_workers(name, step, to_mode(mode));
     if (!w) return fail_with(w.error(), err);
+    // A sharded tensor is judged whole: one pseudo-worker standing for all its shards.
+    auto placements = t->trial->sharded(name);
+    if (!placements) return fail_with(placements.error(), err);
+    if (*placements) return push_strings(std::vector<std::string>{VIGIL_WORKER_WHOLE}, out);
     return push_strings(*w, out);
   });
 }

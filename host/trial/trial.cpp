@@ -898,6 +898,11 @@ Result<std::vector<int64_t>> Trial::shape(std::string_view name, int64_t step, M
                                           std::optional<std::string_view> worker) {
   auto ws = state_->locate(name, step, mode, worker);
   if (!ws) return fail(ws.error());
+  if (!worker) {
+    auto placements = sharded(name);
+    if (!placements) return fail(placements.error());
+    if (*placements) return (*placements)->begin()->second.global_shape;  // the whole tensor's
+  }
   if (ws->shape) return *ws->shape;
   if (!ws->value) return fail(Error::shape_unavailable_for_step(std::string(name), step, mode));
   auto v = state_->records.read(*ws->value);

@@ -373,6 +373,7 @@ static void print_constants(void) {
 #if VIGIL_ABI_MINOR >= 3
   CONST(VIGIL_DL_FLOAT8_E4M3FN);
   CONST(VIGIL_DL_FLOAT8_E5M2);
+  STRING(VIGIL_WORKER_WHOLE);
 #endif
 }
 

@@ -178,10 +178,14 @@ def test_fsdp2_saves_each_ranks_shard_of_the_weights_and_of_the_reduced_gradient
     expected = {"Sequential_" + n for n in params} | {"gradient/Sequential_" + n for n in params} | {"MSELoss_output_0"}
     assert set(trial.tensor_names()) == expected, trial.tensor_names()
 
-    # The same model unsharded, trained on both ranks' halves at once.
+    # The same model unsharded, trained on both ranks' halves at once, under the hook too.
+    import vigil.pytorch as smd
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    unsharded_hook = smd.Hook(out_dir=str(tmp_path / "unsharded"), save_config=smd.SaveConfig(save_interval=1),
+                              include_collections=["weights", "biases", "gradients"])
+    unsharded_hook.register_module(model)
     for step in (0, 1):
         for rank in (0, 1):
             worker = "worker_%d" % rank
@@ -212,6 +216,26 @@ def test_fsdp2_saves_each_ranks_shard_of_the_weights_and_of_the_reduced_gradient
                     assert t.reduction_value(step, op) == pytest.approx(value.item(), rel=1e-5, abs=1e-7), \
                         (step, name, op)
         opt.step()
+    model(torch.zeros(1, 4))  # the last step ends where the next begins
+    unsharded_hook.close()
+
+    # A built-in rule judges the whole gradient: VanishingGradient, its threshold just above and just
+    # below the smallest mean |gradient| at step 0, gives the sharded run the unsharded run's verdicts,
+    # where judging one worker's shards would have triggered below it too.
+    from vigil.rules import invoke_rule, load
+    unsharded = vigil.create_trial(str(tmp_path / "unsharded"))
+    gradients = unsharded.tensor_names(collection="gradients")
+    smallest = min(float(unsharded.tensor(n).reduction_value(0, "mean", abs=True)) for n in gradients)
+    smallest_shard = min(float(trial.tensor(n).reduction_value(0, "mean", abs=True, worker="worker_0")) for n in gradients)
+    assert smallest_shard < smallest * 0.9999, (smallest_shard, smallest)
+    for threshold, fires_at_0 in ((smallest * 1.0001, True), (smallest * 0.9999, False)):
+        verdicts = {}
+        for which, t in (("sharded", trial), ("unsharded", unsharded)):
+            rule = load(None, "VanishingGradient", t, threshold=threshold)
+            invoke_rule(rule, end_step=2)
+            verdicts[which] = rule.triggered_steps
+        assert verdicts["sharded"] == verdicts["unsharded"], (threshold, verdicts)
+        assert (0 in verdicts["unsharded"]) == fires_at_0, (threshold, verdicts)
     layouts = sorted(os.listdir(out / "shards"))
     assert layouts == ["worker_0.json", "worker_1.json"], layouts
     layout = json.loads((out / "shards" / "worker_1.json").read_text())

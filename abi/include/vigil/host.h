@@ -27,6 +27,9 @@ VIGIL_EXTERN_C_BEGIN
 typedef struct vigil_trial vigil_trial;     /* opaque, host-owned, valid for the rule's lifetime */
 typedef struct vigil_session vigil_session; /* opaque, host-owned: one per rule instance */
 
+/* ABI 1.3: the worker name tensor_workers lists for a sharded tensor, standing for the whole tensor. */
+#define VIGIL_WORKER_WHOLE "*"
+
 typedef int32_t vigil_step_state; /* smdebug StepState */
 enum { VIGIL_STEP_UNAVAILABLE = 0, VIGIL_STEP_AVAILABLE = 1, VIGIL_STEP_NOT_YET_AVAILABLE = 2 };
 
@@ -102,6 +105,10 @@ typedef struct vigil_host_api {
   /* ---- tensor queries (smdebug Tensor): [any-thread] each; [blocking] where marked ---- */
   vigil_status(VIGIL_CALL *tensor_steps)(vigil_trial *trial, const char *name, vigil_mode mode, bool show_incomplete,
                                          vigil_i64_sink out, vigil_error *err);
+  /* The workers that saved the tensor at the step. A sharded tensor (FSDP2, tensor parallelism: each
+   * worker saved its shard) lists one entry, VIGIL_WORKER_WHOLE (ABI 1.3), which as a key's worker
+   * gives the whole tensor, put together from the shards, and its reductions: rules that judge each
+   * worker's value judge the whole tensor once. */
   vigil_status(VIGIL_CALL *tensor_workers)(vigil_trial *trial, const char *name, vigil_step step, vigil_mode mode,
                                            vigil_str_sink out, vigil_error *err);
   vigil_status(VIGIL_CALL *tensor_shape)(vigil_trial *trial, const vigil_tensor_key *key, vigil_i64_sink dims,
