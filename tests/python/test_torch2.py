@@ -4,7 +4,9 @@ the training it watches.
 * The package imports without its optional frameworks, and smdebug's framework-hook modules behave
   as plain modules: pickle and inspect look names up on every module in ``sys.modules``, and
   inductor's cache keys are pickled that way (torch.compile died of smdebug.xgboost's lazy lookup).
-* torch.compile under the hook, with inductor's FX-graph and AOT-autograd caches on.
+* torch.compile under the hook, with inductor's FX-graph and AOT-autograd caches on; a compiled model
+  (inductor, reduce-overhead, fullgraph) trains as without the hook, its weights, gradients and losses
+  saved, with no compilation after the first saving and non-saving steps.
 * FSDP2 (``fully_shard``) in two gloo processes: the hook steps aside (DTensor parameters), and every
   rank ends with exit status 0 and no Vigil thread left when its interpreter finalizes.
 
