@@ -4,7 +4,9 @@ the training it watches.
 * The package imports without its optional frameworks, and smdebug's framework-hook modules behave
   as plain modules: pickle and inspect look names up on every module in ``sys.modules``, and
   inductor's cache keys are pickled that way (torch.compile died of smdebug.xgboost's lazy lookup).
-* torch.compile under the hook, with inductor's FX-graph and AOT-autograd caches on.
+* torch.compile under the hook, with inductor's FX-graph and AOT-autograd caches on; a compiled model
+  (inductor, reduce-overhead, fullgraph) trains as without the hook, its weights, gradients and losses
+  saved, with no compilation after the first saving and non-saving steps.
 * FSDP2 (``fully_shard``) in two gloo processes: the hook steps aside (DTensor parameters), and every
   rank ends with exit status 0 and no Vigil thread left when its interpreter finalizes.
 
@@ -199,6 +201,134 @@ def test_torch_compile_under_the_hook_with_inductors_caches(torch2_python, tmp_p
     assert "MSELoss_output_0" in trial.tensor_names(collection="losses")
 
 
+# A compiled model trained twice in one process: under the hook (registered before torch.compile, as
+# scripts do, or the torch.compile wrapper after it), then, dynamo's caches reset, without it; the
+# same seeds and batches. What the loop saw (the losses as float.hex, the parameters when each step
+# began, the gradients after backward) and dynamo's counters after each step go to a JSON file.
+# counters["frames"]["total"] counts every frame dynamo is asked to compile, recompiles and frames it
+# gives up on included (ConvertFrame.__call__; fullgraph=True bypasses it), counters["stats"]
+# ["unique_graphs"] every FX graph made, recompiled ones included: a step that adds to neither
+# compiled nothing.
+COMPILED_TRAINING_SCRIPT = """
+    import json, sys
+    import torch
+    from torch._dynamo.utils import counters
+    import vigil.pytorch as smd
+
+    out, result_path, mode, interval, steps, register = sys.argv[1:7]
+    interval, steps = int(interval), int(steps)
+    options = {"default": {}, "fullgraph": {"fullgraph": True}}.get(mode, {"mode": mode})
+
+    def train(hooked):
+        torch._dynamo.reset()
+        counters.clear()
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+        loss_fn = torch.nn.MSELoss()
+        hook = None
+        if hooked:
+            hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=interval),
+                            include_collections=["weights", "biases", "gradients", "losses"])
+            if register == "model":
+                hook.register_module(model)
+        compiled = torch.compile(model, **options)
+        if hooked and register == "compiled":  # the torch.compile wrapper itself
+            hook.register_module(compiled)
+        if hooked:
+            hook.register_loss(loss_fn)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        data = torch.Generator().manual_seed(1)
+        record = {"losses": [], "weights": [], "gradients": [], "frames": [], "graphs": []}
+        for step in range(steps):
+            x, y = torch.randn(16, 4, generator=data), torch.randn(16, 1, generator=data)
+            record["weights"].append({n: p.detach().tolist() for n, p in model.named_parameters()})
+            opt.zero_grad()
+            loss = loss_fn(compiled(x), y)
+            loss.backward()
+            record["gradients"].append({n: p.grad.tolist() for n, p in model.named_parameters()})
+            opt.step()
+            record["losses"].append(loss.item().hex())
+            record["frames"].append(counters["frames"]["total"])
+            record["graphs"].append(counters["stats"]["unique_graphs"])
+        record["graph_breaks"] = [reason.splitlines()[0] + " " + reason for reason, n in
+                                  counters["graph_break"].items() for _ in range(n)]
+        record["cudagraph_skips"] = counters["inductor"]["cudagraph_skips"]
+        if hook is not None:
+            hook.close()
+        return record
+
+    result = {"hooked": train(True), "plain": train(False)}
+    with open(result_path, "w") as f:
+        json.dump(result, f)
+    print("trained")
+"""
+
+
+def _train_compiled(torch2_python, tmp_path, mode, interval, steps, register):
+    out, result = tmp_path / "trial", tmp_path / "result.json"
+    # One compile thread keeps inductor in this process; a fresh cache folder, so nothing is reused
+    # from another test's graphs.
+    r = _run(torch2_python, textwrap.dedent(COMPILED_TRAINING_SCRIPT), out, result, mode, interval, steps, register,
+             cwd=tmp_path, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"), TORCHINDUCTOR_COMPILE_THREADS="1")
+    assert r.returncode == 0, r.stderr
+    assert "trained" in r.stdout, r.stdout + r.stderr
+    assert "vigil hook disabled" not in r.stderr, r.stderr
+    return out, json.loads(result.read_text()), r.stderr
+
+
+@pytest.mark.parametrize("mode,interval,register", [("default", 3, "model"), ("reduce-overhead", 2, "model"),
+                                                     ("default", 2, "compiled"), ("fullgraph", 3, "compiled")])
+def test_a_compiled_model_trains_as_without_the_hook_and_saves_every_requested_step(
+        torch2_python, tmp_path, mode, interval, register):
+    """inductor (and reduce-overhead, which on the CPU skips CUDA graphs and compiles as the default
+    mode does; and fullgraph=True, where the torch.compile wrapper is registered) under the hook: the same losses bit for bit as the same compiled training without it;
+    weights, gradients and losses saved at every requested step with the values the loop saw; no
+    compilation after the first saving step and the first step that saves nothing; the model's graph
+    whole (the one graph break is the step boundary, before the forward) and the modules' outputs,
+    which compiled code does not give, said to be missing once."""
+    import numpy as np
+    steps = 7
+    out, result, stderr = _train_compiled(torch2_python, tmp_path, mode, interval, steps, register)
+    hooked, plain = result["hooked"], result["plain"]
+    assert hooked["losses"] == plain["losses"]
+    assert len(set(hooked["losses"])) == steps  # it trained: every loss differs
+
+    trial = vigil.create_trial(str(out))
+    saved = list(range(0, steps, interval))
+    assert trial.steps() == saved
+    names = {"0.weight", "0.bias", "2.weight", "2.bias"}
+    assert set(trial.tensor_names()) == ({"Sequential_" + n for n in names} | {"gradient/Sequential_" + n for n in names}
+                                         | {"MSELoss_output_0"})
+    for step in saved:
+        for n in names:
+            weight = trial.tensor("Sequential_" + n).value(step)
+            assert np.array_equal(weight, np.array(hooked["weights"][step][n], dtype=np.float32)), (step, n)
+            gradient = trial.tensor("gradient/Sequential_" + n).value(step)
+            assert np.array_equal(gradient, np.array(hooked["gradients"][step][n], dtype=np.float32)), (step, n)
+        loss = trial.tensor("MSELoss_output_0").value(step)
+        assert float(np.asarray(loss).reshape(-1)[0]) == float.fromhex(hooked["losses"][step]), step
+
+    # Steps 0 (saving) and 1 (not) each compile their variant, one graph each (the modules' forward
+    # hooks are attached on saving steps only, and dynamo guards on them); later steps reuse them.
+    # (fullgraph=True compiles outside the frame counter: only its graphs are counted.)
+    assert hooked["graphs"][:2] == [1, 2], hooked["graphs"]
+    assert hooked["frames"][2:] == [hooked["frames"][1]] * (steps - 2), hooked["frames"]
+    assert hooked["graphs"][2:] == [hooked["graphs"][1]] * (steps - 2), hooked["graphs"]
+    # The model stays one graph in each variant: the only graph break is the step boundary's
+    # (forward_pre_hook, run as Python), before the forward, never one inside Sequential's loop; none
+    # where the torch.compile wrapper was registered (its own hooks run eagerly).
+    if register == "model":
+        assert hooked["graph_breaks"] and all("forward_pre_hook" in b for b in hooked["graph_breaks"]), \
+            hooked["graph_breaks"]
+    else:
+        assert hooked["graph_breaks"] == []
+    assert hooked["graphs"][-1] == 2 * plain["graphs"][-1], (hooked["graphs"], plain["graphs"])
+    assert plain["graph_breaks"] == [] and plain["frames"][-1] == plain["frames"][0]
+    if mode == "reduce-overhead":
+        assert hooked["cudagraph_skips"] >= 1 and plain["cudagraph_skips"] >= 1  # no CUDA graphs on the CPU
+    assert stderr.count("its modules' inputs and outputs are not saved from compiled code") == 1, stderr
+
+
 COMPILED_OPTIMIZER_SCRIPT = """
     import json, os, sys, warnings
     out, root = sys.argv[1], sys.argv[2]
@@ -210,8 +340,10 @@ COMPILED_OPTIMIZER_SCRIPT = """
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
     hook = smd.Hook(out_dir=out)
-    hook.register_module(model)
     assert "torch._dynamo" not in sys.modules  # the profiler does not load it (a second or more)
+    # register_module does (the step boundary's hook runs as Python under torch.compile); so does the
+    # optimizer's constructor below, with or without Vigil
+    hook.register_module(model)
     opt = torch.optim.Adam(model.parameters(), lr=0.1)
     step = torch.compile(opt.step, backend="eager")  # dynamo traces step() and the hooks torch calls there
     before = [p.detach().clone() for p in model.parameters()]

@@ -157,6 +157,43 @@ def _optimizer_step_pre_hook():
     return getattr(torch_optimizer, "register_optimizer_step_pre_hook", None)
 
 
+def _run_as_python(fn):
+    """`fn`, a module hook, made opaque to torch.compile (torch.compiler.disable, torch >= 2.1): dynamo
+    calls it as plain Python, with a graph break around the call, and the module's inputs and outputs
+    as real tensors, instead of tracing into Vigil's code (which graph-breaks at every C++ call, compiles
+    Vigil's functions frame by frame, and runs the profiler's clock calls through dynamo's warnings).
+    It costs about half a microsecond a call in eager mode, and loads torch._dynamo, which
+    torch.optim's optimizers load anyway."""
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return disable(fn) if disable is not None else fn
+
+
+# torch.compiler.is_compiling (torch >= 2.3): True only while dynamo traces the code that asks.
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
+
+
+def _left_out_of_compiled_graphs(fn, on_eager_call=None):
+    """`fn`, a forward hook of a module that may run inside a compiled region, as nothing there: dynamo
+    traces the hook to a no-op (is_compiling() is constant-true while it traces), so the module's graph
+    keeps no graph break for it (one inside a loop such as Sequential's would make dynamo give up on
+    the whole frame, which then runs eagerly at every later step, saving or not). In eager code it
+    runs `fn` (after `on_eager_call`), for about a third of a microsecond more a call."""
+    def hook(module, inputs, outputs):
+        if _is_compiling():
+            return None
+        if on_eager_call is not None:
+            on_eager_call()
+        return fn(module, inputs, outputs)
+    return hook
+
+
+def _compiled_original(module):
+    """The module a torch.compile(module) wrapper (OptimizedModule) compiles, else None: the hook
+    observes the original, whose class and parameter names are the model's own."""
+    inner = getattr(module, "_orig_mod", None)
+    return inner if type(module).__name__ == "OptimizedModule" and isinstance(inner, torch.nn.Module) else None
+
+
 class Hook(CallbackHook):
     """smdebug.pytorch.Hook, same constructor and methods."""
 
@@ -175,6 +212,14 @@ class Hook(CallbackHook):
         self._step_modules, self._step_params = [], []  # hooked only when needed (_sync_step_hooks)
         self._forward_handles, self._gradient_handles = [], []
         self._profiled_modules = []  # (module, name): observed while framework profiling is on
+        # The module hooks, made once (each registration of the same object keeps dynamo's guards on
+        # the modules' hooks the same from one saving step to the next)
+        self._forward_pre_hook_fn = self._forward_hook_fn = self._loss_hook_fn = self._fhook_fn = None
+        # Module forward hooks that ran on this step: none on a saving step means the model ran in
+        # compiled code, which does not give them its modules (said once: _note_compiled_modules)
+        self._module_hook_calls = 0
+        self._hooked_step = False
+        self._told_compiled = False
         self._profile_handles = []
         self._profiler = None
         self._sharded_model = None  # an FSDP2 model, once seen (_watch_sharded)
@@ -214,12 +259,15 @@ class Hook(CallbackHook):
         if not enabled:
             return
         for module, name in self._profiled_modules:
-            self._profile_handles.append(module.register_forward_hook(self._profile_forward(name)))
+            self._profile_handles.append(module.register_forward_hook(
+                _left_out_of_compiled_graphs(self._profile_forward(name))))
             own = [p for p in module.parameters(recurse=False) if p.requires_grad]
             if own:
                 self._profile_handles.append(own[0].register_hook(self._profile_backward(name)))
         if getattr(self, "_model", None) is not None:
-            self._profile_handles.append(self._model.register_forward_hook(self.fhook))
+            if self._fhook_fn is None:
+                self._fhook_fn = _left_out_of_compiled_graphs(self.fhook)
+            self._profile_handles.append(self._model.register_forward_hook(self._fhook_fn))
 
     def _profile_forward(self, name):
         profiler = self._profiler
@@ -328,11 +376,20 @@ class Hook(CallbackHook):
             raise SMDebugError("Module type {} must be type torch.nn.Module".format(type(module).__name__))
         if self._disabled:
             return
+        wrapper, module = module, _compiled_original(module) or module
+        self._make_module_hooks()
         top = _class_name(module)
         for name, sub in module.named_modules():
             self.module_maps[sub] = name
         self.module_maps[module] = top
-        self._handles.append(module.register_forward_pre_hook(self.forward_pre_hook))
+        if wrapper is not module:
+            # A torch.compile wrapper calls its own hooks eagerly, then the compiled model: the step
+            # boundary there costs the graph no break (and fullgraph=True allows none)
+            self._handles.append(wrapper.register_forward_pre_hook(
+                lambda _, inputs: self.forward_pre_hook(module, inputs)))
+        else:
+            # In compiled code too, where the model is compiled: a graph break before its forward
+            self._handles.append(module.register_forward_pre_hook(self._forward_pre_hook_fn))
         # Forward hooks on every module and gradient hooks on every parameter make PyTorch call into
         # Python at each of them, so they are attached only while they can do something
         # (_sync_step_hooks).
@@ -346,6 +403,26 @@ class Hook(CallbackHook):
         if self._profiler is not None:
             self._profile_modules(self._profiler.framework_on)
         self.has_registered_module = True
+
+    def _make_module_hooks(self):
+        if self._forward_hook_fn is None:
+            self._forward_pre_hook_fn = _run_as_python(self.forward_pre_hook)
+            self._forward_hook_fn = _left_out_of_compiled_graphs(self.forward_hook, self._count_module_hook_call)
+            self._loss_hook_fn = _run_as_python(self.forward_hook)
+
+    def _count_module_hook_call(self):
+        self._module_hook_calls += 1
+
+    def _note_compiled_modules(self):
+        """At a step boundary: the last step attached the modules' forward hooks (it saved) and the
+        model ran, yet none of them was called: the model runs under torch.compile, whose graphs do
+        not give Vigil its modules' inputs and outputs. Said once; weights, gradients and losses are
+        saved as ever."""
+        if self._hooked_step and self._module_hook_calls == 0 and not self._told_compiled:
+            self._told_compiled = True
+            self.logger.warning("vigil: the model runs compiled (torch.compile): its modules' inputs and outputs "
+                                "are not saved from compiled code; weights, gradients and losses are "
+                                "(docs/capture.md, torch.compile)")
 
     def _sync_step_hooks(self):
         """Attaches the modules' forward hooks and the parameters' gradient hooks exactly while they
@@ -361,7 +438,7 @@ class Hook(CallbackHook):
         if not saving:
             self._remove(self._forward_handles)
         elif not self._forward_handles:
-            self._forward_handles = [m.register_forward_hook(self.forward_hook) for m in self._step_modules]
+            self._forward_handles = [m.register_forward_hook(self._forward_hook_fn) for m in self._step_modules]
         if not (saving or self.custom_tensors_to_save):
             self._remove(self._gradient_handles)
         elif not self._gradient_handles:
@@ -398,8 +475,15 @@ class Hook(CallbackHook):
             raise AssertionError("loss_module={} must be a torch.nn.Module".format(loss_module))
         if self._disabled:
             return
+        wrapper, loss_module = loss_module, _compiled_original(loss_module) or loss_module
+        self._make_module_hooks()
         self.module_maps[loss_module] = type(loss_module).__name__
-        self._handles.append(loss_module.register_forward_hook(self.forward_hook))
+        if wrapper is not loss_module:  # outside the compiled loss, as for a compiled model
+            self._handles.append(wrapper.register_forward_hook(
+                lambda _, inputs, outputs: self.forward_hook(loss_module, inputs, outputs)))
+        else:
+            # In compiled code too (a graph break after the loss), where the loss is computed there
+            self._handles.append(loss_module.register_forward_hook(self._loss_hook_fn))
         self.has_registered_loss_module = True
 
     # ---- the hooks PyTorch calls ---------------------------------------------------------------------
@@ -412,6 +496,7 @@ class Hook(CallbackHook):
         self._close_writers(scalars_wait_for_a_saved_step=True)
         if not self.prepared_collections:
             self._prepare_collections()
+        self._note_compiled_modules()
         self._increment_step()
         # No flush here (smdebug's pre-hook has none): values pending from the last step wait for
         # this step's first module or gradient hook.
@@ -424,6 +509,7 @@ class Hook(CallbackHook):
                 for name, param in module.named_parameters():
                     self._save_for_tensor(_class_name(module) + "_" + name, param.data)
         self._sync_step_hooks()
+        self._hooked_step, self._module_hook_calls = bool(self._forward_handles), 0
         if self.last_saved_step is not None and not self.exported_collections:
             self.export_collections()
             self.exported_collections = True
