@@ -13,6 +13,7 @@ Tensor names are smdebug's (smdebug-format §6.2): ``<ModelClass>_<param>`` for 
 ``<LossClass>_output_0``, ``scalar/<name>`` for save_scalar. See docs/capture.md.
 """
 import ctypes
+import sys
 
 import numpy as np
 import torch
@@ -125,12 +126,11 @@ def make_numpy_array(value):
 
 
 def _fsdp2_module_class():
-    """torch's FSDPModule (the class fully_shard mixes into a module), or None before torch 2.6."""
-    try:
-        from torch.distributed.fsdp import FSDPModule
-    except ImportError:
-        return None
-    return FSDPModule
+    """torch's FSDPModule (the class fully_shard mixes into a module), or None. Looked up only where
+    the script imported torch.distributed.fsdp (it does to call fully_shard): importing it here would
+    cost time, and on torch 1.13 under Python 3.11 it fails (a dataclass torch 1.13 declares wrongly)."""
+    fsdp = sys.modules.get("torch.distributed.fsdp")
+    return getattr(fsdp, "FSDPModule", None) if fsdp is not None else None
 
 
 def _is_fsdp2(module):
