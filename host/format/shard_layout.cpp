@@ -40,14 +40,27 @@ Result<WorkerShardLayout> parse_shard_layout(std::string_view json_text, const s
     if (global->size() != offsets->size()) return corrupt(name + ": offsets and global_shape differ in rank");
     for (size_t d = 0; d < global->size(); ++d)
       if ((*offsets)[d] > (*global)[d]) return corrupt(fmt::format("{}: offset {} lies outside the global shape", name, d));
-    layout.tensors.emplace(name, ShardPlacement{std::move(*global), std::move(*offsets)});
+    std::vector<int64_t> shape;
+    if (entry.contains("shape")) {
+      auto s = dims(entry["shape"], name + ": shape");
+      if (!s) return corrupt(s.error().message);
+      if (s->size() != global->size()) return corrupt(name + ": shape and global_shape differ in rank");
+      for (size_t d = 0; d < s->size(); ++d)
+        if ((*s)[d] > (*global)[d] - (*offsets)[d])
+          return corrupt(fmt::format("{}: the shard passes the end of dimension {}", name, d));
+      shape = std::move(*s);
+    }
+    layout.tensors.emplace(name, ShardPlacement{std::move(*global), std::move(*offsets), std::move(shape)});
   }
   return layout;
 }
 
 std::string shard_layout_json(const WorkerShardLayout& layout) {
   nlohmann::json tensors = nlohmann::json::object();
-  for (const auto& [name, p] : layout.tensors) tensors[name] = {{"global_shape", p.global_shape}, {"offsets", p.offsets}};
+  for (const auto& [name, p] : layout.tensors) {
+    tensors[name] = {{"global_shape", p.global_shape}, {"offsets", p.offsets}};
+    if (p.shape.size() == p.global_shape.size()) tensors[name]["shape"] = p.shape;
+  }
   return nlohmann::json{{"version", 1}, {"worker", layout.worker}, {"tensors", tensors}}.dump();
 }
 

@@ -3,7 +3,9 @@
 // and events/, where smdebug's readers do not look (they read each worker's shard as an ordinary
 // tensor). Vigil's trial puts the shards together (trial/shard_assembly.h). The file:
 //   {"version": 1, "worker": "worker_0",
-//    "tensors": {"Sequential_0.weight": {"global_shape": [8, 4], "offsets": [0, 0]}, ...}}
+//    "tensors": {"Sequential_0.weight": {"global_shape": [8, 4], "offsets": [0, 0], "shape": [4, 4]}, ...}}
+// "shape" is the worker's shard's (optional: without it the saved value gives it; a worker that
+// saves only reductions needs it for the merge).
 // A replicated tensor has offsets of zero and its shard is the whole tensor. Written whole (renamed
 // into place) each time a worker meets a sharded tensor it had not described.
 #pragma once
@@ -24,6 +26,7 @@ inline constexpr size_t kMaxShardRank = 32;
 struct ShardPlacement {
   std::vector<int64_t> global_shape;  // the whole tensor's
   std::vector<int64_t> offsets;       // where this shard's first element sits, per dimension
+  std::vector<int64_t> shape;         // the shard's; empty where the layout did not say
   bool operator==(const ShardPlacement&) const = default;
 };
 
@@ -33,7 +36,7 @@ struct WorkerShardLayout {
 };
 
 // Parses and checks a shards/<worker>.json (untrusted: ranks up to kMaxShardRank, sizes and offsets
-// non-negative, offsets within the global shape). CorruptData naming `file` otherwise.
+// non-negative, a shard within the global shape). CorruptData naming `file` otherwise.
 [[nodiscard]] Result<WorkerShardLayout> parse_shard_layout(std::string_view json_text, const std::string& file);
 std::string shard_layout_json(const WorkerShardLayout& layout);
 

@@ -1,17 +1,65 @@
 #include "trial/shard_assembly.h"
 
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
 
 namespace vigil {
 
+namespace {
+
+Error not_one_tensor(std::string_view name, const std::string& why) {
+  return Error::corrupt(std::string(name), 0, fmt::format("the shards of {} do not make one tensor: {}", name, why));
+}
+
+// Two boxes share an element when their ranges meet in every dimension (an empty box meets none).
+bool overlap(const ShardExtent& a, const ShardExtent& b) {
+  for (size_t d = 0; d < a.shape.size(); ++d)
+    if (a.offsets[d] >= b.offsets[d] + b.shape[d] || b.offsets[d] >= a.offsets[d] + a.shape[d]) return false;
+  return true;
+}
+
+// The element count of a shape, nullopt past 2^63 (a layout file is untrusted: its global shape
+// must not wrap into a small count).
+std::optional<uint64_t> element_count(const std::vector<int64_t>& shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, uint64_t(d), &n) || n > (uint64_t(1) << 63)) return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
+Result<std::vector<size_t>> distinct_shards(std::string_view name, const std::vector<int64_t>& global,
+                                            const std::vector<ShardExtent>& shards) {
+  if (shards.empty()) return fail(not_one_tensor(name, "there is no shard"));
+  const auto total = element_count(global);
+  if (!total) return fail(not_one_tensor(name, "its global shape is too large"));
+  const size_t rank = global.size();
+  std::set<std::pair<std::vector<int64_t>, std::vector<int64_t>>> seen;
+  std::vector<size_t> distinct;
+  uint64_t covered = 0;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const ShardExtent& s = shards[i];
+    if (s.shape.size() != rank || s.offsets.size() != rank) return fail(not_one_tensor(name, "a shard's rank is not the tensor's"));
+    for (size_t d = 0; d < rank; ++d)
+      if (s.offsets[d] < 0 || s.shape[d] < 0 || s.offsets[d] > global[d] || s.shape[d] > global[d] - s.offsets[d])
+        return fail(not_one_tensor(name, fmt::format("a shard passes the end of dimension {}", d)));
+    const uint64_t size = *element_count(s.shape);  // no larger than the global shape's
+    if (!seen.emplace(s.offsets, s.shape).second) continue;
+    for (size_t j : distinct)
+      if (size && overlap(s, shards[j])) return fail(not_one_tensor(name, "two shards overlap"));
+    distinct.push_back(i);
+    covered += size;
+  }
+  if (covered != *total) return fail(not_one_tensor(name, fmt::format("its shards hold {} elements, the tensor {}", covered, *total)));
+  return distinct;
+}
+
 Result<TensorValue> assemble_shards(std::string_view name, const std::vector<Shard>& shards) {
-  auto corrupt = [&](const std::string& why) {
-    return fail(Error::corrupt(std::string(name), 0, fmt::format("the shards of {} do not make one tensor: {}", name, why)));
-  };
-  if (shards.empty()) return corrupt("there is no shard");
+  if (shards.empty()) return fail(not_one_tensor(name, "there is no shard"));
   const ElementType dtype = shards.front().value.dtype();
   if (shards.front().value.is_string())
     return fail(Error::not_supported(fmt::format("{}: string tensors are not put together from shards", name)));
@@ -19,31 +67,24 @@ Result<TensorValue> assemble_shards(std::string_view name, const std::vector<Sha
   const size_t rank = global.size();
   const size_t item = format::element_type_info(dtype).item_size;
 
-  // The distinct shards (a replica's offsets and shape repeat another's), checked in bounds.
-  std::set<std::pair<std::vector<int64_t>, std::vector<int64_t>>> seen;
-  std::vector<const Shard*> distinct;
-  uint64_t covered = 0;
+  std::vector<ShardExtent> extents;
   for (const Shard& s : shards) {
-    if (s.value.dtype() != dtype) return corrupt("the workers saved it with different dtypes");
-    if (s.placement.global_shape != global) return corrupt("the workers disagree on its global shape");
-    const auto& shape = s.value.shape();
-    if (shape.size() != rank || s.placement.offsets.size() != rank) return corrupt("a shard's rank is not the tensor's");
-    for (size_t d = 0; d < rank; ++d)
-      if (s.placement.offsets[d] + shape[d] > global[d]) return corrupt(fmt::format("a shard passes the end of dimension {}", d));
-    if (!seen.emplace(s.placement.offsets, shape).second) continue;
-    distinct.push_back(&s);
-    covered += s.value.size();
+    if (s.value.dtype() != dtype) return fail(not_one_tensor(name, "the workers saved it with different dtypes"));
+    if (s.placement.global_shape != global) return fail(not_one_tensor(name, "the workers disagree on its global shape"));
+    if (!s.placement.shape.empty() && s.placement.shape != s.value.shape())
+      return fail(not_one_tensor(name, "a worker's shard is not the shape its layout gives"));
+    extents.push_back({s.placement.offsets, s.value.shape()});
   }
-  uint64_t total = 1;
-  for (int64_t g : global) total *= uint64_t(g);
   // Checked before allocating: the whole tensor is no larger than the shards already read.
-  if (covered != total) return corrupt(fmt::format("its shards hold {} elements, the tensor {}", covered, total));
+  auto distinct = distinct_shards(name, global, extents);
+  if (!distinct) return fail(distinct.error());
+  const uint64_t total = *element_count(global);
 
   std::vector<std::byte> out(total * item);
-  std::vector<uint8_t> written(total, 0);
   std::vector<int64_t> global_stride(rank, 1);
   for (size_t d = rank; d-- > 1;) global_stride[d - 1] = global_stride[d] * global[d];
-  for (const Shard* s : distinct) {
+  for (size_t i : *distinct) {
+    const Shard* s = &shards[i];
     const auto& shape = s->value.shape();
     const auto bytes = s->value.bytes();
     if (s->value.size() == 0) continue;
@@ -53,9 +94,6 @@ Result<TensorValue> assemble_shards(std::string_view name, const std::vector<Sha
     for (uint64_t src = 0; src < s->value.size(); src += uint64_t(run)) {
       int64_t dst = rank ? s->placement.offsets[rank - 1] : 0;
       for (size_t d = 0; d + 1 < rank; ++d) dst += (s->placement.offsets[d] + index[d]) * global_stride[d];
-      for (int64_t k = 0; k < run; ++k) {
-        if (written[size_t(dst + k)]++) return corrupt("two shards overlap");
-      }
       std::memcpy(out.data() + size_t(dst) * item, bytes.data() + src * item, size_t(run) * item);
       for (size_t d = index.size(); d-- > 0;) {
         if (++index[d] < shape[d]) break;

@@ -16,6 +16,19 @@ struct Shard {
   format::ShardPlacement placement;  // where it sits in the whole tensor
 };
 
+// Where a shard sits: its first element's offsets and its shape.
+struct ShardExtent {
+  std::vector<int64_t> offsets;
+  std::vector<int64_t> shape;
+};
+
+// The shards that make the whole tensor once each, as indexes into `shards`: a replica (the offsets
+// and shape of another) counts once. Every shard must lie within `global_shape`, the distinct ones
+// must not overlap and together must cover every element. CorruptData naming `name` otherwise.
+// Checked on extents only, so that reductions can merge per-shard statistics without the values.
+[[nodiscard]] Result<std::vector<size_t>> distinct_shards(std::string_view name, const std::vector<int64_t>& global_shape,
+                                                          const std::vector<ShardExtent>& shards);
+
 // The whole tensor. Each shard must lie within the global shape and share the others' dtype and
 // global shape; shards with the same offsets and shape are replicas and count once; together the
 // shards must cover every element exactly once. CorruptData naming `name` otherwise (a worker's

@@ -861,9 +861,7 @@ Result<ReductionValue> Trial::reduction_value(std::string_view name, int64_t ste
     if (!placements) return fail(placements.error());
     if (*placements) {
       if (!op) return fail(Error::invalid_argument(fmt::format("Invalid reduction type {}", reduction)));
-      auto whole = value(name, step, mode);
-      if (!whole) return fail(whole.error());
-      return compute_reduction(*whole, *op, abs);
+      return sharded_reduction(name, step, mode, **placements, *op, abs);
     }
   }
   if (op) {
@@ -884,6 +882,71 @@ Result<ReductionValue> Trial::reduction_value(std::string_view name, int64_t ste
   auto v = state_->records.read(*ws->value);
   if (!v) return fail(v.error());
   return compute_reduction(*v, *op, abs);
+}
+
+Result<ReductionValue> Trial::sharded_reduction(
+    std::string_view name, int64_t step, Mode mode,
+    const std::map<std::string, format::ShardPlacement, std::less<>>& placements, ReductionOp op, bool abs) {
+  auto workers = tensor_workers(name, step, mode);
+  if (!workers) return fail(workers.error());
+  const std::vector<int64_t>& global = placements.begin()->second.global_shape;
+  std::vector<ShardExtent> extents;
+  std::vector<ReductionStatistics> parts;
+  bool all_saved = true;
+  for (const auto& w : *workers) {
+    auto it = placements.find(w);
+    if (it == placements.end())
+      return fail(Error::corrupt(state_->path.string(), 0, fmt::format("{} saved {} without its shard layout (shards/)", w, name)));
+    const format::ShardPlacement& placement = it->second;
+    if (placement.global_shape != global)
+      return fail(Error::corrupt(state_->path.string(), 0, fmt::format("the workers disagree on the global shape of {}", name)));
+    const bool layout_has_shape = placement.shape.size() == global.size();
+    auto ws = state_->locate(name, step, mode, std::string_view(w));
+    if (!ws) return fail(ws.error());
+    if (ws->value) {
+      auto v = state_->records.read(*ws->value);
+      if (!v) return fail(v.error());
+      if (layout_has_shape && placement.shape != v->shape())
+        return fail(Error::corrupt(state_->path.string(), 0, fmt::format("{}'s shard of {} is not the shape its layout gives", w, name)));
+      auto part = reduction_statistics(*v, op, abs);
+      if (!part) return fail(part.error());
+      extents.push_back({placement.offsets, v->shape()});
+      parts.push_back(*part);
+      all_saved = false;
+      continue;
+    }
+    // Only reductions saved: the shard's own, merged (its element count from its shape).
+    std::optional<std::vector<int64_t>> shape;
+    if (layout_has_shape) shape = placement.shape;
+    else if (ws->shape) shape = ws->shape;
+    auto saved = reduction_values(name, step, mode, std::string_view(w));
+    if (!saved) return fail(saved.error());
+    std::optional<ReductionStatistics> part;
+    if (shape) {
+      uint64_t count = 1;
+      for (int64_t d : *shape) count *= uint64_t(std::max<int64_t>(d, 0));
+      part = reduction_statistics_from_saved(op, abs, count, [&](ReductionOp what, bool a) -> std::optional<std::pair<double, ElementType>> {
+        for (const auto& r : *saved)
+          if (r.op == what && r.abs == a && r.value.size() == 1 && !r.value.is_string()) {
+            double x = 0;
+            detail::for_each_as_double(r.value, [&](double e) { x = e; });
+            return std::pair{x, r.value.dtype()};
+          }
+        return std::nullopt;
+      });
+    }
+    if (!part) return fail(Error::tensor_unavailable_for_step(std::string(reduction_name(op)), step, mode, false));
+    extents.push_back({placement.offsets, *shape});
+    parts.push_back(*part);
+  }
+  auto distinct = distinct_shards(name, global, extents);
+  if (!distinct) return fail(distinct.error());
+  ReductionStatistics whole = parts[distinct->front()];
+  for (size_t k = 1; k < distinct->size(); ++k)
+    if (auto merged = merge_reduction_statistics(whole, parts[(*distinct)[k]]); !merged) return fail(merged.error());
+  auto result = finish_reduction(whole);
+  if (result) result->saved = all_saved;
+  return result;
 }
 
 Result<std::vector<SavedReduction>> Trial::reduction_values(std::string_view name, int64_t step, Mode mode,

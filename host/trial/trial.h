@@ -144,6 +144,11 @@ class Trial : public std::enable_shared_from_this<Trial> {
  private:
   struct State;
   explicit Trial(std::unique_ptr<State> state);
+  // A sharded tensor's reduction: each worker's shard's statistics (from its value, else from the
+  // reductions it saved), merged; no values are put together.
+  [[nodiscard]] Result<ReductionValue> sharded_reduction(
+      std::string_view name, int64_t step, Mode mode,
+      const std::map<std::string, format::ShardPlacement, std::less<>>& placements, ReductionOp op, bool abs);
   std::unique_ptr<State> state_;
 };
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import vigil
+from vigil.exceptions import TensorUnavailableForStep
 from conftest import PYTHON_DIR
 from real_readers import real_readers_agree  # noqa: F401 (a fixture)
 
@@ -108,11 +109,15 @@ FSDP2_SCRIPT = """
     import vigil.pytorch as smd
 
     out, order = sys.argv[1], sys.argv[2]
+    saves = sys.argv[3] if len(sys.argv) > 3 else "values"
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
-    hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=1),
+    # "reductions": each worker saves its shard's reductions only, no values.
+    reductions = smd.ReductionConfig(reductions=["min", "max", "mean", "variance", "sum"], abs_reductions=["mean"],
+                                     norms=["l1", "l2"]) if saves == "reductions" else None
+    hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=1), reduction_config=reductions,
                     include_collections=["weights", "biases", "gradients", "losses"], include_workers="all")
     if order == "hook_first":  # smdebug's scripts register the model first
         hook.register_module(model)
@@ -239,5 +244,47 @@ def test_fsdp2_saves_each_ranks_shard_of_the_weights_and_of_the_reduced_gradient
     layouts = sorted(os.listdir(out / "shards"))
     assert layouts == ["worker_0.json", "worker_1.json"], layouts
     layout = json.loads((out / "shards" / "worker_1.json").read_text())
-    assert layout["tensors"]["Sequential_0.weight"] == {"global_shape": [8, 4], "offsets": [4, 0]}
-    assert layout["tensors"]["gradient/Sequential_2.bias"] == {"global_shape": [2], "offsets": [1]}
+    assert layout["tensors"]["Sequential_0.weight"] == {"global_shape": [8, 4], "offsets": [4, 0], "shape": [4, 4]}
+    assert layout["tensors"]["gradient/Sequential_2.bias"] == {"global_shape": [2], "offsets": [1], "shape": [1]}
+
+
+def test_fsdp2_reductions_of_shards_that_saved_only_reductions_are_the_whole_tensors(torch2_python, tmp_path):
+    """With a reduction configuration each FSDP2 worker saves its shard's reductions and no values;
+    Vigil's trial merges them (Chan's formula for the variance) into the whole parameter's and
+    gradient's reductions, equal to those of the whole tensor within float32 rounding, and a built-in
+    rule reading them judges the whole gradient."""
+    out = tmp_path / "trial"
+    seen = _two_ranks(torch2_python, FSDP2_SCRIPT, tmp_path, out, "shard_first", "reductions")
+    trial = vigil.create_trial(str(out))
+    assert trial.workers() == ["worker_0", "worker_1"] and trial.steps() == [0, 1]
+    for step in (0, 1):
+        for n in ("0.weight", "0.bias", "2.weight", "2.bias"):
+            for name, kind in (("Sequential_" + n, "weights"), ("gradient/Sequential_" + n, "grads")):
+                t = trial.tensor(name)
+                with pytest.raises(TensorUnavailableForStep):
+                    t.value(step)  # no worker saved a value
+                whole = np.concatenate([np.array(seen[r][step][kind][n], dtype=np.float64).reshape(-1) for r in (0, 1)])
+                expected = {"min": whole.min(), "max": whole.max(), "mean": whole.mean(), "variance": whole.var(),
+                            "std": whole.std(), "sum": whole.sum(), "l1": np.abs(whole).sum(),
+                            "l2": np.sqrt((whole ** 2).sum())}
+                for op, want in expected.items():
+                    assert t.reduction_value(step, op) == pytest.approx(want, rel=1e-5, abs=1e-7), (step, name, op)
+                assert t.reduction_value(step, "mean", abs=True) == pytest.approx(np.abs(whole).mean(), rel=1e-5)
+                # A worker's own saved reduction is its shard's, not the whole's.
+                shard0 = np.array(seen[0][step][kind][n], dtype=np.float64)
+                assert t.reduction_value(step, "max", worker="worker_0") == pytest.approx(shard0.max(), rel=1e-6)
+                # prod was not saved: there is nothing to merge it from.
+                with pytest.raises(TensorUnavailableForStep):
+                    t.reduction_value(step, "prod")
+
+    # VanishingGradient reads the merged mean |gradient|: with its threshold just above the smallest
+    # whole-gradient mean |g| at step 0 it fires at step 0, just below it does not.
+    from vigil.rules import invoke_rule, load
+    names = trial.tensor_names(collection="gradients")
+    means = {n: np.abs(np.concatenate([np.array(seen[r][0]["grads"][n[len("gradient/Sequential_"):]],
+                                                dtype=np.float64).reshape(-1) for r in (0, 1)])).mean() for n in names}
+    smallest = min(means.values())
+    for threshold, fires in ((smallest * 1.0001, True), (smallest * 0.9999, False)):
+        rule = load(None, "VanishingGradient", trial, threshold=threshold)
+        invoke_rule(rule, end_step=2)
+        assert (0 in rule.triggered_steps) == fires, (threshold, rule.triggered_steps)

@@ -1,13 +1,18 @@
-// Sharded tensors: a worker's layout file (format/shard_layout.h), refused when it is not one, and
-// the whole tensor put together from shards (trial/shard_assembly.h): Shard along each dimension,
-// replicas counted once, and every way the shards can fail to make one tensor.
+// Sharded tensors: a worker's layout file (format/shard_layout.h), refused when it is not one; the
+// whole tensor put together from shards (trial/shard_assembly.h): Shard along each dimension,
+// replicas counted once, and every way the shards can fail to make one tensor; and the whole
+// tensor's reductions merged from per-shard statistics (trial/reductions.h) without the values.
 #include "trial/shard_assembly.h"
 
 #include <gtest/gtest.h>
 
 #include <numeric>
 
+#include <cmath>
+#include <random>
+
 #include "format/shard_layout.h"
+#include "trial/reductions.h"
 
 namespace vigil {
 namespace {
@@ -87,6 +92,117 @@ TEST(ShardAssembly, ShardsThatDoNotMakeOneTensorAreCorrupt) {
   expect_corrupt(assemble_shards("w", {}), "no shard");
 }
 
+
+TEST(ShardAssembly, AGlobalShapeThatWrapsIsRefusedBeforeAnyAllocation) {
+  // 2^32 * 2^32 elements wrap to 0 in 64 bits: a hostile layout must not make a tiny "whole" tensor.
+  const int64_t big = int64_t(1) << 32;
+  auto r = distinct_shards("w", {big, big}, {ShardExtent{{0, 0}, {0, 0}}});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("too large"), std::string::npos) << r.error().message;
+}
+
+// Reductions of a sharded tensor, merged from each distinct shard's statistics, equal those of the
+// whole tensor (computed from its assembled value) within float64 rounding: for every op, on x and
+// |x|, for uneven shards with a replica, in float64, float32 and int32.
+template <typename T>
+std::vector<Shard> random_shards(ElementType type, std::mt19937& rng) {
+  // A (7, 5) tensor as rows 0-3 and 4-6, the second shard replicated on a third worker.
+  std::normal_distribution<double> normal(3.0, 10.0);
+  std::vector<Shard> out;
+  for (auto [first, rows] : {std::pair{0, 4}, std::pair{4, 3}}) {
+    std::vector<T> values(size_t(rows) * 5);
+    for (auto& x : values) x = T(normal(rng));
+    out.push_back(Shard{TensorValue::copy_of(type, {rows, 5}, std::as_bytes(std::span(values))),
+                        ShardPlacement{{7, 5}, {first, 0}, {rows, 5}}});
+  }
+  out.push_back(out.back());
+  return out;
+}
+
+void expect_merged_reductions_equal_the_whole(const std::vector<Shard>& shards) {
+  auto whole = assemble_shards("w", shards);
+  ASSERT_TRUE(whole) << whole.error().message;
+  std::vector<ShardExtent> extents;
+  for (const auto& s : shards) extents.push_back({s.placement.offsets, s.value.shape()});
+  auto distinct = distinct_shards("w", {7, 5}, extents);
+  ASSERT_TRUE(distinct) << distinct.error().message;
+  ASSERT_EQ(distinct->size(), 2u);  // the replica counts once
+  for (ReductionOp op : kAllReductionOps) {
+    for (bool abs : {false, true}) {
+      auto expected = compute_reduction(*whole, op, abs);
+      ASSERT_TRUE(expected) << expected.error().message;
+      // From the shards' values, and from the reductions each shard would have saved.
+      std::optional<ReductionStatistics> from_values, from_saved;
+      for (size_t i : *distinct) {
+        auto part = reduction_statistics(shards[i].value, op, abs);
+        ASSERT_TRUE(part);
+        auto saved_part = reduction_statistics_from_saved(op, abs, shards[i].value.size(),
+            [&](ReductionOp what, bool a) -> std::optional<std::pair<double, ElementType>> {
+              auto r = compute_reduction(shards[i].value, what, a);
+              if (!r) return std::nullopt;
+              return std::pair{r->value, r->dtype};
+            });
+        ASSERT_TRUE(saved_part) << reduction_name(op);
+        if (!from_values) {
+          from_values = *part;
+          from_saved = *saved_part;
+        } else {
+          ASSERT_TRUE(merge_reduction_statistics(*from_values, *part));
+          ASSERT_TRUE(merge_reduction_statistics(*from_saved, *saved_part));
+        }
+      }
+      for (const auto& merged : {*from_values, *from_saved}) {
+        auto got = finish_reduction(merged);
+        ASSERT_TRUE(got) << got.error().message;
+        EXPECT_EQ(got->dtype, expected->dtype) << reduction_name(op);
+        // A saved float32 reduction was rounded to float32 before the merge (as the hook saves it).
+        const double tolerance = (expected->dtype == ElementType::Float32 ? 1e-6 : 1e-12) *
+                                 std::max(1.0, std::abs(expected->value));
+        if (op == ReductionOp::Prod) continue;  // a product of 35 normals: checked for dtype only
+        EXPECT_NEAR(got->value, expected->value, tolerance) << reduction_name(op) << (abs ? " abs" : "");
+      }
+    }
+  }
+}
+
+TEST(ShardReductions, MergedPerShardStatisticsEqualTheWholeTensors) {
+  std::mt19937 rng(7);
+  expect_merged_reductions_equal_the_whole(random_shards<double>(ElementType::Float64, rng));
+  expect_merged_reductions_equal_the_whole(random_shards<float>(ElementType::Float32, rng));
+  expect_merged_reductions_equal_the_whole(random_shards<int32_t>(ElementType::Int32, rng));
+}
+
+TEST(ShardReductions, ChanMergeKeepsTheVarianceOfShardsWithFarApartMeans) {
+  // Naive sum-of-squares merging loses everything here (the variance is 1e-4 around a mean of 1e8);
+  // Chan's merge of per-shard (mean, M2) keeps it.
+  std::vector<double> a{1e8 - 0.01, 1e8 + 0.01}, b{1e8 - 0.01, 1e8 + 0.01, 1e8};
+  auto sa = reduction_statistics(TensorValue::copy_of(ElementType::Float64, {2}, std::as_bytes(std::span(a))), ReductionOp::Variance, false);
+  auto sb = reduction_statistics(TensorValue::copy_of(ElementType::Float64, {3}, std::as_bytes(std::span(b))), ReductionOp::Variance, false);
+  ASSERT_TRUE(sa && sb);
+  ASSERT_TRUE(merge_reduction_statistics(*sa, *sb));
+  auto v = finish_reduction(*sa);
+  ASSERT_TRUE(v);
+  EXPECT_NEAR(v->value, 4 * 1e-4 / 5, 1e-9);
+}
+
+TEST(ShardReductions, AShardWithoutWhatTheMergeNeedsSaysSo) {
+  // A worker that saved only l2 cannot give a variance, nor a mean.
+  auto only_l2 = [](ReductionOp what, bool) -> std::optional<std::pair<double, ElementType>> {
+    if (what == ReductionOp::L2) return std::pair{2.0, ElementType::Float32};
+    return std::nullopt;
+  };
+  EXPECT_FALSE(reduction_statistics_from_saved(ReductionOp::Variance, false, 4, only_l2));
+  EXPECT_FALSE(reduction_statistics_from_saved(ReductionOp::Mean, false, 4, only_l2));
+  auto l2 = reduction_statistics_from_saved(ReductionOp::L2, false, 4, only_l2);
+  ASSERT_TRUE(l2);
+  auto other = *l2;
+  ASSERT_TRUE(merge_reduction_statistics(*l2, other));
+  EXPECT_NEAR(finish_reduction(*l2)->value, std::sqrt(8.0), 1e-6);
+  // Parts in different dtypes do not merge.
+  other.result_dtype = ElementType::Float64;
+  EXPECT_FALSE(merge_reduction_statistics(*l2, other));
+}
+
 TEST(ShardLayout, ParsesAWorkersLayoutAndRefusesWhatIsNotOne) {
   auto layout = format::parse_shard_layout(
       R"({"version": 1, "worker": "worker_1", "tensors": {"Sequential_0.weight": {"global_shape": [8, 4], "offsets": [4, 0]}}})",
@@ -97,13 +213,23 @@ TEST(ShardLayout, ParsesAWorkersLayoutAndRefusesWhatIsNotOne) {
   auto again = format::parse_shard_layout(format::shard_layout_json(*layout), "again");
   ASSERT_TRUE(again);
   EXPECT_EQ(again->tensors, layout->tensors);
+  // The shard's own shape, when the worker wrote it, round trips too.
+  auto shaped = format::parse_shard_layout(
+      R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [7, 5], "offsets": [4, 0], "shape": [3, 5]}}})", "w");
+  ASSERT_TRUE(shaped) << shaped.error().message;
+  EXPECT_EQ(shaped->tensors.at("t"), (ShardPlacement{{7, 5}, {4, 0}, {3, 5}}));
+  auto shaped_again = format::parse_shard_layout(format::shard_layout_json(*shaped), "again");
+  ASSERT_TRUE(shaped_again);
+  EXPECT_EQ(shaped_again->tensors, shaped->tensors);
   for (const char* bad : {
            "", "[]", R"({"version": 2, "worker": "w", "tensors": {}})", R"({"version": 1, "tensors": {}})",
            R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [4]}}})",
            R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [4], "offsets": [5]}}})",
            R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [4, 2], "offsets": [0]}}})",
            R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [-1], "offsets": [0]}}})",
-           R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [1.5], "offsets": [0]}}})"}) {
+           R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [1.5], "offsets": [0]}}})",
+           R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [7], "offsets": [4], "shape": [4]}}})",
+           R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [7, 5], "offsets": [4, 0], "shape": [3]}}})"}) {
     auto r = format::parse_shard_layout(bad, "shards/w.json");
     ASSERT_FALSE(r) << bad;
     EXPECT_EQ(r.error().code, ErrorCode::CorruptData) << bad;

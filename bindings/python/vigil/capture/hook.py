@@ -93,7 +93,7 @@ class BaseHook(ABC):
         self.scalar_cache = []
         self.custom_tensors_to_save = {}
         self._unsaveable = set()  # names skipped for their dtype, warned about once
-        self._shard_layouts = {}  # tensor name -> (global shape, offsets) of this worker's shard
+        self._shard_layouts = {}  # tensor name -> (global shape, offsets, shape) of this worker's shard
         self._shard_layouts_changed = False
         self.logger = logger
         self._writer = None  # created at the first saved step
@@ -340,7 +340,7 @@ class BaseHook(ABC):
 
     # ---- sharded tensors (format/shard_layout.h) -------------------------------------------------------------
     def _shard_layout(self, value):
-        """(global shape, offsets) of a value that is this worker's shard of a larger tensor, else
+        """(global shape, offsets, shard shape) of a value that is this worker's shard of a larger tensor, else
         None. Frameworks with sharded tensors say (PyTorch: DTensor)."""
         return None
 
@@ -365,8 +365,8 @@ class BaseHook(ABC):
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, self.worker + ".json")
         text = json.dumps({"version": 1, "worker": self.worker, "tensors": {
-            name: {"global_shape": list(shape), "offsets": list(offsets)}
-            for name, (shape, offsets) in sorted(self._shard_layouts.items())}})
+            name: {"global_shape": list(shape), "offsets": list(offsets), "shape": list(local_shape)}
+            for name, (shape, offsets, local_shape) in sorted(self._shard_layouts.items())}})
         with open(path + ".tmp", "w") as f:
             f.write(text)
         os.replace(path + ".tmp", path)

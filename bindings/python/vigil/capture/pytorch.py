@@ -516,7 +516,7 @@ class Hook(CallbackHook):
 
     # ---- sharded tensors: where this rank's shard sits (hook.py, _note_shard_layout) ------------------------
     def _shard_layout(self, value):
-        """A DTensor's global shape and this rank's offsets in it. Shard(d) splits d as torch.chunk
+        """A DTensor's global shape, this rank's offsets in it and its shard's shape. Shard(d) splits d as torch.chunk
         does (chunks of ceil(size / n)); Replicate leaves it whole. A Partial value (shards to be summed)
         and a mesh that shards one dimension twice are not described: their shards read as tensors of
         their own."""
@@ -537,7 +537,7 @@ class Hook(CallbackHook):
                 split.add(dim)
                 chunk = -(-shape[dim] // mesh.size(mesh_dim))
                 offsets[dim] = min(coordinate[mesh_dim] * chunk, shape[dim])
-        return shape, tuple(offsets)
+        return shape, tuple(offsets), tuple(value.to_local().shape)
 
     # ---- FSDP2: parameters and gradients as each rank's shard -------------------------------------------
     def _watch_sharded(self, module):
