@@ -117,12 +117,27 @@ def param_seeds():
     yield b"\x01required_small_int=1\nflag=true\nunit_interval=0.25\nany_int=-5\nlabel=x=y"
 
 
+def shard_layout_seeds():
+    """Layouts as the PyTorch hook writes them (FSDP2's Shard(0), tensor parallelism's Shard(1) and
+    Replicate), old ones without the shard's shape, and a layout whose tensors are one tensor's shards."""
+    def layout(tensors):
+        return json.dumps({"version": 1, "worker": "worker_1", "tensors": tensors}).encode()
+    yield layout({"Sequential_0.weight": {"global_shape": [8, 4], "offsets": [4, 0], "shape": [4, 4]},
+                  "gradient/Sequential_2.bias": {"global_shape": [2], "offsets": [1], "shape": [1]}})
+    yield layout({"Sequential_2.weight": {"global_shape": [2, 8], "offsets": [0, 4], "shape": [2, 4]},
+                  "Sequential_2.bias": {"global_shape": [2], "offsets": [0], "shape": [2]}})
+    yield layout({"Sequential_0.weight": {"global_shape": [8, 4], "offsets": [4, 0]}})
+    yield layout({"a": {"global_shape": [3, 2], "offsets": [0, 0], "shape": [2, 2]},
+                  "b": {"global_shape": [3, 2], "offsets": [2, 0], "shape": [1, 2]},
+                  "c": {"global_shape": [3, 2], "offsets": [2, 0], "shape": [1, 2]}})
+
+
 def main():
     fixtures, example_jobs, corpus_root = sys.argv[1:4]
     fixtures = pathlib.Path(fixtures)
     corpora = {name: Corpus(corpus_root, name) for name in (
         "tfrecord_fuzzer", "event_proto_fuzzer", "index_json_fuzzer", "collections_json_fuzzer",
-        "job_config_fuzzer", "param_values_fuzzer")}
+        "job_config_fuzzer", "param_values_fuzzer", "shard_layout_fuzzer")}
 
     files_per_trial = {}
     for path in sorted(fixtures.rglob("*.tfevents")):
@@ -148,6 +163,8 @@ def main():
         corpora["job_config_fuzzer"].add(data)
     for data in param_seeds():
         corpora["param_values_fuzzer"].add(data)
+    for data in shard_layout_seeds():
+        corpora["shard_layout_fuzzer"].add(data)
 
     for name, corpus in corpora.items():
         if corpus.count == 0:

@@ -14,6 +14,7 @@ build="$root/build-fuzz"
 fixtures="$root/../shared/fixtures"
 all_targets=(tfrecord_fuzzer event_proto_fuzzer index_json_fuzzer collections_json_fuzzer job_config_fuzzer
              param_values_fuzzer)
+all_targets+=(shard_layout_fuzzer)
 
 seconds=60
 targets=()
@@ -54,13 +55,14 @@ max_len() {
     collections_json_fuzzer) echo 16384 ;; # up to 8 KB
     job_config_fuzzer) echo 8192 ;;
     param_values_fuzzer) echo 1024 ;;      # SageMaker caps a RuleParameters value at 256 characters
+    shard_layout_fuzzer) echo 8192 ;;
   esac
 }
 
 # Member names and JSON tokens help the JSON harnesses past the parsers' first checks.
 dictionary() {
   case "$1" in
-    index_json_fuzzer|collections_json_fuzzer|job_config_fuzzer) echo "-dict=$root/fuzz/json.dict" ;;
+    index_json_fuzzer|collections_json_fuzzer|job_config_fuzzer|shard_layout_fuzzer) echo "-dict=$root/fuzz/json.dict" ;;
   esac
 }
 

@@ -25,7 +25,9 @@ Result<WorkerShardLayout> parse_shard_layout(std::string_view json_text, const s
   auto corrupt = [&](const std::string& why) { return fail(Error::corrupt(file, 0, "shard layout: " + why)); };
   if (json_nesting_exceeds(json_text)) return corrupt("nested too deeply");
   const auto j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("version", 0) != 1) return corrupt("not a version 1 layout object");
+  // Each member's type checked before it is read: nlohmann's value() throws on a mismatched type.
+  if (!j.is_object() || !j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int64_t>() != 1)
+    return corrupt("not a version 1 layout object");
   if (!j.contains("worker") || !j["worker"].is_string() || j["worker"].get<std::string>().empty())
     return corrupt("no worker name");
   if (!j.contains("tensors") || !j["tensors"].is_object()) return corrupt("no tensors object");

@@ -222,7 +222,8 @@ TEST(ShardLayout, ParsesAWorkersLayoutAndRefusesWhatIsNotOne) {
   ASSERT_TRUE(shaped_again);
   EXPECT_EQ(shaped_again->tensors, shaped->tensors);
   for (const char* bad : {
-           "", "[]", R"({"version": 2, "worker": "w", "tensors": {}})", R"({"version": 1, "tensors": {}})",
+           "", "[]", R"({"version": 2, "worker": "w", "tensors": {}})",
+           R"({"version": "num_workers"})",  // found by shard_layout_fuzzer: a string version threw R"({"version": 1, "tensors": {}})",
            R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [4]}}})",
            R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [4], "offsets": [5]}}})",
            R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [4, 2], "offsets": [0]}}})",
