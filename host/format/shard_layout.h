@@ -5,13 +5,16 @@
 //   {"version": 1, "worker": "worker_0",
 //    "tensors": {"Sequential_0.weight": {"global_shape": [8, 4], "offsets": [0, 0], "shape": [4, 4]}, ...}}
 // "shape" is the worker's shard's (optional: without it the saved value gives it; a worker that
-// saves only reductions needs it for the merge).
+// saves only reductions needs it for the merge). FSDP1 gives each worker a contiguous run of the
+// row-major flattened parameter instead of a box: "flat_offset" (the run's first element) replaces
+// "offsets", and "shape" (required then) is the run's length, [n]; the worker saves the run, 1-D.
 // A replicated tensor has offsets of zero and its shard is the whole tensor. Written whole (renamed
 // into place) each time a worker meets a sharded tensor it had not described.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +30,7 @@ struct ShardPlacement {
   std::vector<int64_t> global_shape;  // the whole tensor's
   std::vector<int64_t> offsets;       // where this shard's first element sits, per dimension
   std::vector<int64_t> shape;         // the shard's; empty where the layout did not say
+  std::optional<int64_t> flat_offset;  // a run of the flattened tensor (FSDP1); offsets empty then
   bool operator==(const ShardPlacement&) const = default;
 };
 

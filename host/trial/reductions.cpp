@@ -235,13 +235,13 @@ std::optional<ReductionStatistics> reduction_statistics_from_saved(ReductionOp o
 Result<void> merge_reduction_statistics(ReductionStatistics& into, const ReductionStatistics& part) {
   if (into.op != part.op || into.abs != part.abs)
     return fail(Error::internal("merging the statistics of different reductions"));
-  if (into.result_dtype != part.result_dtype || into.integer != part.integer)
-    return fail(Error::invalid_argument(fmt::format("the parts of a tensor give {} in different dtypes", reduction_name(into.op))));
-  if (part.count == 0) return {};
+  if (part.count == 0) return {};  // an empty part (a worker holding none of the tensor) adds nothing
   if (into.count == 0) {
     into = part;
     return {};
   }
+  if (into.result_dtype != part.result_dtype || into.integer != part.integer)
+    return fail(Error::invalid_argument(fmt::format("the parts of a tensor give {} in different dtypes", reduction_name(into.op))));
   const uint64_t n = into.count + part.count;
   switch (into.op) {
     case ReductionOp::Min:

@@ -32,6 +32,20 @@ std::optional<uint64_t> element_count(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
+std::vector<int64_t> shard_space(const format::ShardPlacement& placement) {
+  if (!placement.flat_offset) return placement.global_shape;
+  int64_t n = 1;
+  for (int64_t d : placement.global_shape) n *= d;  // bounded when the layout was parsed
+  return {n};
+}
+
+ShardExtent shard_extent(const format::ShardPlacement& placement, const std::vector<int64_t>& shard_shape) {
+  if (!placement.flat_offset) return {placement.offsets, shard_shape};
+  int64_t n = 1;
+  for (int64_t d : shard_shape) n *= d;
+  return {{*placement.flat_offset}, {n}};
+}
+
 Result<std::vector<size_t>> distinct_shards(std::string_view name, const std::vector<int64_t>& global,
                                             const std::vector<ShardExtent>& shards) {
   if (shards.empty()) return fail(not_one_tensor(name, "there is no shard"));
@@ -64,39 +78,40 @@ Result<TensorValue> assemble_shards(std::string_view name, const std::vector<Sha
   if (shards.front().value.is_string())
     return fail(Error::not_supported(fmt::format("{}: string tensors are not put together from shards", name)));
   const std::vector<int64_t>& global = shards.front().placement.global_shape;
-  const size_t rank = global.size();
+  const std::vector<int64_t> space = shard_space(shards.front().placement);
+  const size_t rank = space.size();
   const size_t item = format::element_type_info(dtype).item_size;
 
   std::vector<ShardExtent> extents;
   for (const Shard& s : shards) {
     if (s.value.dtype() != dtype) return fail(not_one_tensor(name, "the workers saved it with different dtypes"));
-    if (s.placement.global_shape != global) return fail(not_one_tensor(name, "the workers disagree on its global shape"));
+    if (s.placement.global_shape != global || shard_space(s.placement) != space)
+      return fail(not_one_tensor(name, "the workers disagree on its global shape"));
     if (!s.placement.shape.empty() && s.placement.shape != s.value.shape())
       return fail(not_one_tensor(name, "a worker's shard is not the shape its layout gives"));
-    extents.push_back({s.placement.offsets, s.value.shape()});
+    extents.push_back(shard_extent(s.placement, s.value.shape()));
   }
   // Checked before allocating: the whole tensor is no larger than the shards already read.
-  auto distinct = distinct_shards(name, global, extents);
+  auto distinct = distinct_shards(name, space, extents);
   if (!distinct) return fail(distinct.error());
-  const uint64_t total = *element_count(global);
+  const uint64_t total = *element_count(space);
 
   std::vector<std::byte> out(total * item);
-  std::vector<int64_t> global_stride(rank, 1);
-  for (size_t d = rank; d-- > 1;) global_stride[d - 1] = global_stride[d] * global[d];
+  std::vector<int64_t> stride(rank, 1);
+  for (size_t d = rank; d-- > 1;) stride[d - 1] = stride[d] * space[d];
   for (size_t i : *distinct) {
-    const Shard* s = &shards[i];
-    const auto& shape = s->value.shape();
-    const auto bytes = s->value.bytes();
-    if (s->value.size() == 0) continue;
+    const ShardExtent& e = extents[i];
+    const auto bytes = shards[i].value.bytes();
+    if (shards[i].value.size() == 0) continue;
     // Contiguous runs along the last dimension, the other indices counted like an odometer.
-    const int64_t run = rank ? shape[rank - 1] : 1;
+    const int64_t run = rank ? e.shape[rank - 1] : 1;
     std::vector<int64_t> index(rank ? rank - 1 : 0, 0);
-    for (uint64_t src = 0; src < s->value.size(); src += uint64_t(run)) {
-      int64_t dst = rank ? s->placement.offsets[rank - 1] : 0;
-      for (size_t d = 0; d + 1 < rank; ++d) dst += (s->placement.offsets[d] + index[d]) * global_stride[d];
+    for (uint64_t src = 0; src < shards[i].value.size(); src += uint64_t(run)) {
+      int64_t dst = rank ? e.offsets[rank - 1] : 0;
+      for (size_t d = 0; d + 1 < rank; ++d) dst += (e.offsets[d] + index[d]) * stride[d];
       std::memcpy(out.data() + size_t(dst) * item, bytes.data() + src * item, size_t(run) * item);
       for (size_t d = index.size(); d-- > 0;) {
-        if (++index[d] < shape[d]) break;
+        if (++index[d] < e.shape[d]) break;
         index[d] = 0;
       }
     }

@@ -890,6 +890,7 @@ Result<ReductionValue> Trial::sharded_reduction(
   auto workers = tensor_workers(name, step, mode);
   if (!workers) return fail(workers.error());
   const std::vector<int64_t>& global = placements.begin()->second.global_shape;
+  const std::vector<int64_t> space = shard_space(placements.begin()->second);
   std::vector<ShardExtent> extents;
   std::vector<ReductionStatistics> parts;
   bool all_saved = true;
@@ -898,9 +899,9 @@ Result<ReductionValue> Trial::sharded_reduction(
     if (it == placements.end())
       return fail(Error::corrupt(state_->path.string(), 0, fmt::format("{} saved {} without its shard layout (shards/)", w, name)));
     const format::ShardPlacement& placement = it->second;
-    if (placement.global_shape != global)
+    if (placement.global_shape != global || shard_space(placement) != space)
       return fail(Error::corrupt(state_->path.string(), 0, fmt::format("the workers disagree on the global shape of {}", name)));
-    const bool layout_has_shape = placement.shape.size() == global.size();
+    const bool layout_has_shape = placement.shape.size() == space.size();
     auto ws = state_->locate(name, step, mode, std::string_view(w));
     if (!ws) return fail(ws.error());
     if (ws->value) {
@@ -910,7 +911,7 @@ Result<ReductionValue> Trial::sharded_reduction(
         return fail(Error::corrupt(state_->path.string(), 0, fmt::format("{}'s shard of {} is not the shape its layout gives", w, name)));
       auto part = reduction_statistics(*v, op, abs);
       if (!part) return fail(part.error());
-      extents.push_back({placement.offsets, v->shape()});
+      extents.push_back(shard_extent(placement, v->shape()));
       parts.push_back(*part);
       all_saved = false;
       continue;
@@ -925,7 +926,9 @@ Result<ReductionValue> Trial::sharded_reduction(
     if (shape) {
       uint64_t count = 1;
       for (int64_t d : *shape) count *= uint64_t(std::max<int64_t>(d, 0));
-      part = reduction_statistics_from_saved(op, abs, count, [&](ReductionOp what, bool a) -> std::optional<std::pair<double, ElementType>> {
+      // An empty shard (a worker holding none of the tensor) has nothing to merge, saved or not.
+      if (count == 0) part = ReductionStatistics{.op = op, .abs = abs, .count = 0};
+      else part = reduction_statistics_from_saved(op, abs, count, [&](ReductionOp what, bool a) -> std::optional<std::pair<double, ElementType>> {
         for (const auto& r : *saved)
           if (r.op == what && r.abs == a && r.value.size() == 1 && !r.value.is_string()) {
             double x = 0;
@@ -936,10 +939,10 @@ Result<ReductionValue> Trial::sharded_reduction(
       });
     }
     if (!part) return fail(Error::tensor_unavailable_for_step(std::string(reduction_name(op)), step, mode, false));
-    extents.push_back({placement.offsets, *shape});
+    extents.push_back(shard_extent(placement, *shape));
     parts.push_back(*part);
   }
-  auto distinct = distinct_shards(name, global, extents);
+  auto distinct = distinct_shards(name, space, extents);
   if (!distinct) return fail(distinct.error());
   ReductionStatistics whole = parts[distinct->front()];
   for (size_t k = 1; k < distinct->size(); ++k)

@@ -480,6 +480,8 @@ Result<void> TrialWriter::save_tensor(std::string_view name_view, const TensorDa
 Result<void> TrialWriter::write_reductions(std::string_view name, const TensorData& data,
                                            std::span<const format::ReductionSpec> reductions) {
   if (reductions.empty() || data.dtype == ElementType::String) return {};
+  // Nothing for a zero-size array, as for its value (§3.6): it has no min or max to give.
+  if (std::find(data.shape.begin(), data.shape.end(), 0) != data.shape.end()) return {};
   // Views the caller's bytes when they are aligned for the element type; copies otherwise.
   const size_t item = format::element_type_info(data.dtype).item_size;
   const bool aligned = reinterpret_cast<uintptr_t>(data.bytes.data()) % item == 0;

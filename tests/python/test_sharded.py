@@ -1,5 +1,5 @@
 """Sharded parameters under the PyTorch hook (issue 32, item 3), on 2 gloo
-processes: FSDP2 (`fully_shard`) and a tensor-parallel model (DTensor parameters: Shard(0), Shard(1),
+processes: FSDP2 (`fully_shard`), FSDP1 (`FullyShardedDataParallel`, flat runs) and a tensor-parallel model (DTensor parameters: Shard(0), Shard(1),
 Replicate) train with the hook on, and each worker saves its own shard of every weight and gradient;
 a DTensor no longer turns the hook off (it did: `.numpy()` refuses tensor subclasses). Each worker
 describes its shards (shards/<worker>.json), and Vigil's trial answers for the whole tensor where no
@@ -288,3 +288,102 @@ def test_fsdp2_reductions_of_shards_that_saved_only_reductions_are_the_whole_ten
         rule = load(None, "VanishingGradient", trial, threshold=threshold)
         invoke_rule(rule, end_step=2)
         assert (0 in rule.triggered_steps) == fires, (threshold, rule.triggered_steps)
+
+
+FSDP1_SCRIPT = """
+    import json, sys
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+    import vigil.pytorch as smd
+
+    out, use_orig_params = sys.argv[1], sys.argv[2] == "orig"
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    # device_id=cpu: FSDP1 runs on the CPU with gloo (without it torch 2.13 asks for an accelerator).
+    # With use_orig_params each Linear is a unit of its own; without, the root holds one flat
+    # parameter. Linear(8, 3) has 27 elements: its unit pads them to 28, 14 a rank.
+    wrap = ModuleWrapPolicy({torch.nn.Linear}) if use_orig_params else None
+    model = FSDP(model, device_id=torch.device("cpu"), use_orig_params=use_orig_params, auto_wrap_policy=wrap)
+    hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["weights", "biases", "gradients", "losses"], include_workers="all")
+    hook.register_module(model)
+    loss_fn = torch.nn.MSELoss()
+    hook.register_loss(loss_fn)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    seen = []
+    for step in range(2):
+        torch.manual_seed(100 * (rank + 1) + step)  # each rank its own half of the batch
+        x, y = torch.randn(3, 4), torch.randn(3, 3)
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        seen.append({"x": x.tolist(), "y": y.tolist()})
+        opt.step()
+    hook.close()
+    print("seen " + json.dumps(seen), flush=True)
+    dist.destroy_process_group()
+"""
+
+
+@pytest.mark.parametrize("params", ["orig", "flat"])
+def test_fsdp1_saves_each_ranks_flat_run_and_the_trial_answers_for_the_whole_tensor(torch2_python, tmp_path, params):
+    """FSDP1 (FullyShardedDataParallel, on the CPU with gloo) gives each rank a contiguous run of each
+    flat parameter: the hook saves each rank's run of every parameter and of its reduce-scattered
+    gradient at the optimizer step, under the unwrapped model's names, and describes it as a flat
+    run (flat_offset). The whole tensors, their reductions and VanishingGradient's verdicts equal
+    those of the same model trained unsharded on the whole batch."""
+    import torch
+    import vigil.pytorch as smd
+    out = tmp_path / "trial"
+    seen = _two_ranks(torch2_python, FSDP1_SCRIPT, tmp_path, out, params)
+    trial = vigil.create_trial(str(out))
+    assert trial.workers() == ["worker_0", "worker_1"] and trial.steps() == [0, 1]
+    names = ["0.weight", "0.bias", "2.weight", "2.bias"]
+    expected = {"Sequential_" + n for n in names} | {"gradient/Sequential_" + n for n in names} | {"MSELoss_output_0"}
+    assert set(trial.tensor_names()) == expected, trial.tensor_names()
+    # 2.weight (3 x 8) lies across both ranks' runs: 14 elements on worker_0 (0-13), 10 on worker_1.
+    layout = json.loads((out / "shards" / "worker_1.json").read_text())
+    if params == "orig":
+        assert layout["tensors"]["Sequential_2.weight"] == {"global_shape": [3, 8], "flat_offset": 14, "shape": [10]}
+    assert trial.tensor("Sequential_2.weight").value(0, worker="worker_1").ndim == 1
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    unsharded_hook = smd.Hook(out_dir=str(tmp_path / "unsharded"), save_config=smd.SaveConfig(save_interval=1),
+                              include_collections=["weights", "biases", "gradients"])
+    unsharded_hook.register_module(model)
+    for step in (0, 1):
+        x = torch.tensor(seen[0][step]["x"] + seen[1][step]["x"])
+        y = torch.tensor(seen[0][step]["y"] + seen[1][step]["y"])
+        opt.zero_grad()
+        torch.nn.MSELoss()(model(x), y).backward()
+        for n, p in model.named_parameters():
+            for name, want in (("Sequential_" + n, p.detach()), ("gradient/Sequential_" + n, p.grad)):
+                t = trial.tensor(name)
+                whole = t.value(step)
+                assert whole.shape == tuple(want.shape), (step, name)
+                assert np.allclose(whole, want.numpy(), rtol=1e-5, atol=1e-6), (step, name)
+                exact = want.double()
+                for op, value in (("max", exact.max()), ("min", exact.min()), ("l2", exact.norm()),
+                                  ("mean", exact.mean()), ("variance", exact.var(unbiased=False))):
+                    assert t.reduction_value(step, op) == pytest.approx(value.item(), rel=1e-5, abs=1e-7), \
+                        (step, name, op)
+        opt.step()
+    model(torch.zeros(1, 4))
+    unsharded_hook.close()
+
+    from vigil.rules import invoke_rule, load
+    unsharded = vigil.create_trial(str(tmp_path / "unsharded"))
+    gradients = unsharded.tensor_names(collection="gradients")
+    smallest = min(float(unsharded.tensor(n).reduction_value(0, "mean", abs=True)) for n in gradients)
+    for threshold in (smallest * 1.0001, smallest * 0.9999):
+        verdicts = {}
+        for which, t in (("sharded", trial), ("unsharded", unsharded)):
+            rule = load(None, "VanishingGradient", t, threshold=threshold)
+            invoke_rule(rule, end_step=2)
+            verdicts[which] = rule.triggered_steps
+        assert verdicts["sharded"] == verdicts["unsharded"], (threshold, verdicts)

@@ -93,6 +93,34 @@ TEST(ShardAssembly, ShardsThatDoNotMakeOneTensorAreCorrupt) {
 }
 
 
+TEST(ShardAssembly, FlatRunsOfTheFlattenedTensorMakeTheWholeTensor) {
+  // FSDP1: a (3, 8) parameter flattened, worker 0 holding elements 0-13, worker 1 elements 14-23
+  // (their flat parameters hold the bias too, and padding); the runs are saved 1-D.
+  auto run = [](int64_t first, int64_t n) {
+    std::vector<float> values(static_cast<size_t>(n), 0.0f);
+    std::iota(values.begin(), values.end(), float(first));
+    ShardPlacement p{{3, 8}, {}, {n}, first};
+    return Shard{TensorValue::copy_of(ElementType::Float32, {n}, std::as_bytes(std::span(values))), p};
+  };
+  auto whole = assemble_shards("w", {run(14, 10), run(0, 14)});
+  ASSERT_TRUE(whole) << whole.error().message;
+  EXPECT_EQ(whole->shape(), (std::vector<int64_t>{3, 8}));
+  EXPECT_EQ(floats(*whole), counting(24));
+  auto gap = assemble_shards("w", {run(0, 14), run(15, 9)});
+  ASSERT_FALSE(gap);
+  EXPECT_EQ(gap.error().code, ErrorCode::CorruptData);
+  // A box and a flat run of the same 2-D tensor are not one layout.
+  auto mixed = assemble_shards("w", {run(0, 12), block({3, 8}, {1, 0}, {2, 8})});
+  ASSERT_FALSE(mixed);
+  // The merged reductions of flat runs are the whole tensor's too.
+  std::vector<Shard> shards{run(0, 14), run(14, 10)};
+  for (ReductionOp op : {ReductionOp::Mean, ReductionOp::Variance, ReductionOp::Max}) {
+    auto merged = *reduction_statistics(shards[0].value, op, false);
+    ASSERT_TRUE(merge_reduction_statistics(merged, *reduction_statistics(shards[1].value, op, false)));
+    EXPECT_NEAR(finish_reduction(merged)->value, compute_reduction(*whole, op, false)->value, 1e-5) << reduction_name(op);
+  }
+}
+
 TEST(ShardAssembly, AGlobalShapeThatWrapsIsRefusedBeforeAnyAllocation) {
   // 2^32 * 2^32 elements wrap to 0 in 64 bits: a hostile layout must not make a tiny "whole" tensor.
   const int64_t big = int64_t(1) << 32;
@@ -221,6 +249,14 @@ TEST(ShardLayout, ParsesAWorkersLayoutAndRefusesWhatIsNotOne) {
   auto shaped_again = format::parse_shard_layout(format::shard_layout_json(*shaped), "again");
   ASSERT_TRUE(shaped_again);
   EXPECT_EQ(shaped_again->tensors, shaped->tensors);
+  // FSDP1's flat runs.
+  auto flat = format::parse_shard_layout(
+      R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [3, 8], "flat_offset": 14, "shape": [10]}}})", "w");
+  ASSERT_TRUE(flat) << flat.error().message;
+  EXPECT_EQ(flat->tensors.at("t"), (ShardPlacement{{3, 8}, {}, {10}, 14}));
+  auto flat_again = format::parse_shard_layout(format::shard_layout_json(*flat), "again");
+  ASSERT_TRUE(flat_again);
+  EXPECT_EQ(flat_again->tensors, flat->tensors);
   for (const char* bad : {
            "", "[]", R"({"version": 2, "worker": "w", "tensors": {}})",
            R"({"version": "num_workers"})",  // found by shard_layout_fuzzer: a string version threw R"({"version": 1, "tensors": {}})",
@@ -230,7 +266,12 @@ TEST(ShardLayout, ParsesAWorkersLayoutAndRefusesWhatIsNotOne) {
            R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [-1], "offsets": [0]}}})",
            R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [1.5], "offsets": [0]}}})",
            R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [7], "offsets": [4], "shape": [4]}}})",
-           R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [7, 5], "offsets": [4, 0], "shape": [3]}}})"}) {
+           R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [7, 5], "offsets": [4, 0], "shape": [3]}}})",
+           R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [3, 8], "flat_offset": 14, "shape": [11]}}})",
+           R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [3, 8], "flat_offset": 14}}})",
+           R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [3, 8], "flat_offset": -1, "shape": [1]}}})",
+           R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [3, 8], "flat_offset": 0, "offsets": [0, 0], "shape": [1]}}})",
+           R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [4294967296, 4294967296], "flat_offset": 0, "shape": [1]}}})"}) {
     auto r = format::parse_shard_layout(bad, "shards/w.json");
     ASSERT_FALSE(r) << bad;
     EXPECT_EQ(r.error().code, ErrorCode::CorruptData) << bad;

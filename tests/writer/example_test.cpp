@@ -184,6 +184,9 @@ TEST(WriterExample, ZeroSizeArraysAreNotWritten) {
   const std::vector<float> none;
   ASSERT_TRUE(w.save_tensor("empty", numeric(ElementType::Float32, {2, 0}, none)));
   ASSERT_TRUE(w.write_tensor("empty2", numeric(ElementType::Float32, {0}, none)));
+  // Nor their reductions (an FSDP1 worker's empty run of a parameter it holds none of).
+  const std::vector<format::ReductionSpec> reductions{{"min", false}, {"max", true}, {"mean", false}};
+  ASSERT_TRUE(w.write_reductions("empty3", numeric(ElementType::Float32, {0}, none), reductions));
   ASSERT_TRUE(w.end_step());
   EXPECT_EQ(list_files(dir.path()), std::vector<std::string>{});
   ASSERT_TRUE(w.close());

@@ -93,7 +93,7 @@ class BaseHook(ABC):
         self.scalar_cache = []
         self.custom_tensors_to_save = {}
         self._unsaveable = set()  # names skipped for their dtype, warned about once
-        self._shard_layouts = {}  # tensor name -> (global shape, offsets, shape) of this worker's shard
+        self._shard_layouts = {}  # tensor name -> this worker's shard's layout (format/shard_layout.h)
         self._shard_layouts_changed = False
         self.logger = logger
         self._writer = None  # created at the first saved step
@@ -340,16 +340,18 @@ class BaseHook(ABC):
 
     # ---- sharded tensors (format/shard_layout.h) -------------------------------------------------------------
     def _shard_layout(self, value):
-        """(global shape, offsets, shard shape) of a value that is this worker's shard of a larger tensor, else
-        None. Frameworks with sharded tensors say (PyTorch: DTensor)."""
+        """The layout entry (format/shard_layout.h: global_shape, offsets or flat_offset, shape) of a
+        value that is this worker's shard of a larger tensor, else None. Frameworks with sharded
+        tensors say (PyTorch: DTensor)."""
         return None
 
-    def _note_shard_layout(self, tensor_name, tensor_value):
+    def _note_shard_layout(self, tensor_name, tensor_value, layout=None):
         # Described only when every worker saves: with include_workers="one" the other shards are
         # not in the trial, and each saved shard reads as a tensor of its own.
         if not self.save_all_workers:
             return
-        layout = self._shard_layout(tensor_value)
+        if layout is None:
+            layout = self._shard_layout(tensor_value)
         if layout is not None and self._shard_layouts.get(tensor_name) != layout:
             self._shard_layouts[tensor_name] = layout
             self._shard_layouts_changed = True
@@ -364,9 +366,7 @@ class BaseHook(ABC):
         folder = os.path.join(self._local_out_dir, "shards")
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, self.worker + ".json")
-        text = json.dumps({"version": 1, "worker": self.worker, "tensors": {
-            name: {"global_shape": list(shape), "offsets": list(offsets), "shape": list(local_shape)}
-            for name, (shape, offsets, local_shape) in sorted(self._shard_layouts.items())}})
+        text = json.dumps({"version": 1, "worker": self.worker, "tensors": dict(sorted(self._shard_layouts.items()))})
         with open(path + ".tmp", "w") as f:
             f.write(text)
         os.replace(path + ".tmp", path)
@@ -398,12 +398,14 @@ class BaseHook(ABC):
         self._writer.write(tensor_name, array, save_shape, list(reductions) if array.size else [],
                            save_raw and array.size > 0, wall_time=wall_time)
 
-    def _save_for_tensor(self, tensor_name, tensor_value, check_before_write=True):
+    def _save_for_tensor(self, tensor_name, tensor_value, check_before_write=True, layout=None):
+        """`layout`: where the value sits in a larger tensor, when the hook knows it rather than the
+        value (format/shard_layout.h)."""
         plan = self._policy.plan(tensor_name, check_before_write)
         if plan is not None:
-            self._write_for_tensor(tensor_name, tensor_value, plan)
+            self._write_for_tensor(tensor_name, tensor_value, plan, layout)
 
-    def _write_for_tensor(self, tensor_name, tensor_value, plan):
+    def _write_for_tensor(self, tensor_name, tensor_value, plan, layout=None):
         """What the core planned (smdebug-format §6.2), in smdebug's order: histogram, shape,
         reductions, raw value, scalar summary."""
         try:
@@ -424,7 +426,7 @@ class BaseHook(ABC):
                 tb.add_histogram("{}/{}".format(histogram_collection, tensor_name), np.ascontiguousarray(values),
                                  self.step, time.time())
         self._write_raw_tensor_simple(tensor_name, array, save_shape, reductions, save_raw)
-        self._note_shard_layout(tensor_name, tensor_value)
+        self._note_shard_layout(tensor_name, tensor_value, layout)
         if tb is not None and scalar_summary and array.size == 1 and values.dtype.kind in "iufb":
             tb.add_scalar(tensor_name, float(values.reshape(-1)[0]), self.step, time.time())
 

@@ -138,9 +138,53 @@ def _is_fsdp2(module):
     return cls is not None and isinstance(module, cls)
 
 
+def _fsdp1_class():
+    """torch's FullyShardedDataParallel (FSDP1), or None; looked up as _fsdp2_module_class is."""
+    fsdp = sys.modules.get("torch.distributed.fsdp")
+    return getattr(fsdp, "FullyShardedDataParallel", None) if fsdp is not None else None
+
+
+def _is_fsdp1(module):
+    cls = _fsdp1_class()
+    return cls is not None and isinstance(module, cls)
+
+
+def _unwrapped_name(path):
+    """A module or parameter path under an FSDP1 model as under the model it wraps."""
+    return ".".join(part for part in path.split(".") if part != "_fsdp_wrapped_module")
+
+
+def _fsdp1_pieces(root):
+    """This rank's pieces of every parameter an FSDP1 model holds (FullyShardedDataParallel flattens
+    a module's parameters into one flat parameter and gives each rank a contiguous chunk of it):
+    (name under the unwrapped model, parameter shape, start of the piece in the row-major flattened
+    parameter, piece (empty where the rank holds none of it), piece of the gradient or None). Read from torch 2's flat parameter metadata
+    (_fqns, _shapes, _shard_param_infos); a torch without it gives nothing."""
+    fsdp = _fsdp1_class()
+    for path, sub in root.named_modules():
+        if not isinstance(sub, fsdp):
+            continue
+        flat = getattr(getattr(sub, "_handle", None), "flat_param", None)
+        infos = getattr(flat, "_shard_param_infos", None)
+        if flat is None or infos is None:
+            continue
+        data, grad = flat.detach(), flat.grad
+        for fqn, shape, info in zip(flat._fqns, flat._shapes, infos):
+            # A parameter this rank holds none of gives an empty run: every worker saves every
+            # tensor at every step, as smdebug's readers expect of workers (collections, steps).
+            begin, end, start = (info.offset_in_shard, info.offset_in_shard + info.numel_in_shard,
+                                 info.intra_param_start_idx) if info.in_shard else (0, 0, 0)
+            name = ((path + ".") if path else "") + fqn
+            yield (_unwrapped_name(name), tuple(shape), start, data[begin:end],
+                   None if grad is None else grad[begin:end])
+
+
 def _class_name(module):
     """The module's class name, as smdebug names a model's tensors. fully_shard replaces a module's
-    class by a subclass named FSDP<Class>: the model's own class names its tensors, as unsharded."""
+    class by a subclass named FSDP<Class>, FSDP1 wraps it: the model's own class names its tensors,
+    as unsharded."""
+    if _is_fsdp1(module):
+        return _class_name(module.module)
     cls = type(module)
     if _is_fsdp2(module):
         fsdp = _fsdp2_module_class()
@@ -222,7 +266,7 @@ class Hook(CallbackHook):
         self._told_compiled = False
         self._profile_handles = []
         self._profiler = None
-        self._sharded_model = None  # an FSDP2 model, once seen (_watch_sharded)
+        self._sharded_model = None  # an FSDP2 or FSDP1 model, once seen (_watch_sharded)
         self._sharded_handle = None  # its optimizer step pre-hook
         self._sharded_saved_step = None
         self._open_writer_now()  # torch.distributed is initialised by now: the worker is known
@@ -379,7 +423,14 @@ class Hook(CallbackHook):
         wrapper, module = module, _compiled_original(module) or module
         self._make_module_hooks()
         top = _class_name(module)
+        fsdp1 = _is_fsdp1(module)
         for name, sub in module.named_modules():
+            if fsdp1:
+                # FSDP1's wrappers are left out (the module each wraps gives the same outputs), and
+                # the others are named as in the unwrapped model.
+                name = _unwrapped_name(name)
+                if _is_fsdp1(sub) or not name:
+                    continue
             self.module_maps[sub] = name
         self.module_maps[module] = top
         if wrapper is not module:
@@ -394,12 +445,13 @@ class Hook(CallbackHook):
         # Python at each of them, so they are attached only while they can do something
         # (_sync_step_hooks).
         self._step_modules.extend(module.modules())
-        self._step_params.extend((top + "_" + name, p) for name, p in module.named_parameters() if p.requires_grad)
+        if not fsdp1:  # FSDP1's flat parameters: their shards are saved at the optimizer step (_save_sharded)
+            self._step_params.extend((top + "_" + name, p) for name, p in module.named_parameters() if p.requires_grad)
         if self.prepared_collections:  # a model registered mid-run: its hooks too, from now on
             self._detach_step_hooks()
             self._sync_step_hooks()
         self._model = module
-        self._profiled_modules.extend((sub, self.module_maps[sub]) for sub in module.modules())
+        self._profiled_modules.extend((sub, self.module_maps[sub]) for sub in module.modules() if sub in self.module_maps)
         if self._profiler is not None:
             self._profile_modules(self._profiler.framework_on)
         self.has_registered_module = True
@@ -502,8 +554,9 @@ class Hook(CallbackHook):
         # this step's first module or gradient hook.
         if self._get_collections_to_save_for_step():
             self._initialize_writers()
-            if _is_fsdp2(module):
-                # The parameters are all-gathered copies now: the shards are saved at the optimizer step.
+            if _is_fsdp2(module) or _is_fsdp1(module):
+                # The parameters are all-gathered copies, or flat chunks, now: the shards are saved at
+                # the optimizer step.
                 self._watch_sharded(module)
             else:
                 for name, param in module.named_parameters():
@@ -516,7 +569,8 @@ class Hook(CallbackHook):
 
     # ---- sharded tensors: where this rank's shard sits (hook.py, _note_shard_layout) ------------------------
     def _shard_layout(self, value):
-        """A DTensor's global shape, this rank's offsets in it and its shard's shape. Shard(d) splits d as torch.chunk
+        """A DTensor's layout (format/shard_layout.h): its global shape, this rank's offsets in it and
+        its shard's shape. Shard(d) splits d as torch.chunk
         does (chunks of ceil(size / n)); Replicate leaves it whole. A Partial value (shards to be summed)
         and a mesh that shards one dimension twice are not described: their shards read as tensors of
         their own."""
@@ -537,13 +591,14 @@ class Hook(CallbackHook):
                 split.add(dim)
                 chunk = -(-shape[dim] // mesh.size(mesh_dim))
                 offsets[dim] = min(coordinate[mesh_dim] * chunk, shape[dim])
-        return shape, tuple(offsets), tuple(value.to_local().shape)
+        return {"global_shape": list(shape), "offsets": list(offsets), "shape": list(value.to_local().shape)}
 
     # ---- FSDP2: parameters and gradients as each rank's shard -------------------------------------------
     def _watch_sharded(self, module):
         """An FSDP2 model (fully_shard) holds each parameter as a DTensor shard outside its forward and
         sets the shards' gradients itself after the backward pass (reduce-scattered: the gradient of
-        the whole batch across ranks), so no tensor hook sees them. Both are saved, as each rank's
+        the whole batch across ranks), so no tensor hook sees them. FSDP1 (FullyShardedDataParallel)
+        does the same with a flat chunk of each module's parameters. Both are saved, as each rank's
         shard, when the step's optimizer step begins: the parameters have not moved yet."""
         self._sharded_model = module
         if self._sharded_handle is None:
@@ -565,6 +620,13 @@ class Hook(CallbackHook):
             return
         self._sharded_saved_step = self.step
         top = _class_name(module)
+        if _is_fsdp1(module):
+            for name, shape, start, piece, grad in _fsdp1_pieces(module):
+                layout = {"global_shape": list(shape), "flat_offset": start, "shape": [piece.numel()]}
+                self._save_for_tensor(top + "_" + name, piece, layout=layout)
+                if grad is not None:
+                    self._save_for_tensor(self.GRADIENT_PREFIX + top + "_" + name, grad, layout=layout)
+            return
         for name, param in module.named_parameters():
             self._save_for_tensor(top + "_" + name, param.detach())
             if param.grad is not None:
