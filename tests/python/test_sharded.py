@@ -387,3 +387,10 @@ def test_fsdp1_saves_each_ranks_flat_run_and_the_trial_answers_for_the_whole_ten
             invoke_rule(rule, end_step=2)
             verdicts[which] = rule.triggered_steps
         assert verdicts["sharded"] == verdicts["unsharded"], (threshold, verdicts)
+    # ExplodingTensor reads every whole tensor (no NaN or Inf here): no worker's shard makes it differ.
+    verdicts = {}
+    for which, t in (("sharded", trial), ("unsharded", unsharded)):
+        rule = load(None, "ExplodingTensor", t, collection_names="weights,gradients")
+        invoke_rule(rule, end_step=2)
+        verdicts[which] = rule.triggered_steps
+    assert verdicts["sharded"] == verdicts["unsharded"] == [], verdicts
