@@ -101,42 +101,57 @@ def test_tensor_parallel_parameters_are_saved_as_each_workers_shard(torch2_pytho
                 pytest.approx(float(np.abs(want.astype(np.float64)).sum()), rel=1e-6), (step, n)
 
 
-FSDP2_SCRIPT = """
+SHARDED_SCRIPT = """
     import json, sys
     import torch
     import torch.distributed as dist
-    from torch.distributed.fsdp import fully_shard
     import vigil.pytorch as smd
 
-    out, order = sys.argv[1], sys.argv[2]
+    out, wrapping = sys.argv[1], sys.argv[2]
     saves = sys.argv[3] if len(sys.argv) > 3 else "values"
+    fsdp1 = wrapping.startswith("fsdp1")
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    # FSDP1's Linear(8, 3) has 27 elements: its unit pads them to 28, 14 a rank.
+    outputs = 3 if fsdp1 else 2
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, outputs))
     # "reductions": each worker saves its shard's reductions only, no values.
     reductions = smd.ReductionConfig(reductions=["min", "max", "mean", "variance", "sum"], abs_reductions=["mean"],
                                      norms=["l1", "l2"]) if saves == "reductions" else None
     hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=1), reduction_config=reductions,
                     include_collections=["weights", "biases", "gradients", "losses"], include_workers="all")
-    if order == "hook_first":  # smdebug's scripts register the model first
+    if fsdp1:
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+        # device_id=cpu: FSDP1 runs on the CPU with gloo (without it torch 2.13 asks for an
+        # accelerator). With use_orig_params each Linear is a unit of its own; without, the root
+        # holds one flat parameter.
+        orig = wrapping == "fsdp1_orig"
+        model = FSDP(model, device_id=torch.device("cpu"), use_orig_params=orig,
+                     auto_wrap_policy=ModuleWrapPolicy({torch.nn.Linear}) if orig else None)
         hook.register_module(model)
-        fully_shard(model)
     else:
-        fully_shard(model)
-        hook.register_module(model)
+        from torch.distributed.fsdp import fully_shard
+        if wrapping == "fsdp2_hook_first":  # smdebug's scripts register the model first
+            hook.register_module(model)
+            fully_shard(model)
+        else:
+            fully_shard(model)
+            hook.register_module(model)
     loss_fn = torch.nn.MSELoss()
     hook.register_loss(loss_fn)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     seen = []
     for step in range(2):
         torch.manual_seed(100 * (rank + 1) + step)  # each rank its own half of the batch
-        x, y = torch.randn(3, 4), torch.randn(3, 2)
+        x, y = torch.randn(3, 4), torch.randn(3, outputs)
         opt.zero_grad()
         loss_fn(model(x), y).backward()
-        seen.append({"x": x.tolist(), "y": y.tolist(),
-                     "weights": {n: p.to_local().tolist() for n, p in model.named_parameters()},
-                     "grads": {n: p.grad.to_local().tolist() for n, p in model.named_parameters()}})
+        seen.append({"x": x.tolist(), "y": y.tolist()})
+        if not fsdp1:  # FSDP2's shards, as DTensors
+            seen[-1].update({"weights": {n: p.to_local().tolist() for n, p in model.named_parameters()},
+                             "grads": {n: p.grad.to_local().tolist() for n, p in model.named_parameters()}})
         opt.step()
     hook.close()
     print("seen " + json.dumps(seen), flush=True)
@@ -176,7 +191,7 @@ def test_fsdp2_saves_each_ranks_shard_of_the_weights_and_of_the_reduced_gradient
     unsharded model's names, rather than all-gathered copies of the parameters and no gradients."""
     import torch
     out = tmp_path / "trial"
-    seen = _two_ranks(torch2_python, FSDP2_SCRIPT, tmp_path, out, order)
+    seen = _two_ranks(torch2_python, SHARDED_SCRIPT, tmp_path, out, "fsdp2_" + order)
     trial = vigil.create_trial(str(out))
     assert trial.workers() == ["worker_0", "worker_1"] and trial.steps() == [0, 1]
     params = ["0.weight", "0.bias", "2.weight", "2.bias"]
@@ -254,7 +269,7 @@ def test_fsdp2_reductions_of_shards_that_saved_only_reductions_are_the_whole_ten
     gradient's reductions, equal to those of the whole tensor within float32 rounding, and a built-in
     rule reading them judges the whole gradient."""
     out = tmp_path / "trial"
-    seen = _two_ranks(torch2_python, FSDP2_SCRIPT, tmp_path, out, "shard_first", "reductions")
+    seen = _two_ranks(torch2_python, SHARDED_SCRIPT, tmp_path, out, "fsdp2_shard_first", "reductions")
     trial = vigil.create_trial(str(out))
     assert trial.workers() == ["worker_0", "worker_1"] and trial.steps() == [0, 1]
     for step in (0, 1):
@@ -290,44 +305,6 @@ def test_fsdp2_reductions_of_shards_that_saved_only_reductions_are_the_whole_ten
         assert (0 in rule.triggered_steps) == fires, (threshold, rule.triggered_steps)
 
 
-FSDP1_SCRIPT = """
-    import json, sys
-    import torch
-    import torch.distributed as dist
-    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
-    import vigil.pytorch as smd
-
-    out, use_orig_params = sys.argv[1], sys.argv[2] == "orig"
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
-    # device_id=cpu: FSDP1 runs on the CPU with gloo (without it torch 2.13 asks for an accelerator).
-    # With use_orig_params each Linear is a unit of its own; without, the root holds one flat
-    # parameter. Linear(8, 3) has 27 elements: its unit pads them to 28, 14 a rank.
-    wrap = ModuleWrapPolicy({torch.nn.Linear}) if use_orig_params else None
-    model = FSDP(model, device_id=torch.device("cpu"), use_orig_params=use_orig_params, auto_wrap_policy=wrap)
-    hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=1),
-                    include_collections=["weights", "biases", "gradients", "losses"], include_workers="all")
-    hook.register_module(model)
-    loss_fn = torch.nn.MSELoss()
-    hook.register_loss(loss_fn)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    seen = []
-    for step in range(2):
-        torch.manual_seed(100 * (rank + 1) + step)  # each rank its own half of the batch
-        x, y = torch.randn(3, 4), torch.randn(3, 3)
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        seen.append({"x": x.tolist(), "y": y.tolist()})
-        opt.step()
-    hook.close()
-    print("seen " + json.dumps(seen), flush=True)
-    dist.destroy_process_group()
-"""
-
-
 @pytest.mark.parametrize("params", ["orig", "flat"])
 def test_fsdp1_saves_each_ranks_flat_run_and_the_trial_answers_for_the_whole_tensor(torch2_python, tmp_path, params):
     """FSDP1 (FullyShardedDataParallel, on the CPU with gloo) gives each rank a contiguous run of each
@@ -338,7 +315,7 @@ def test_fsdp1_saves_each_ranks_flat_run_and_the_trial_answers_for_the_whole_ten
     import torch
     import vigil.pytorch as smd
     out = tmp_path / "trial"
-    seen = _two_ranks(torch2_python, FSDP1_SCRIPT, tmp_path, out, params)
+    seen = _two_ranks(torch2_python, SHARDED_SCRIPT, tmp_path, out, "fsdp1_" + params)
     trial = vigil.create_trial(str(out))
     assert trial.workers() == ["worker_0", "worker_1"] and trial.steps() == [0, 1]
     names = ["0.weight", "0.bias", "2.weight", "2.bias"]

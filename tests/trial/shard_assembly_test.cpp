@@ -232,31 +232,22 @@ TEST(ShardReductions, AShardWithoutWhatTheMergeNeedsSaysSo) {
 }
 
 TEST(ShardLayout, ParsesAWorkersLayoutAndRefusesWhatIsNotOne) {
-  auto layout = format::parse_shard_layout(
-      R"({"version": 1, "worker": "worker_1", "tensors": {"Sequential_0.weight": {"global_shape": [8, 4], "offsets": [4, 0]}}})",
-      "shards/worker_1.json");
-  ASSERT_TRUE(layout) << layout.error().message;
-  EXPECT_EQ(layout->worker, "worker_1");
-  EXPECT_EQ(layout->tensors.at("Sequential_0.weight"), (ShardPlacement{{8, 4}, {4, 0}}));
-  auto again = format::parse_shard_layout(format::shard_layout_json(*layout), "again");
-  ASSERT_TRUE(again);
-  EXPECT_EQ(again->tensors, layout->tensors);
-  // The shard's own shape, when the worker wrote it, round trips too.
-  auto shaped = format::parse_shard_layout(
-      R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [7, 5], "offsets": [4, 0], "shape": [3, 5]}}})", "w");
-  ASSERT_TRUE(shaped) << shaped.error().message;
-  EXPECT_EQ(shaped->tensors.at("t"), (ShardPlacement{{7, 5}, {4, 0}, {3, 5}}));
-  auto shaped_again = format::parse_shard_layout(format::shard_layout_json(*shaped), "again");
-  ASSERT_TRUE(shaped_again);
-  EXPECT_EQ(shaped_again->tensors, shaped->tensors);
+  // Each accepted layout is the placement expected, and what the writer makes of it reads back the same.
+  auto accepts = [](const char* tensor_json, const ShardPlacement& want) {
+    const std::string text = std::string(R"({"version": 1, "worker": "worker_1", "tensors": {"t": )") + tensor_json + "}}";
+    auto layout = format::parse_shard_layout(text, "shards/worker_1.json");
+    ASSERT_TRUE(layout) << layout.error().message;
+    EXPECT_EQ(layout->worker, "worker_1");
+    EXPECT_EQ(layout->tensors.at("t"), want) << tensor_json;
+    auto again = format::parse_shard_layout(format::shard_layout_json(*layout), "again");
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->tensors, layout->tensors) << tensor_json;
+  };
+  accepts(R"({"global_shape": [8, 4], "offsets": [4, 0]})", ShardPlacement{{8, 4}, {4, 0}});
+  // The shard's own shape, when the worker wrote it.
+  accepts(R"({"global_shape": [7, 5], "offsets": [4, 0], "shape": [3, 5]})", ShardPlacement{{7, 5}, {4, 0}, {3, 5}});
   // FSDP1's flat runs.
-  auto flat = format::parse_shard_layout(
-      R"({"version": 1, "worker": "w", "tensors": {"t": {"global_shape": [3, 8], "flat_offset": 14, "shape": [10]}}})", "w");
-  ASSERT_TRUE(flat) << flat.error().message;
-  EXPECT_EQ(flat->tensors.at("t"), (ShardPlacement{{3, 8}, {}, {10}, 14}));
-  auto flat_again = format::parse_shard_layout(format::shard_layout_json(*flat), "again");
-  ASSERT_TRUE(flat_again);
-  EXPECT_EQ(flat_again->tensors, flat->tensors);
+  accepts(R"({"global_shape": [3, 8], "flat_offset": 14, "shape": [10]})", ShardPlacement{{3, 8}, {}, {10}, 14});
   for (const char* bad : {
            "", "[]", R"({"version": 2, "worker": "w", "tensors": {}})",
            R"({"version": "num_workers"})",  // found by shard_layout_fuzzer: a string version threw R"({"version": 1, "tensors": {}})",
