@@ -184,70 +184,52 @@ def _two_ranks(python, script, tmp_path, *args):
     return seen
 
 
-@pytest.mark.parametrize("order", ["shard_first", "hook_first"])
-def test_fsdp2_saves_each_ranks_shard_of_the_weights_and_of_the_reduced_gradients(torch2_python, tmp_path, order):
-    """Under fully_shard the hook saves each rank's shard of every parameter and of its gradient as
-    FSDP leaves them at the optimizer step (reduce-scattered: the whole batch's gradient), under the
-    unsharded model's names, rather than all-gathered copies of the parameters and no gradients."""
+def _train_unsharded(seen, outputs, out_dir):
+    """The same model unsharded, trained under the hook on both ranks' halves of each step's batch at
+    once: yields (step, model) after each backward pass, before the optimizer step."""
     import torch
-    out = tmp_path / "trial"
-    seen = _two_ranks(torch2_python, SHARDED_SCRIPT, tmp_path, out, "fsdp2_" + order)
-    trial = vigil.create_trial(str(out))
-    assert trial.workers() == ["worker_0", "worker_1"] and trial.steps() == [0, 1]
-    params = ["0.weight", "0.bias", "2.weight", "2.bias"]
-    expected = {"Sequential_" + n for n in params} | {"gradient/Sequential_" + n for n in params} | {"MSELoss_output_0"}
-    assert set(trial.tensor_names()) == expected, trial.tensor_names()
-
-    # The same model unsharded, trained on both ranks' halves at once, under the hook too.
     import vigil.pytorch as smd
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, outputs))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    unsharded_hook = smd.Hook(out_dir=str(tmp_path / "unsharded"), save_config=smd.SaveConfig(save_interval=1),
-                              include_collections=["weights", "biases", "gradients"])
-    unsharded_hook.register_module(model)
+    hook = smd.Hook(out_dir=str(out_dir), save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["weights", "biases", "gradients"])
+    hook.register_module(model)
     for step in (0, 1):
-        for rank in (0, 1):
-            worker = "worker_%d" % rank
-            for n in params:
-                got = trial.tensor("Sequential_" + n).value(step, worker=worker)
-                assert np.array_equal(got, np.array(seen[rank][step]["weights"][n], dtype=np.float32)), (worker, step, n)
-                got = trial.tensor("gradient/Sequential_" + n).value(step, worker=worker)
-                assert np.allclose(got, np.array(seen[rank][step]["grads"][n], dtype=np.float32), rtol=1e-6, atol=1e-7)
         x = torch.tensor(seen[0][step]["x"] + seen[1][step]["x"])
         y = torch.tensor(seen[0][step]["y"] + seen[1][step]["y"])
         opt.zero_grad()
         torch.nn.MSELoss()(model(x), y).backward()
-        for n, p in model.named_parameters():
-            # FSDP2 shards dimension 0: the workers' shards, in rank order, are the whole tensor.
-            shards = [trial.tensor("Sequential_" + n).value(step, worker="worker_%d" % r) for r in (0, 1)]
-            assert np.allclose(np.concatenate(shards), p.detach().numpy(), rtol=1e-6, atol=1e-7), (step, n)
-            grads = [trial.tensor("gradient/Sequential_" + n).value(step, worker="worker_%d" % r) for r in (0, 1)]
-            assert np.allclose(np.concatenate(grads), p.grad.numpy(), rtol=1e-5, atol=1e-6), (step, n)
-            # Without a worker, Vigil answers for the whole tensor: put together from the shards, and
-            # its reductions those of the whole (the unsharded run's, within float32 rounding).
-            for name, want in (("Sequential_" + n, p.detach()), ("gradient/Sequential_" + n, p.grad)):
-                t = trial.tensor(name)
-                assert np.array_equal(t.value(step), np.concatenate(
-                    [t.value(step, worker="worker_%d" % r) for r in (0, 1)])), (step, name)
-                exact = want.double()
-                for op, value in (("max", exact.max()), ("min", exact.min()), ("l2", exact.norm()),
-                                  ("mean", exact.mean()), ("std", exact.std(unbiased=False))):
-                    assert t.reduction_value(step, op) == pytest.approx(value.item(), rel=1e-5, abs=1e-7), \
-                        (step, name, op)
+        yield step, model
         opt.step()
     model(torch.zeros(1, 4))  # the last step ends where the next begins
-    unsharded_hook.close()
+    hook.close()
 
-    # A built-in rule judges the whole gradient: VanishingGradient, its threshold just above and just
-    # below the smallest mean |gradient| at step 0, gives the sharded run the unsharded run's verdicts,
-    # where judging one worker's shards would have triggered below it too.
+
+def _check_whole_tensors(trial, step, model):
+    """Without a worker, Vigil answers for the whole tensor: put together from the shards, and its
+    reductions those of the whole (the unsharded run's, within float32 rounding)."""
+    for n, p in model.named_parameters():
+        for name, want in (("Sequential_" + n, p.detach()), ("gradient/Sequential_" + n, p.grad)):
+            t = trial.tensor(name)
+            whole = t.value(step)
+            assert whole.shape == tuple(want.shape), (step, name)
+            assert np.allclose(whole, want.numpy(), rtol=1e-5, atol=1e-6), (step, name)
+            exact = want.double()
+            for op, value in (("max", exact.max()), ("min", exact.min()), ("l2", exact.norm()),
+                              ("mean", exact.mean()), ("std", exact.std(unbiased=False)),
+                              ("variance", exact.var(unbiased=False))):
+                assert t.reduction_value(step, op) == pytest.approx(value.item(), rel=1e-5, abs=1e-7), \
+                    (step, name, op)
+
+
+def _check_same_verdicts(trial, unsharded):
+    """Built-in rules judge the whole tensors: VanishingGradient, its threshold just above and just
+    below the smallest mean |gradient| at step 0, and ExplodingTensor give the sharded run the
+    unsharded run's verdicts. Returns the smallest mean |gradient|."""
     from vigil.rules import invoke_rule, load
-    unsharded = vigil.create_trial(str(tmp_path / "unsharded"))
     gradients = unsharded.tensor_names(collection="gradients")
     smallest = min(float(unsharded.tensor(n).reduction_value(0, "mean", abs=True)) for n in gradients)
-    smallest_shard = min(float(trial.tensor(n).reduction_value(0, "mean", abs=True, worker="worker_0")) for n in gradients)
-    assert smallest_shard < smallest * 0.9999, (smallest_shard, smallest)
     for threshold, fires_at_0 in ((smallest * 1.0001, True), (smallest * 0.9999, False)):
         verdicts = {}
         for which, t in (("sharded", trial), ("unsharded", unsharded)):
@@ -256,6 +238,49 @@ def test_fsdp2_saves_each_ranks_shard_of_the_weights_and_of_the_reduced_gradient
             verdicts[which] = rule.triggered_steps
         assert verdicts["sharded"] == verdicts["unsharded"], (threshold, verdicts)
         assert (0 in verdicts["unsharded"]) == fires_at_0, (threshold, verdicts)
+    verdicts = {}
+    for which, t in (("sharded", trial), ("unsharded", unsharded)):
+        rule = load(None, "ExplodingTensor", t, collection_names="weights,gradients")
+        invoke_rule(rule, end_step=2)
+        verdicts[which] = rule.triggered_steps
+    assert verdicts["sharded"] == verdicts["unsharded"] == [], verdicts  # no NaN or Inf here
+    return smallest
+
+
+@pytest.mark.parametrize("order", ["shard_first", "hook_first"])
+def test_fsdp2_saves_each_ranks_shard_of_the_weights_and_of_the_reduced_gradients(torch2_python, tmp_path, order):
+    """Under fully_shard the hook saves each rank's shard of every parameter and of its gradient as
+    FSDP leaves them at the optimizer step (reduce-scattered: the whole batch's gradient), under the
+    unsharded model's names, rather than all-gathered copies of the parameters and no gradients."""
+    out = tmp_path / "trial"
+    seen = _two_ranks(torch2_python, SHARDED_SCRIPT, tmp_path, out, "fsdp2_" + order)
+    trial = vigil.create_trial(str(out))
+    assert trial.workers() == ["worker_0", "worker_1"] and trial.steps() == [0, 1]
+    params = ["0.weight", "0.bias", "2.weight", "2.bias"]
+    expected = {"Sequential_" + n for n in params} | {"gradient/Sequential_" + n for n in params} | {"MSELoss_output_0"}
+    assert set(trial.tensor_names()) == expected, trial.tensor_names()
+
+    for step, model in _train_unsharded(seen, 2, tmp_path / "unsharded"):
+        for rank in (0, 1):
+            worker = "worker_%d" % rank
+            for n in params:
+                got = trial.tensor("Sequential_" + n).value(step, worker=worker)
+                assert np.array_equal(got, np.array(seen[rank][step]["weights"][n], dtype=np.float32)), (worker, step, n)
+                got = trial.tensor("gradient/Sequential_" + n).value(step, worker=worker)
+                assert np.allclose(got, np.array(seen[rank][step]["grads"][n], dtype=np.float32), rtol=1e-6, atol=1e-7)
+        for n, p in model.named_parameters():
+            # FSDP2 shards dimension 0: the workers' shards, in rank order, are the whole tensor.
+            for name, want in (("Sequential_" + n, p.detach()), ("gradient/Sequential_" + n, p.grad)):
+                shards = [trial.tensor(name).value(step, worker="worker_%d" % r) for r in (0, 1)]
+                assert np.allclose(np.concatenate(shards), want.numpy(), rtol=1e-5, atol=1e-6), (step, name)
+        _check_whole_tensors(trial, step, model)
+
+    # Judging one worker's shards would have fired VanishingGradient below the whole's threshold too.
+    unsharded = vigil.create_trial(str(tmp_path / "unsharded"))
+    smallest = _check_same_verdicts(trial, unsharded)
+    gradients = unsharded.tensor_names(collection="gradients")
+    smallest_shard = min(float(trial.tensor(n).reduction_value(0, "mean", abs=True, worker="worker_0")) for n in gradients)
+    assert smallest_shard < smallest * 0.9999, (smallest_shard, smallest)
     layouts = sorted(os.listdir(out / "shards"))
     assert layouts == ["worker_0.json", "worker_1.json"], layouts
     layout = json.loads((out / "shards" / "worker_1.json").read_text())
@@ -312,8 +337,6 @@ def test_fsdp1_saves_each_ranks_flat_run_and_the_trial_answers_for_the_whole_ten
     gradient at the optimizer step, under the unwrapped model's names, and describes it as a flat
     run (flat_offset). The whole tensors, their reductions and VanishingGradient's verdicts equal
     those of the same model trained unsharded on the whole batch."""
-    import torch
-    import vigil.pytorch as smd
     out = tmp_path / "trial"
     seen = _two_ranks(torch2_python, SHARDED_SCRIPT, tmp_path, out, "fsdp1_" + params)
     trial = vigil.create_trial(str(out))
@@ -327,47 +350,6 @@ def test_fsdp1_saves_each_ranks_flat_run_and_the_trial_answers_for_the_whole_ten
         assert layout["tensors"]["Sequential_2.weight"] == {"global_shape": [3, 8], "flat_offset": 14, "shape": [10]}
     assert trial.tensor("Sequential_2.weight").value(0, worker="worker_1").ndim == 1
 
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    unsharded_hook = smd.Hook(out_dir=str(tmp_path / "unsharded"), save_config=smd.SaveConfig(save_interval=1),
-                              include_collections=["weights", "biases", "gradients"])
-    unsharded_hook.register_module(model)
-    for step in (0, 1):
-        x = torch.tensor(seen[0][step]["x"] + seen[1][step]["x"])
-        y = torch.tensor(seen[0][step]["y"] + seen[1][step]["y"])
-        opt.zero_grad()
-        torch.nn.MSELoss()(model(x), y).backward()
-        for n, p in model.named_parameters():
-            for name, want in (("Sequential_" + n, p.detach()), ("gradient/Sequential_" + n, p.grad)):
-                t = trial.tensor(name)
-                whole = t.value(step)
-                assert whole.shape == tuple(want.shape), (step, name)
-                assert np.allclose(whole, want.numpy(), rtol=1e-5, atol=1e-6), (step, name)
-                exact = want.double()
-                for op, value in (("max", exact.max()), ("min", exact.min()), ("l2", exact.norm()),
-                                  ("mean", exact.mean()), ("variance", exact.var(unbiased=False))):
-                    assert t.reduction_value(step, op) == pytest.approx(value.item(), rel=1e-5, abs=1e-7), \
-                        (step, name, op)
-        opt.step()
-    model(torch.zeros(1, 4))
-    unsharded_hook.close()
-
-    from vigil.rules import invoke_rule, load
-    unsharded = vigil.create_trial(str(tmp_path / "unsharded"))
-    gradients = unsharded.tensor_names(collection="gradients")
-    smallest = min(float(unsharded.tensor(n).reduction_value(0, "mean", abs=True)) for n in gradients)
-    for threshold in (smallest * 1.0001, smallest * 0.9999):
-        verdicts = {}
-        for which, t in (("sharded", trial), ("unsharded", unsharded)):
-            rule = load(None, "VanishingGradient", t, threshold=threshold)
-            invoke_rule(rule, end_step=2)
-            verdicts[which] = rule.triggered_steps
-        assert verdicts["sharded"] == verdicts["unsharded"], (threshold, verdicts)
-    # ExplodingTensor reads every whole tensor (no NaN or Inf here): no worker's shard makes it differ.
-    verdicts = {}
-    for which, t in (("sharded", trial), ("unsharded", unsharded)):
-        rule = load(None, "ExplodingTensor", t, collection_names="weights,gradients")
-        invoke_rule(rule, end_step=2)
-        verdicts[which] = rule.triggered_steps
-    assert verdicts["sharded"] == verdicts["unsharded"] == [], verdicts
+    for step, model in _train_unsharded(seen, 3, tmp_path / "unsharded"):
+        _check_whole_tensors(trial, step, model)
+    _check_same_verdicts(trial, vigil.create_trial(str(tmp_path / "unsharded")))
