@@ -289,8 +289,7 @@ void Evaluator::Impl::tick(const std::vector<ConfiguredRule*>& rules) {
     const int64_t at = r->last_step.value_or(r->config.start_step);
     auto outcome = watched(*r, RuleCall::Step, at, [&] { return r->instance->invoke_at_time(now, r->last_step.value_or(-1)); });
     if (outcome.condition_met) {
-      const auto triggers = board->get(r->index).triggers;
-      if (std::any_of(triggers.begin(), triggers.end(), [&](const Trigger& t) { return t.step == at; })) continue;
+      if (board->get(r->index).last_trigger_step == at) continue;
     }
     apply(*r, at, outcome);
   }
