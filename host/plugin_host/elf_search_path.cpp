@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -53,7 +54,9 @@ class ElfFile {
 // The file offset of virtual address `vaddr`, through the PT_LOAD segment holding it.
 std::optional<uint64_t> file_offset(const std::vector<Elf64_Phdr>& headers, uint64_t vaddr) {
   for (const auto& h : headers)
-    if (h.p_type == PT_LOAD && vaddr >= h.p_vaddr && vaddr - h.p_vaddr < h.p_filesz) return h.p_offset + (vaddr - h.p_vaddr);
+    if (h.p_type == PT_LOAD && vaddr >= h.p_vaddr && vaddr - h.p_vaddr < h.p_filesz &&
+        h.p_offset <= UINT64_MAX - (vaddr - h.p_vaddr))
+      return h.p_offset + (vaddr - h.p_vaddr);
   return std::nullopt;
 }
 
@@ -103,7 +106,7 @@ Result<std::vector<std::string>> elf_library_search_path(const std::filesystem::
 
   std::vector<std::string> out;
   for (const uint64_t at : paths) {
-    if (at >= *strsz) return fail(elf.bad("a search path outside the string table"));
+    if (at >= *strsz || *table > UINT64_MAX - at) return fail(elf.bad("a search path outside the string table"));
     const uint64_t room = std::min<uint64_t>(*strsz - at, kMaxSearchPathLength + 1);
     auto bytes = elf.read<char>(*table + at, room, "search path");
     if (!bytes) return fail(bytes.error());
