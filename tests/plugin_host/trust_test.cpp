@@ -263,5 +263,29 @@ TEST(PluginTrust, TheSearchPathIsReadFromTheDynamicSection) {
   EXPECT_FALSE(plugin_host::elf_library_search_path(cut));
 }
 
+// Damaged libraries (cut short anywhere in the first pages, bytes overwritten in the headers and the
+// dynamic section) give an answer or a refusal, and nothing is read outside the file.
+TEST(PluginTrust, DamagedLibrariesAreReadWithinTheirBounds) {
+  test::ScratchDir dir;
+  const std::string original = test::read_file(runpath_plugin());
+  const fs::path damaged = dir.path() / "damaged.so";
+  auto check = [&](const std::string& bytes) {
+    std::ofstream(damaged, std::ios::binary | std::ios::trunc) << bytes;
+    auto read = plugin_host::elf_library_search_path(damaged);
+    if (!read) {
+      EXPECT_EQ(read.error().code, ErrorCode::InvalidArgument) << read.error().message;
+    }
+  };
+  for (size_t length = 0; length < std::min<size_t>(original.size(), 16384); length += 61) check(original.substr(0, length));
+  uint64_t state = 12345;
+  for (int i = 0; i < 2000; ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    std::string bytes = original;
+    const size_t at = size_t(state >> 33) % std::min<size_t>(bytes.size(), 16384);
+    bytes[at] = char(state >> 13);
+    check(bytes);
+  }
+}
+
 }  // namespace
 }  // namespace vigil
