@@ -10,5 +10,7 @@ build="$root/build-bench"
 "$root/scripts/build.sh" "$build" -DVIGIL_BUILD_BENCH=ON -DVIGIL_BUILD_TESTS=OFF >/dev/null
 echo "== workloads"
 /usr/bin/python3 "$root/bench/run_bench.py" --build "$build" --cache "$build/bench-cache" "$@"
+echo "== status board: a rule firing at every step"
+"$build/bin/vigil_status_bench"
 echo "== micro-benchmarks"
 "$build/bin/vigil_micro_bench" --benchmark_min_time=0.2

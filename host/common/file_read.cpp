@@ -35,4 +35,16 @@ Result<std::string> read_whole_file(const std::filesystem::path& path) {
   return read_all(fd.get(), path.string(), size);
 }
 
+Result<std::string> read_regular_file(const std::filesystem::path& path) {
+  const os::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ELOOP) return fail(Error::invalid_argument(path.string() + ": not a regular file (a symbolic link)"));
+    return fail(Error::io(path.string(), std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail(Error::io(path.string(), std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) return fail(Error::invalid_argument(path.string() + ": not a regular file"));
+  return read_all(fd.get(), path.string(), uint64_t(st.st_size));
+}
+
 }  // namespace vigil

@@ -17,4 +17,9 @@ namespace vigil {
 // Opens `path` and reads all of it.
 [[nodiscard]] Result<std::string> read_whole_file(const std::filesystem::path& path);
 
+// The same for a file another user may have planted (a job's records in a shared jobs folder): opened
+// without waiting (a FIFO's open and read would block for ever) and without following a last-component
+// symlink, and refused, InvalidArgument "<path>: not a regular file", unless it is a regular file.
+[[nodiscard]] Result<std::string> read_regular_file(const std::filesystem::path& path);
+
 }  // namespace vigil

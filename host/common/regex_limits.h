@@ -16,6 +16,11 @@
 namespace vigil {
 
 inline constexpr size_t kMaxRegexLength = 4096;
+// The longest text such a pattern is matched against (a tensor name, a file name). libstdc++'s matcher
+// recurses once per character of the text too, several hundred bytes of stack each: a tensor name
+// of 30,000 characters overflowed an 8 MiB stack. Names are refused beyond it where a trial's files
+// are parsed (format/index_json.h); regex_search_bounded (common/search_regex.h) guards every match.
+inline constexpr size_t kMaxRegexSubjectLength = 1024;
 // Repetition counts and back-references up to 999,999,999: far beyond any sensible pattern.
 inline constexpr size_t kMaxRegexNumberDigits = 9;
 

@@ -47,4 +47,13 @@ Result<std::regex> compile_search_regex(std::string_view pattern) {
   }
 }
 
+bool regex_search_bounded(std::string_view text, const std::regex& re) {
+  if (text.size() > kMaxRegexSubjectLength) return false;
+  try {
+    return std::regex_search(text.begin(), text.end(), re);
+  } catch (const std::regex_error&) {
+    return false;
+  }
+}
+
 }  // namespace vigil

@@ -16,6 +16,11 @@ namespace vigil {
 // InvalidArgument naming the pattern (cut to 100 characters) and why.
 [[nodiscard]] Result<std::regex> compile_search_regex(std::string_view pattern);
 
+// re.search of `text` with a pattern from compile_search_regex: no match, without matching, for a
+// text longer than kMaxRegexSubjectLength (regex_limits.h), and where std::regex gives up
+// (error_complexity, error_stack) rather than an exception.
+[[nodiscard]] bool regex_search_bounded(std::string_view text, const std::regex& re);
+
 // The pattern std::regex is given: `pattern`, or its look-ahead form (see above).
 std::string ecmascript_form(std::string_view pattern);
 

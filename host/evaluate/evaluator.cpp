@@ -44,6 +44,32 @@ std::string client_error(const Error& e) {
   return fmt::format("ClientError: {}: {}", e.class_name(), e.message);
 }
 
+// A Python rule file runs code as a plugin library does, so it passes the plugin loader's trust check
+// (docs/reliability.md): the local file named by `source` ("/path" or "file:///path"; s3:// is left
+// to the plugin, which refuses it), as its checked real path. A relative path is refused, never
+// resolved against the working directory; a missing file is left to the plugin to report (the
+// rule's Error status) once the folder it would be in is trusted.
+Result<std::string> trusted_rule_file(std::string_view source, bool allow_insecure) {
+  std::string_view path = source;
+  if (path.starts_with("file://")) path.remove_prefix(7);
+  if (path.starts_with("s3://")) return std::string(source);
+  if (!path.starts_with('/'))
+    return fail(Error::invalid_argument(fmt::format(
+        "'{}' is a relative path (a rule file is named by an absolute path: a relative one would depend on the working "
+        "directory)",
+        source)));
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(fs::path(path), ec))) {
+    const fs::path folder = fs::weakly_canonical(fs::path(path).parent_path(), ec);
+    if (ec) return std::string(path);
+    if (auto folders = plugin_host::trusted_folder_chain(folder, allow_insecure); !folders) return fail(folders.error());
+    return (folder / fs::path(path).filename()).string();
+  }
+  auto real = plugin_host::trusted_real_path(fs::path(path), allow_insecure);
+  if (!real) return fail(Error::invalid_argument(fmt::format("{}: {}", path, real.error().message)));
+  return real->string();
+}
+
 // Python rule files (source_s3_uri) are served by the embedded-Python plugin under this id.
 constexpr std::string_view kPythonRuleId = "vigil.python.CustomRule";
 
@@ -129,7 +155,11 @@ Result<std::vector<ResolvedRule>> resolve_job(const plugin_host::PluginRegistry&
       return fail(Error::invalid_argument(
           fmt::format("{}.source_s3_uri: Python rule files run as debug rules (DebugRuleConfigurations) only", field)));
     if (config.source) {
-      // A custom rule file: the Python plugin runs class rule_to_invoke from source_s3_uri.
+      // A custom rule file: the Python plugin runs class rule_to_invoke from source_s3_uri, the
+      // checked real path of the file.
+      auto checked = trusted_rule_file(*config.source, registry.options().allow_insecure);
+      if (!checked) return fail(Error::invalid_argument(fmt::format("{}.source_s3_uri: {}", field, checked.error().message)));
+      config.source = std::move(*checked);
       type = registry.find(kPythonRuleId);
       if (!type)
         return fail(Error::invalid_argument(fmt::format(
@@ -289,8 +319,7 @@ void Evaluator::Impl::tick(const std::vector<ConfiguredRule*>& rules) {
     const int64_t at = r->last_step.value_or(r->config.start_step);
     auto outcome = watched(*r, RuleCall::Step, at, [&] { return r->instance->invoke_at_time(now, r->last_step.value_or(-1)); });
     if (outcome.condition_met) {
-      const auto triggers = board->get(r->index).triggers;
-      if (std::any_of(triggers.begin(), triggers.end(), [&](const Trigger& t) { return t.step == at; })) continue;
+      if (board->get(r->index).last_trigger_step == at) continue;
     }
     apply(*r, at, outcome);
   }

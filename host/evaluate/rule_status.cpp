@@ -75,9 +75,9 @@ double now_epoch_seconds() {
 }
 
 StatusBoard::StatusBoard(std::vector<RuleStatus> initial, std::optional<std::filesystem::path> status_file,
-                         Listener listener)
-    : rules_(std::move(initial)), file_(std::move(status_file)), listener_(std::move(listener)) {
-  for (auto& r : rules_) r.last_modified = now_epoch_seconds();
+                         Listener listener, Clock clock)
+    : rules_(std::move(initial)), file_(std::move(status_file)), listener_(std::move(listener)), clock_(std::move(clock)) {
+  for (auto& r : rules_) r.last_modified = clock_();
 }
 
 void StatusBoard::set(size_t rule, RuleEvaluationStatus status, std::string details) {
@@ -91,7 +91,7 @@ void StatusBoard::set(size_t rule, RuleEvaluationStatus status, std::string deta
     // status file must stay valid UTF-8 JSON.
     details.resize(sdk::utf8_prefix_size(details, kMaxDetails));
     r.details = std::move(details);
-    r.last_modified = now_epoch_seconds();
+    r.last_modified = clock_();
     (void)write_locked();
     copy = r;
   }
@@ -100,18 +100,21 @@ void StatusBoard::set(size_t rule, RuleEvaluationStatus status, std::string deta
 
 void StatusBoard::add_trigger(size_t rule, Trigger trigger) {
   std::lock_guard lock(mu_);
-  rules_.at(rule).triggers.push_back(std::move(trigger));
-  (void)write_locked();
+  auto& r = rules_.at(rule);
+  ++r.trigger_count;
+  r.last_trigger_step = trigger.step;
+  if (r.triggers.size() < kMaxStoredTriggers) r.triggers.push_back(std::move(trigger));
+  write_if_due_locked();
 }
 
 void StatusBoard::progress(size_t rule, int64_t step) {
   std::lock_guard lock(mu_);
   rules_.at(rule).current_step = step;
-  const double now = now_epoch_seconds();
-  if (now - last_progress_write_ >= 1.0) {
-    last_progress_write_ = now;
-    (void)write_locked();
-  }
+  write_if_due_locked();
+}
+
+void StatusBoard::write_if_due_locked() {
+  if (clock_() - last_write_ >= 1.0) (void)write_locked();
 }
 
 void StatusBoard::count_judgement(size_t rule, bool judged, std::string reason, bool reason_from_rule) {
@@ -131,7 +134,7 @@ void StatusBoard::count_judgement(size_t rule, bool judged, std::string reason, 
 void StatusBoard::set_judgement(size_t rule, Judgement judgement) {
   std::lock_guard lock(mu_);
   rules_.at(rule).judgement = std::move(judgement);
-  (void)write_locked();
+  write_if_due_locked();
 }
 
 RuleStatus StatusBoard::get(size_t rule) const {
@@ -166,6 +169,7 @@ nlohmann::ordered_json StatusBoard::to_json() const {
     nlohmann::ordered_json triggers = nlohmann::ordered_json::array();
     for (const auto& t : r.triggers) triggers.push_back(trigger_to_json(t));
     j["Triggers"] = std::move(triggers);
+    j["TriggerCount"] = r.trigger_count;
     (r.kind == RuleKind::Profiler ? profiler : debug).push_back(std::move(j));
   }
   // As DescribeTrainingJob: one list per kind of rule, each in configuration order.
@@ -174,8 +178,15 @@ nlohmann::ordered_json StatusBoard::to_json() const {
   return out;
 }
 
+uint64_t StatusBoard::writes() const {
+  std::lock_guard lock(mu_);
+  return writes_;
+}
+
 Result<void> StatusBoard::write_locked() {
+  last_write_ = clock_();
   if (!file_) return {};
+  ++writes_;
   return publish_file(*file_, file_->string() + ".tmp", to_json().dump(2) + '\n');
 }
 

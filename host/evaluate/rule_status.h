@@ -56,16 +56,27 @@ struct RuleStatus {
   std::string details;    // StatusDetails; empty = absent
   double last_modified = 0;  // epoch seconds
   std::optional<int64_t> current_step;
-  std::vector<Trigger> triggers;
+  std::vector<Trigger> triggers;  // the first kMaxStoredTriggers
+  int64_t trigger_count = 0;      // all of them
+  std::optional<int64_t> last_trigger_step;
   Judgement judgement;
 };
 
-// All rules' statuses. Every change is written atomically (temp file + rename) to the status file
-// and reported to the listener; `CurrentStep` progress is written at most once a second.
+// A rule may fire at every step of a long job: the status file keeps the first triggers and a count
+// (docs/reliability.md, "Bounds against other users and long jobs").
+inline constexpr size_t kMaxStoredTriggers = 100;
+
+double now_epoch_seconds();
+
+// All rules' statuses. Every status change is written at once, atomically (temp file + rename), to
+// the status file and reported to the listener; triggers, `CurrentStep` progress and judgements are
+// written with it, or at most once a second (by `clock`, epoch seconds) when nothing else changes.
 class StatusBoard {
  public:
   using Listener = std::function<void(const RuleStatus&)>;
-  StatusBoard(std::vector<RuleStatus> initial, std::optional<std::filesystem::path> status_file, Listener listener);
+  using Clock = std::function<double()>;
+  StatusBoard(std::vector<RuleStatus> initial, std::optional<std::filesystem::path> status_file, Listener listener,
+              Clock clock = now_epoch_seconds);
 
   void set(size_t rule, RuleEvaluationStatus status, std::string details = {});
   void add_trigger(size_t rule, Trigger trigger);
@@ -79,16 +90,19 @@ class StatusBoard {
   // Writes the file now (also used for the first write).
   [[nodiscard]] Result<void> flush();
   nlohmann::ordered_json to_json() const;
+  // How many times the status file was written (tests and bench/ count them).
+  uint64_t writes() const;
 
  private:
   [[nodiscard]] Result<void> write_locked();
+  void write_if_due_locked();
   mutable std::mutex mu_;
   std::vector<RuleStatus> rules_;
   std::optional<std::filesystem::path> file_;
   Listener listener_;
-  double last_progress_write_ = 0;
+  Clock clock_;
+  double last_write_ = 0;
+  uint64_t writes_ = 0;
 };
-
-double now_epoch_seconds();
 
 }  // namespace vigil::evaluate

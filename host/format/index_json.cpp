@@ -51,6 +51,7 @@ class CanonicalIndexReader {
       if (!literal(R"({"tensorname": )") || !string(name) || !literal(R"(, "start_idx": )") || !number(start) ||
           !literal(R"(, "length": )") || !number(length) || !literal("}"))
         return std::nullopt;
+      if (name.size() > kMaxTensorNameLength) return std::nullopt;  // the generic parser says why
       index.tensor_payload.push_back({std::string(name), uint64_t(start), uint64_t(length)});
     }
     if (!literal(R"(, "shape_payload": []})")) return std::nullopt;
@@ -103,6 +104,13 @@ Result<StepIndex> parse_index_json(std::string_view text, std::string_view file)
   if (auto index = parse_canonical_index_json(text)) return std::move(*index);
   return parse_index_json_generic(text, file);
 }
+
+namespace {
+std::string overlong_name(const std::string& where) {
+  return fmt::format("{}: a tensor name longer than {} characters (regexes are matched against names)", where,
+                     kMaxTensorNameLength);
+}
+}  // namespace
 
 Result<StepIndex> parse_index_json_generic(std::string_view text, std::string_view file) {
   const std::string file_name(file);
@@ -163,6 +171,7 @@ Result<StepIndex> parse_index_json_generic(std::string_view text, std::string_vi
       if (name == e.end() || !name->is_string()) return bad(where() + ".tensorname must be a string");
       IndexTensorEntry entry;
       entry.tensorname = name->get_ref<const std::string&>();
+      if (entry.tensorname.size() > kMaxTensorNameLength) return bad(overlong_name(where()));
       auto start = start_it != e.end() ? as_int64(*start_it) : std::nullopt;
       if (!start || *start < 0) return bad(where() + ".start_idx must be a non-negative integer");
       auto length = length_it != e.end() ? as_int64(*length_it) : std::nullopt;
@@ -191,6 +200,8 @@ Result<StepIndex> parse_index_json_generic(std::string_view text, std::string_vi
       IndexShapeEntry entry;
       entry.tensorname = e["tensorname"].get<std::string>();
       entry.originalname = e["originalname"].get<std::string>();
+      if (entry.tensorname.size() > kMaxTensorNameLength || entry.originalname.size() > kMaxTensorNameLength)
+        return bad(overlong_name(where));
       for (const json& d : e["shape"]) {
         auto dim = as_int64(d);
         if (!dim || *dim < 0) return bad(where + ".shape must be a list of non-negative integers");

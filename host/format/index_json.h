@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/mode.h"
+#include "common/regex_limits.h"
 
 namespace vigil::format {
 
@@ -32,10 +33,14 @@ struct StepIndex {
   std::vector<IndexShapeEntry> shape_payload;
 };
 
+// The longest tensor name a trial's index may hold: names meet regexes (collections, queries), and
+// std::regex recurses once per character of its subject (common/regex_limits.h).
+inline constexpr size_t kMaxTensorNameLength = kMaxRegexSubjectLength;
+
 // Validates like smdebug (IndexReaderException with smdebug's messages: "Empty/Corrupt Index File",
 // "meta section is not present", "meta section is empty", ...) and additionally refuses what would
 // be unsafe or meaningless: unknown mode names, negative offsets or lengths, an event_file_name
-// that is absolute or escapes the trial ("..").  `file` names the index file in messages.
+// that is absolute or escapes the trial (".."), a tensor name longer than kMaxTensorNameLength.  `file` names the index file in messages.
 [[nodiscard]] Result<StepIndex> parse_index_json(std::string_view text, std::string_view file);
 
 // The two ways parse_index_json reads, apart for tests and the fuzzer: the one-pass reader of the

@@ -24,6 +24,16 @@ constexpr std::string_view kInstanceGroup = "homogeneousCluster";  // the toolki
 constexpr std::string_view kNetworkInterface = "lo";               // every host is this machine
 constexpr int kDefaultLogLevel = 20;  // Python's logging.INFO, the toolkit's default
 
+// The kernel refuses an exec whose one "NAME=VALUE" string passes MAX_ARG_STRLEN (32 pages: 128 KiB
+// with its NUL), or whose argument and environment strings together pass ARG_MAX (2 MiB with the
+// usual 8 MiB stack). SageMaker's largest hyperparameters (100 names of 256 characters, values of
+// 2500, JSON-escaped to six bytes each) make SM_HPS about 1.6 MB, and SM_USER_ARGS, SM_TRAINING_ENV
+// and the SM_HP_<NAME> variables as much again: every host failed with "Argument list too long".
+constexpr size_t kMaxEnvironmentStringBytes = 128 * 1024;
+// All SM_HP_<NAME> strings together, so that the hyperparameters' variables (at most 128 KiB each
+// for SM_HPS, SM_USER_ARGS, SM_FRAMEWORK_PARAMS, SM_TRAINING_ENV) stay under 1 MiB in all.
+constexpr size_t kMaxPerNameHyperparameterBytes = 256 * 1024;
+
 // Hyperparameters the toolkit takes for itself (besides every other sagemaker_* name).
 constexpr std::string_view kSageMakerHyperparameters[] = {
     "sagemaker_program",   "sagemaker_submit_directory",    "sagemaker_enable_cloudwatch_metrics",
@@ -358,11 +368,31 @@ std::map<std::string, std::string> host_environment(const TrainingJobRequest& re
   set("SM_CURRENT_INSTANCE_GROUP_HOSTS", compact_sorted(hosts));
   set("SM_INSTANCE_GROUPS", compact_sorted(training_env["instance_groups"]));
   set("SM_IS_HETERO", "false");
-  set("SM_HPS", compact_sorted(hps.user));
-  for (const auto& [name, value] : hps.user.items())
-    if (name.find('=') == std::string::npos)  // no variable can have such a name (the toolkit fails on it)
-      set("SM_HP_" + sdk::upper(name), variable_value(value));
-  set("SM_USER_ARGS", compact_sorted(user_args(hps.user)));
+  // The hyperparameters' variables within the kernel's bounds (docs/reliability.md); the rest are
+  // left out and named in kLeftOutVariable (hyperparameters.json always holds them all).
+  std::vector<std::string> left_out;
+  auto set_bounded = [&](std::string name, std::string value) {
+    if (name.size() + 1 + value.size() + 1 > kMaxEnvironmentStringBytes) {
+      env.erase(name);  // nor an Environment entry of that name: the job's variables are its own
+      left_out.push_back(std::move(name));
+      return;
+    }
+    set(std::move(name), std::move(value));
+  };
+  set_bounded("SM_HPS", compact_sorted(hps.user));
+  size_t per_name_bytes = 0;
+  for (const auto& [name, value] : hps.user.items()) {
+    if (name.find('=') != std::string::npos) continue;  // no variable can have such a name (the toolkit fails on it)
+    std::string variable = "SM_HP_" + sdk::upper(name), text = variable_value(value);
+    per_name_bytes += variable.size() + 1 + text.size() + 1;
+    if (per_name_bytes > kMaxPerNameHyperparameterBytes) {
+      env.erase(variable);
+      left_out.push_back(std::move(variable));
+      continue;
+    }
+    set(std::move(variable), std::move(text));
+  }
+  set_bounded("SM_USER_ARGS", compact_sorted(user_args(hps.user)));
   set("SM_CHANNELS", compact_sorted(channels));
   for (const auto& [name, dir] : channel_dirs.items()) set("SM_CHANNEL_" + sdk::upper(name), dir.get<std::string>());
   set("SM_INPUT_DATA_CONFIG", compact_sorted(inputs));
@@ -376,12 +406,19 @@ std::map<std::string, std::string> host_environment(const TrainingJobRequest& re
   set("SM_NUM_CPUS", std::to_string(cpus));
   set("SM_NUM_GPUS", "0");
   set("SM_LOG_LEVEL", variable_value(log_level));
-  set("SM_FRAMEWORK_PARAMS", compact_sorted(hps.framework));
+  set_bounded("SM_FRAMEWORK_PARAMS", compact_sorted(hps.framework));
   if (!entry_point.is_null()) {
     set("SM_USER_ENTRY_POINT", variable_value(entry_point));
     set("SM_MODULE_NAME", variable_value(module_name));
   }
-  set("SM_TRAINING_ENV", compact_sorted(training_env));
+  if (std::string text = compact_sorted(training_env); text.size() + sizeof("SM_TRAINING_ENV=") <= kMaxEnvironmentStringBytes) {
+    set("SM_TRAINING_ENV", std::move(text));
+  } else {  // the toolkit's other members still matter: only the hyperparameters go
+    training_env["hyperparameters"] = ojson::object();
+    training_env["additional_framework_parameters"] = ojson::object();
+    left_out.push_back("SM_TRAINING_ENV.hyperparameters");
+    set_bounded("SM_TRAINING_ENV", compact_sorted(training_env));
+  }
   set(std::string(sagemaker::kTrainingJobNameVariable), request.name);
   set("TRAINING_JOB_ARN", std::string(job_arn));
 
@@ -400,6 +437,7 @@ std::map<std::string, std::string> host_environment(const TrainingJobRequest& re
   set("RANK", std::to_string(host_index));
   set("WORLD_SIZE", std::to_string(request.instance_count));
   set("LOCAL_RANK", "0");
+  if (!left_out.empty()) set(std::string(kLeftOutVariable), fmt::format("{}", fmt::join(left_out, ",")));
   return env;
 }
 

@@ -33,6 +33,11 @@ namespace vigil::jobs {
 //   the unknown ones), JSON values are written compact with sorted keys and non-ASCII escaped, and
 //   SM_USER_ARGS holds "--name" (one letter: "-n") and Python's str() of each value in name order
 //   ("True", "[1, 'a']"). Differences: integers beyond 64 bits, NaN and Infinity stay strings.
+// * Within the kernel's bounds on an exec (docs/reliability.md, "Bounds"): a hyperparameter variable
+//   whose NAME=VALUE passes 128 KiB is left out (SM_TRAINING_ENV keeps its other members, with
+//   "hyperparameters" and "additional_framework_parameters" emptied), SM_HP_<NAME> variables are set
+//   in name order while they total at most 256 KiB, and kLeftOutVariable names, comma-separated,
+//   every variable left out (absent when none was).
 // * TRAINING_JOB_NAME (how smdebug and Vigil's hooks know they run in SageMaker), TRAINING_JOB_ARN.
 // * SMDEBUG_CONFIG_FILE_PATH, TENSORBOARD_CONFIG_FILE_PATH, SMPROFILER_CONFIG_PATH,
 //   CHECKPOINT_CONFIG_FILE_PATH: host_config_dir()/<file>, only for the files container_config_files
@@ -42,6 +47,7 @@ namespace vigil::jobs {
 // * The request's Environment. It may add variables (USE_SMDEBUG=0, SMDEBUG_LOG_LEVEL, ...) but not
 //   replace any of the above: each of those describes the job as run here, and an Environment entry
 //   of the same name is dropped (the job's own value wins).
+inline constexpr std::string_view kLeftOutVariable = "VIGIL_LEFT_OUT_VARIABLES";
 std::map<std::string, std::string> host_environment(const TrainingJobRequest& request, const JobPaths& paths,
                                                     int host_index, int master_port, std::string_view job_arn);
 

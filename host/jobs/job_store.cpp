@@ -198,7 +198,7 @@ Result<void> save_state(const JobPaths& paths, const JobState& state) {
 }
 
 Result<JobState> load_state(const JobPaths& paths) {
-  auto text = read_whole_file(paths.state());
+  auto text = read_regular_file(paths.state());
   if (!text) return fail(std::move(text.error()));
   const auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return fail(Error::invalid_argument(fmt::format("{}: not JSON", paths.state().string())));
@@ -246,7 +246,7 @@ Result<nlohmann::json> describe_training_job(const JobPaths& paths) {
   auto state = load_state(paths);
   if (!state) return fail(std::move(state.error()));
   const JobState s = with_supervisor_checked(std::move(*state));
-  auto request_text = read_whole_file(paths.request());
+  auto request_text = read_regular_file(paths.request());
   if (!request_text) return fail(std::move(request_text.error()));
   auto request = nlohmann::json::parse(*request_text, nullptr, false);
   if (!request.is_object()) return fail(Error::invalid_argument(fmt::format("{}: not a JSON object", paths.request().string())));
@@ -274,7 +274,7 @@ Result<nlohmann::json> describe_training_job(const JobPaths& paths) {
   // One status per configured rule, in configuration order: the evaluator's record where it wrote
   // one, else InProgress since the job was created.
   nlohmann::json evaluated = nlohmann::json::object();
-  if (auto text = read_whole_file(paths.rule_status()); text) {
+  if (auto text = read_regular_file(paths.rule_status()); text) {
     auto j = nlohmann::json::parse(*text, nullptr, false);
     if (j.is_object()) evaluated = std::move(j);
   }

@@ -13,6 +13,7 @@
 
 #include "common/os.h"
 #include "common/process.h"
+#include "common/regex_limits.h"
 #include "jobs/job_store.h"
 #include "jobs/rule_actions.h"
 #include <vigil/sdk/text.hpp>
@@ -28,7 +29,7 @@ constexpr size_t kMaxVariableBytes = 32 * 1024;  // each VIGIL_NOTIFY_* variable
 // a job's findings across the network.
 bool is_loopback_http(const std::string& url) {
   static const std::regex loopback(R"(^http://(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[::1\])(:[0-9]+)?(/.*)?$)");
-  return std::regex_match(url, loopback);
+  return url.size() <= kMaxRegexSubjectLength && std::regex_match(url, loopback);  // it recurses per character
 }
 
 std::string deliver_by_command(const std::string& command, const nlohmann::json& message) {

@@ -272,6 +272,11 @@ Result<void> Supervisor::prepare_hosts() {
       if (auto r = publish_file(file, fs::path(file).concat(".tmp"), text); !r) return r;
     }
     host_env_.push_back(host_environment(request_, paths_, i, master_port_, arn_));
+    if (const auto left_out = host_env_.back().find(std::string(kLeftOutVariable)); i == 0 && left_out != host_env_.back().end())
+      std::fprintf(stderr,
+                   "vigil train: the hyperparameters are too large for the environment of an exec; left out (every host; "
+                   "all are in input/config/hyperparameters.json): %.2000s\n",
+                   left_out->second.c_str());
   }
   return {};
 }
@@ -323,7 +328,7 @@ void Supervisor::watch_rules() {
   const auto mtime = fs::last_write_time(paths_.rule_status(), ec);
   if (ec || mtime == rule_status_seen_) return;
   rule_status_seen_ = mtime;
-  auto text = read_whole_file(paths_.rule_status());
+  auto text = read_regular_file(paths_.rule_status());
   if (!text) return;
   const auto statuses = nlohmann::json::parse(*text, nullptr, false);
   if (!statuses.is_object() || !statuses.contains("DebugRuleEvaluationStatuses")) return;
@@ -400,7 +405,7 @@ void Supervisor::record_outputs() {
 std::string Supervisor::failure_reason(size_t host, int code) const {
   // The training toolkit's convention: the text of /opt/ml/output/failure becomes FailureReason.
   const fs::path failure = paths_.host_root(int(host)) / "output" / "failure";
-  if (auto text = read_whole_file(failure); text && !text->empty()) return text->substr(0, 1024);
+  if (auto text = read_regular_file(failure); text && !text->empty()) return text->substr(0, 1024);
   std::string command;
   for (const auto& a : options_.command) command += (command.empty() ? "" : " ") + a;
   return fmt::format("AlgorithmError: ExecuteUserScriptError: {} exited with code {}: {}", host_name(int(host)), code,

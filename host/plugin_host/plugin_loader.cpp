@@ -17,6 +17,7 @@
 #include <set>
 
 #include "common/os.h"
+#include "plugin_host/elf_search_path.h"
 #include "plugin_host/host_services.h"
 #include "plugin_host/param_values.h"
 #include "plugin_host/profiles.h"
@@ -97,12 +98,13 @@ auto call_plugin(const char* what, Fn&& fn) -> std::expected<decltype(fn()), std
 constexpr std::string_view kAllowHint =
     "; pass --allow-insecure-plugins or set VIGIL_ALLOW_INSECURE_PLUGINS=1 to load it anyway";
 
-// Opens `file` and checks it (by its descriptor) and every folder above its real path against
-// trust_problem; returns that real path, which is what gets loaded. Checking the folders of the real
-// path, not of the path given, makes symlinks harmless: the checked chain is the loaded one. The
-// library is then opened again by that path, a window in which only a user the checks trust (its
-// owner, or root) could replace the file, since no folder on the way is writable by anyone else.
-Result<fs::path> trusted_path(const fs::path& file, bool allow_insecure) {
+}  // namespace
+
+// Checking the folders of the real path, not of the path given, makes symlinks harmless: the checked
+// chain is the loaded one. The file is then opened again by that path, a window in which only a user
+// the checks trust (its owner, or root) could replace it, since no folder on the way is writable by
+// anyone else.
+Result<fs::path> trusted_real_path(const fs::path& file, bool allow_insecure) {
   auto io_error = [&](std::string message) { return fail(Error{.code = ErrorCode::Io, .message = std::move(message)}); };
   os::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd) return io_error(fmt::format("cannot open: {}", std::strerror(errno)));
@@ -116,10 +118,50 @@ Result<fs::path> trusted_path(const fs::path& file, bool allow_insecure) {
   if (!S_ISREG(st.st_mode)) return io_error("not a regular file");
   if (ec || !real.is_absolute()) return io_error(fmt::format("cannot resolve its real path: {}", ec.message()));
   if (allow_insecure) return real;
-  const uid_t euid = ::geteuid();
-  if (std::string problem = trust_problem(st, euid); !problem.empty())
+  if (std::string problem = trust_problem(st, ::geteuid()); !problem.empty())
     return io_error(fmt::format("not trusted: the file {} {}{}", real.string(), problem, kAllowHint));
-  for (fs::path dir = real.parent_path();; dir = dir.parent_path()) {
+  if (auto folders = trusted_folder_chain(real.parent_path(), false); !folders) return fail(folders.error());
+  return real;
+}
+
+namespace {
+
+// The folders the dynamic loader searches first for a trusted library's own dependencies (its
+// DT_RPATH and DT_RUNPATH, $ORIGIN expanded) pass the folder checks too: a dependency in a folder
+// another user may write is that user's code. An entry that is relative or empty (the working
+// directory) or names another token ($LIB, $PLATFORM) is refused; a folder not there yet is judged
+// by the nearest folder above it that is, where it would be made.
+Result<void> trusted_dependency_folders(const fs::path& real) {
+  auto io_error = [&](std::string message) { return fail(Error{.code = ErrorCode::Io, .message = std::move(message)}); };
+  auto entries = elf_library_search_path(real);
+  if (!entries) return io_error(entries.error().message);
+  const std::string origin = real.parent_path().string();
+  for (const std::string& written : *entries) {
+    std::string entry = written;
+    for (const std::string_view token : {"${ORIGIN}", "$ORIGIN"})
+      for (size_t at = entry.find(token); at != std::string::npos; at = entry.find(token, at + origin.size()))
+        entry.replace(at, token.size(), origin);
+    if (entry.find('$') != std::string::npos || !entry.starts_with('/'))
+      return io_error(fmt::format("not trusted: its library search path entry '{}' depends on the working directory or "
+                                  "the platform{}",
+                                  written, kAllowHint));
+    std::error_code ec;
+    fs::path dir = fs::weakly_canonical(entry, ec);
+    if (ec) return io_error(fmt::format("cannot resolve its library search path entry '{}': {}", written, ec.message()));
+    while (!fs::is_directory(dir, ec) && dir != dir.root_path()) dir = dir.parent_path();
+    if (auto chain = trusted_folder_chain(dir, false); !chain)
+      return io_error(fmt::format("its library search path entry '{}': {}", written, chain.error().message));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> trusted_folder_chain(const fs::path& real_dir, bool allow_insecure) {
+  if (allow_insecure) return {};
+  auto io_error = [&](std::string message) { return fail(Error{.code = ErrorCode::Io, .message = std::move(message)}); };
+  const uid_t euid = ::geteuid();
+  for (fs::path dir = real_dir;; dir = dir.parent_path()) {
     struct stat ds {};
     if (::lstat(dir.c_str(), &ds) != 0) return io_error(fmt::format("cannot stat {}: {}", dir.string(), std::strerror(errno)));
     // A real path holds no symlinks: one found now was put there since the path was resolved.
@@ -128,10 +170,8 @@ Result<fs::path> trusted_path(const fs::path& file, bool allow_insecure) {
       return io_error(fmt::format("not trusted: the folder {} {}{}", dir.string(), problem, kAllowHint));
     if (dir == dir.root_path()) break;
   }
-  return real;
+  return {};
 }
-
-}  // namespace
 
 std::string check_descriptor(const vigil_rule_descriptor* d) {
   if (!d) return "the factory returned a NULL descriptor";
@@ -206,8 +246,10 @@ Result<void> PluginRegistry::load_file(const fs::path& file) {
   };
   constexpr ErrorCode kBroken = ErrorCode::PluginFailure;  // the library breaks the contract
   if (!file.is_absolute()) return refuse(ErrorCode::InvalidArgument, "plugins are loaded from absolute paths only");
-  auto real = trusted_path(file, options_.allow_insecure);
+  auto real = trusted_real_path(file, options_.allow_insecure);
   if (!real) return refuse(real.error().code, real.error().message);
+  if (!options_.allow_insecure)
+    if (auto folders = trusted_dependency_folders(*real); !folders) return refuse(folders.error().code, folders.error().message);
   auto plugin = std::make_shared<LoadedPlugin>();
   try {
     plugin->library.load(boost::dll::fs::path(real->string()),

@@ -64,6 +64,7 @@ class PluginRegistry {
 
   const std::vector<RuleType>& rules() const { return rules_; }
   const std::vector<PluginRefusal>& refused() const { return refused_; }
+  const LoadOptions& options() const { return options_; }
   // By rule_to_invoke name (case-insensitive, like SageMaker's invoker) or by rule id.
   const RuleType* find(std::string_view name_or_id) const;
 
@@ -85,5 +86,14 @@ std::string check_descriptor(const vigil_rule_descriptor* d);
 // to neither `euid` nor root. A root-owned folder with the sticky bit (like /tmp) is trusted, as the
 // dynamic loader's secure mode and sshd's StrictModes trust it: only a file's owner can replace it.
 std::string trust_problem(const struct stat& st, uid_t euid);
+
+// The one trust check of code Vigil runs (plugin libraries, Python rule files): opens `file` and
+// checks it by its descriptor, resolves its real path from the descriptor and checks every folder
+// of that path up to / (trusted_folder_chain). Returns the real path, which is what is to be run;
+// Io errors say why ("not trusted: the folder /srv/rules is writable by every user ...; pass
+// --allow-insecure-plugins ..."). With allow_insecure only the file's kind is checked.
+[[nodiscard]] Result<std::filesystem::path> trusted_real_path(const std::filesystem::path& file, bool allow_insecure);
+// The folder checks alone, for an absolute path without symlinks (a real path's folder).
+[[nodiscard]] Result<void> trusted_folder_chain(const std::filesystem::path& real_dir, bool allow_insecure);
 
 }  // namespace vigil::plugin_host

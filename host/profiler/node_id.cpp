@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_read.h"
+#include "common/regex_limits.h"
 #include "format/sagemaker_container.h"
 
 namespace vigil::profiler {
@@ -58,7 +59,8 @@ SystemNodeNames system_node_names(const std::optional<std::string>& current_host
   static const std::regex algo_host("algo-[0-9]+");
   SystemNodeNames names;
   names.node_id = without_underscores(std::string(current_host ? std::string_view(*current_host) : hostname));
-  names.file_host = current_host && std::regex_match(*current_host, algo_host) ? *current_host : "algo-1";
+  names.file_host = current_host && current_host->size() <= kMaxRegexSubjectLength &&  // it recurses per character
+                               std::regex_match(*current_host, algo_host) ? *current_host : "algo-1";
   return names;
 }
 

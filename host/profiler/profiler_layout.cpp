@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "common/regex_limits.h"
 #include "format/trial_layout.h"
 
 namespace vigil::profiler {
@@ -47,7 +48,7 @@ std::string node_id_from_trace_file_name(std::string_view path) {
   // smdebug names a rank on a SageMaker host host first: "0-algo-1" reads as "algo-1-0".
   static const std::regex rank_then_host(R"(^(.+)-(algo-\d+)$)");
   std::match_results<std::string_view::const_iterator> m;
-  if (std::regex_match(field.begin(), field.end(), m, rank_then_host)) return fmt::format("{}-{}", m.str(2), m.str(1));
+  if (field.size() <= kMaxRegexSubjectLength && std::regex_match(field.begin(), field.end(), m, rank_then_host)) return fmt::format("{}-{}", m.str(2), m.str(1));
   return std::string(field);
 }
 
@@ -64,6 +65,8 @@ std::optional<TraceFileName> parse_trace_file_name(std::string_view path) {
 std::optional<int64_t> parse_system_file_timestamp_us(std::string_view path) {
   // Searched, not matched whole: like Python's re.match the end is not anchored.
   static const std::regex system_file(R"(.+/system/.+/(\d{10}).algo-\d+.json)");
+  // The matcher recurses once per character (common/regex_limits.h): a longer path is not one.
+  if (path.size() > kMaxRegexSubjectLength) return std::nullopt;
   std::match_results<std::string_view::const_iterator> m;
   if (!std::regex_search(path.begin(), path.end(), m, system_file)) return std::nullopt;
   return std::stoll(m.str(1)) * 1'000'000;

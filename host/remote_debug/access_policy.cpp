@@ -151,7 +151,9 @@ bool test_holds(const ConditionTest& test, const AccessRequest& request) {
     const bool present = value.has_value();
     return std::any_of(test.flags.begin(), test.flags.end(), [&](bool null) { return null ? !present : present; });
   }
-  if (!value) return test.if_exists;
+  // IAM: a key missing from the request makes a test false, except that ...IfExists holds and a
+  // negated operator (StringNotLike, NumericNotEquals, ...) holds: no value is unlike every pattern.
+  if (!value) return test.if_exists || test.negated;
   bool any = false;
   switch (test.kind) {
     case TestKind::StringEquals:

@@ -613,7 +613,7 @@ Result<std::vector<std::string>> Trial::tensor_names(const TensorNameQuery& q) {
     for (const auto& name : candidates) {
       bool member = std::find(c->tensor_names.begin(), c->tensor_names.end(), name) != c->tensor_names.end() ||
                     std::any_of(patterns.begin(), patterns.end(), [&](const std::regex& re) {
-                      return std::regex_search(name, re);
+                      return regex_search_bounded(name, re);
                     });
       if (member) out.push_back(name);
     }
@@ -626,7 +626,7 @@ Result<std::vector<std::string>> Trial::tensor_names(const TensorNameQuery& q) {
   }
   std::vector<std::string> out;
   for (const auto& name : candidates)
-    if (std::any_of(patterns.begin(), patterns.end(), [&](const std::regex& re) { return std::regex_search(name, re); }))
+    if (std::any_of(patterns.begin(), patterns.end(), [&](const std::regex& re) { return regex_search_bounded(name, re); }))
       out.push_back(name);
   return out;
 }

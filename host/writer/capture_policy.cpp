@@ -25,16 +25,6 @@ bool is_norm(std::string_view op) { return op == "l1" || op == "l2"; }
 // smdebug's write order within a collection: plain, norms, abs plain, abs norms.
 int reduction_group(const format::ReductionSpec& r) { return (r.abs ? 2 : 0) + (is_norm(r.op) ? 1 : 0); }
 
-// re.search; std::regex can throw on pathological input (error_complexity/error_stack), which counts
-// as no match rather than escaping.
-bool regex_search(const std::string& text, const std::regex& r) {
-  try {
-    return std::regex_search(text, r);
-  } catch (const std::regex_error&) {
-    return false;
-  }
-}
-
 }  // namespace
 
 std::vector<format::CollectionConfig> pytorch_builtin_collections() {
@@ -169,7 +159,7 @@ const std::vector<size_t>& CapturePolicy::holders(const std::string& name) {
   for (size_t i = 0; i < collections_.size(); ++i) {
     auto& c = collections_[i];
     if (!includes(c.config.name)) continue;
-    if (c.names.contains(name) || std::ranges::any_of(c.regexes, [&](const std::regex& r) { return regex_search(name, r); })) {
+    if (c.names.contains(name) || std::ranges::any_of(c.regexes, [&](const std::regex& r) { return regex_search_bounded(name, r); })) {
       c.names.insert(name);
       found.push_back(i);
     }

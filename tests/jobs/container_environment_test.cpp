@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/process.h"
 #include "jobs/job_paths.h"
 #include "profiler/profiler_config.h"
 #include "test_support.h"
@@ -177,6 +178,53 @@ TEST(ContainerEnvironment, SecondHostOfATwoHostJob) {
   EXPECT_EQ(first["RANK"], "0");
   EXPECT_EQ(first["SM_MODEL_DIR"], (kPaths.host_root(0) / "model").string());
   EXPECT_EQ(json::parse(first["SM_TRAINING_ENV"])["is_master"], true);
+}
+
+// The most SageMaker accepts: 100 hyperparameters, 256-character names and 2500-character values,
+// each character one that JSON escapes to six bytes. SM_HPS alone would pass the kernel's 128 KiB
+// bound on one variable and the whole environment its ARG_MAX: every host failed with "Argument
+// list too long". Past the bounds of docs/reliability.md variables are left out, and said to be.
+TEST(ContainerEnvironment, TheLargestHyperparametersSageMakerAllowsStartAHost) {
+  auto repeated = [](std::string_view text, int times) {
+    std::string out;
+    for (int i = 0; i < times; ++i) out += text;
+    return out;
+  };
+  const std::string e_acute = "\u00e9";  // one UTF-16 unit, "\u00e9" in JSON
+  const std::string name_tail = repeated(e_acute, 250);
+  json r = base_request();
+  r["HyperParameters"] = json::object();
+  for (int i = 0; i < 100; ++i) r["HyperParameters"][fmt::format("hp{:03}-", i) + name_tail] = repeated(e_acute, 2500);
+  const TrainingJobRequest request = parse(r);
+  ASSERT_EQ(request.hyperparameters.size(), 100u);
+  const auto env = host_environment(request, kPaths, 0, 29500, "arn");
+
+  std::vector<std::string> process_env = os::current_environment();
+  for (const auto& [key, v] : env) os::set_env(process_env, key, v);
+  auto pid = os::spawn({.argv = {"/bin/sh", "-c", "exit 0"}, .env = process_env});
+  ASSERT_TRUE(pid) << pid.error().message;
+  const auto status = os::wait_exit(*pid);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->code(), 0);
+
+  // What was left out is named, for the job's log and the training script.
+  ASSERT_TRUE(env.contains("VIGIL_LEFT_OUT_VARIABLES"));
+  const std::string& left_out = env.at("VIGIL_LEFT_OUT_VARIABLES");
+  EXPECT_NE(left_out.find("SM_HPS"), std::string::npos) << left_out.substr(0, 200);
+  EXPECT_FALSE(env.contains("SM_HPS"));
+  EXPECT_EQ(json::parse(env.at("SM_TRAINING_ENV"))["hyperparameters"], json::object());
+  // SM_HP_<NAME> variables are kept in name order up to their budget, the rest left out by name.
+  EXPECT_TRUE(env.contains("SM_HP_HP000-" + name_tail));
+  EXPECT_FALSE(env.contains("SM_HP_HP099-" + name_tail));
+  EXPECT_NE(left_out.find("SM_HP_HP099-"), std::string::npos);
+  for (const auto& [key, v] : env) EXPECT_LT(key.size() + v.size() + 2, size_t(128 * 1024)) << key.substr(0, 20);
+}
+
+// An ordinary request leaves nothing out.
+TEST(ContainerEnvironment, OrdinaryHyperparametersLeaveNothingOut) {
+  const auto env = host_environment(parse(two_host_request()), kPaths, 0, 29500, "arn");
+  EXPECT_FALSE(env.contains("VIGIL_LEFT_OUT_VARIABLES"));
+  EXPECT_TRUE(env.contains("SM_HPS"));
 }
 
 // Python's float repr and str(), as the toolkit writes them.

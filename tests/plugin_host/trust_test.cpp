@@ -7,8 +7,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
+#include "plugin_host/elf_search_path.h"
 #include "plugin_test_support.h"
 #include "test_support.h"
 
@@ -21,6 +23,8 @@ using test::variant_dir;
 constexpr uid_t kOtherUid = 54321;  // a user that is neither root nor the one running the tests
 
 fs::path good_plugin() { return variant_dir("good") / "libvigil_test_plugin_good.so"; }
+// The good plugin with DT_RUNPATH $ORIGIN/deps.
+fs::path runpath_plugin() { return variant_dir("runpath") / "libvigil_test_plugin_runpath.so"; }
 
 // A copy of the good plugin at dir/libgood.so (folders made as needed, with the umask's modes).
 fs::path copy_good_plugin_to(const fs::path& dir) {
@@ -217,6 +221,70 @@ TEST(PluginTrust, VigilRulesShowsTheRefusalAndTheAllowFlagLoads) {
   const std::string allowed = run(" --allow-insecure-plugins");
   EXPECT_NE(allowed.find("StepsRule"), std::string::npos) << allowed;
   EXPECT_EQ(allowed.find("not trusted"), std::string::npos) << allowed;
+}
+
+// A trusted plugin's dependencies are found through its DT_RUNPATH first: a folder there that every
+// user may write let another user's library run inside the evaluator.
+TEST(PluginTrust, ALibrarySearchPathFolderOthersMayWriteIsRefused) {
+  test::ScratchDir dir;
+  fs::create_directories(dir.path() / "plugins");
+  const fs::path plugin = dir.path() / "plugins" / "librunpath.so";
+  fs::copy_file(runpath_plugin(), plugin);
+  set_mode(plugin, 0755);
+  {
+    plugin_host::PluginRegistry registry(plugin_host::LoadOptions{});
+    EXPECT_VIGIL_OK(registry.load_file(plugin));  // no deps/ folder: judged by plugins/, which is trusted
+  }
+  fs::create_directories(dir.path() / "plugins" / "deps");
+  set_mode(dir.path() / "plugins" / "deps", 0777);
+  expect_untrusted(plugin, "its library search path entry '$ORIGIN/deps': not trusted: the folder " +
+                               (dir.path() / "plugins" / "deps").string());
+  plugin_host::PluginRegistry allowing(plugin_host::LoadOptions{.allow_insecure = true});
+  EXPECT_VIGIL_OK(allowing.load_file(plugin));
+}
+
+TEST(PluginTrust, TheSearchPathIsReadFromTheDynamicSection) {
+  auto runpath = plugin_host::elf_library_search_path(runpath_plugin());
+  ASSERT_VIGIL_OK(runpath);
+  EXPECT_EQ(*runpath, std::vector<std::string>{"$ORIGIN/deps"});
+  auto none = plugin_host::elf_library_search_path(good_plugin());
+  ASSERT_VIGIL_OK(none);
+  EXPECT_TRUE(none->empty());
+  // Not ELF, and ELF cut short: refused with the reason, never read past the end.
+  test::ScratchDir dir;
+  const fs::path text = dir.path() / "text.so";
+  std::ofstream(text) << "not a library";
+  auto refused = plugin_host::elf_library_search_path(text);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("not a well-formed ELF shared object"), std::string::npos) << refused.error().message;
+  const fs::path cut = dir.path() / "cut.so";
+  fs::copy_file(runpath_plugin(), cut);
+  fs::resize_file(cut, 200);
+  EXPECT_FALSE(plugin_host::elf_library_search_path(cut));
+}
+
+// Damaged libraries (cut short anywhere in the first pages, bytes overwritten in the headers and the
+// dynamic section) give an answer or a refusal, and nothing is read outside the file.
+TEST(PluginTrust, DamagedLibrariesAreReadWithinTheirBounds) {
+  test::ScratchDir dir;
+  const std::string original = test::read_file(runpath_plugin());
+  const fs::path damaged = dir.path() / "damaged.so";
+  auto check = [&](const std::string& bytes) {
+    std::ofstream(damaged, std::ios::binary | std::ios::trunc) << bytes;
+    auto read = plugin_host::elf_library_search_path(damaged);
+    if (!read) {
+      EXPECT_EQ(read.error().code, ErrorCode::InvalidArgument) << read.error().message;
+    }
+  };
+  for (size_t length = 0; length < std::min<size_t>(original.size(), 16384); length += 61) check(original.substr(0, length));
+  uint64_t state = 12345;
+  for (int i = 0; i < 2000; ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    std::string bytes = original;
+    const size_t at = size_t(state >> 33) % std::min<size_t>(bytes.size(), 16384);
+    bytes[at] = char(state >> 13);
+    check(bytes);
+  }
 }
 
 }  // namespace

@@ -122,6 +122,23 @@ TEST(AccessPolicyExamples, BoolIfExistsFalseAsDenyStatement) {
   EXPECT_EQ(decide(policy, "sagemaker:StopTrainingJob", kJobArn, {}), AccessDecision::Allowed);
 }
 
+TEST(AccessPolicyExamples, DenyOutsideDevJobsAppliesToRequestsWithoutTheTargetKey) {
+  // "Deny everything outside dev-* jobs": StopTrainingJob and UpdateTrainingJob carry no target key,
+  // and IAM holds a negated operator true where its key is missing, so the Deny applies to them too.
+  const AccessPolicy policy = parsed(R"({"Version": "2012-10-17", "Statement": [
+    {"Effect": "Allow", "Action": "*", "Resource": "*"},
+    {"Sid": "OnlyDevJobs", "Effect": "Deny", "Action": "*", "Resource": "*",
+     "Condition": {"StringNotLike": {"ssm:resourceTag/aws:ssmmessages:target-id": "sagemaker-training-job:dev-*"}}}]})");
+  const std::string key = "ssm:resourceTag/aws:ssmmessages:target-id";
+  EXPECT_EQ(decide(policy, "ssm:StartSession", kJobArn, {{key, "sagemaker-training-job:dev-1_algo-1"}}),
+            AccessDecision::Allowed);
+  EXPECT_EQ(decide(policy, "ssm:StartSession", kJobArn, {{key, "sagemaker-training-job:prod_algo-1"}}),
+            AccessDecision::ExplicitDeny);
+  EXPECT_EQ(decide(policy, "sagemaker:StopTrainingJob", kJobArn, {}), AccessDecision::ExplicitDeny);
+  EXPECT_EQ(decide(policy, "sagemaker:UpdateTrainingJob", kJobArn, {{"sagemaker:EnableRemoteDebug", "true"}}),
+            AccessDecision::ExplicitDeny);
+}
+
 // ---- IAM's decision logic ----------------------------------------------------------------------
 
 TEST(AccessPolicyDecision, ExplicitDenyBeatsAllowInEitherOrder) {
@@ -249,7 +266,7 @@ TEST(AccessPolicyOperators, Strings) {
                       OperatorCase{"StringEquals", R"(["a", "b"])", "c", false},
                       OperatorCase{"StringNotEquals", R"("job-a")", "job-b", true},
                       OperatorCase{"StringNotEquals", R"("job-a")", "job-a", false},
-                      OperatorCase{"StringNotEquals", R"("job-a")", std::nullopt, false},  // missing: false, as IAM
+                      OperatorCase{"StringNotEquals", R"("job-a")", std::nullopt, true},  // missing: a negated test holds, as IAM
                       OperatorCase{"StringNotEquals", R"(["a", "b"])", "b", false},  // none may match
                       OperatorCase{"StringNotEquals", R"(["a", "b"])", "c", true},
                       OperatorCase{"StringEqualsIgnoreCase", R"("Job-A")", "jOB-a", true},
@@ -261,7 +278,10 @@ TEST(AccessPolicyOperators, Strings) {
                       OperatorCase{"StringLike", R"("job-*")", "Job-a", false},  // case-sensitive
                       OperatorCase{"StringNotLike", R"("job-*")", "other", true},
                       OperatorCase{"StringNotLike", R"("job-*")", "job-1", false},
-                      OperatorCase{"StringNotLike", R"("job-*")", std::nullopt, false},
+                      OperatorCase{"StringNotLike", R"("job-*")", std::nullopt, true},
+                      OperatorCase{"StringNotEqualsIgnoreCase", R"("Job-A")", std::nullopt, true},
+                      OperatorCase{"StringEqualsIgnoreCase", R"("Job-A")", std::nullopt, false},
+                      OperatorCase{"StringLike", R"("job-*")", std::nullopt, false},
                       OperatorCase{"StringEqualsIfExists", R"("x")", std::nullopt, true},
                       OperatorCase{"StringEqualsIfExists", R"("x")", "x", true},
                       OperatorCase{"StringEqualsIfExists", R"("x")", "y", false},
@@ -272,6 +292,7 @@ TEST(AccessPolicyOperators, Strings) {
                       OperatorCase{"StringLikeIfExists", R"("a*")", std::nullopt, true},
                       OperatorCase{"StringLikeIfExists", R"("a*")", "ba", false},
                       OperatorCase{"StringNotLikeIfExists", R"("a*")", std::nullopt, true},
+                      OperatorCase{"StringNotEqualsIgnoreCaseIfExists", R"("X")", std::nullopt, true},
                       OperatorCase{"StringNotLikeIfExists", R"("a*")", "ab", false}});
 }
 
@@ -301,7 +322,7 @@ TEST(AccessPolicyOperators, Numbers) {
                       OperatorCase{"NumericNotEquals", R"(5)", "6", true},
                       OperatorCase{"NumericNotEquals", R"(5)", "5", false},
                       OperatorCase{"NumericNotEquals", R"(5)", "x", false},  // not a number: no match
-                      OperatorCase{"NumericNotEquals", R"(5)", std::nullopt, false},
+                      OperatorCase{"NumericNotEquals", R"(5)", std::nullopt, true},  // missing: a negated test holds
                       OperatorCase{"NumericNotEquals", R"([5, 6])", "6", false},
                       OperatorCase{"NumericLessThan", R"(10)", "9.5", true},
                       OperatorCase{"NumericLessThan", R"(10)", "10", false},
@@ -311,6 +332,10 @@ TEST(AccessPolicyOperators, Numbers) {
                       OperatorCase{"NumericGreaterThan", R"(10)", "10", false},
                       OperatorCase{"NumericGreaterThanEquals", R"("10")", "10", true},
                       OperatorCase{"NumericGreaterThanEquals", R"(10)", "9", false},
+                      OperatorCase{"NumericLessThan", R"(10)", std::nullopt, false},
+                      OperatorCase{"NumericLessThanEquals", R"(10)", std::nullopt, false},
+                      OperatorCase{"NumericGreaterThan", R"(10)", std::nullopt, false},
+                      OperatorCase{"NumericGreaterThanEquals", R"(10)", std::nullopt, false},
                       OperatorCase{"NumericEqualsIfExists", R"(5)", std::nullopt, true},
                       OperatorCase{"NumericNotEqualsIfExists", R"(5)", std::nullopt, true},
                       OperatorCase{"NumericLessThanIfExists", R"(10)", std::nullopt, true},

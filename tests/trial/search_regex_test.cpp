@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/regex_limits.h"
 #include "common/search_regex.h"
 #include "test_support.h"
 
@@ -13,6 +14,20 @@ namespace vigil {
 namespace {
 
 bool search(const std::regex& re, const std::string& s) { return std::regex_search(s, re); }
+
+// libstdc++'s matcher recurses once per character of the text: a 30,000-character name overflowed the
+// stack (a crash, not a failure, before the bound). Past kMaxRegexSubjectLength nothing matches.
+TEST(SearchRegex, ALongTextIsNeverHandedToTheMatcher) {
+  auto re = compile_search_regex("(a|b)*c.*x");
+  ASSERT_VIGIL_OK(re);
+  for (const size_t length : {size_t(30'000), size_t(200'000)}) {
+    const std::string text = std::string(length - 1, 'a') + "x";
+    EXPECT_FALSE(regex_search_bounded(text, *re)) << length;
+  }
+  const std::string within = std::string(kMaxRegexSubjectLength - 2, 'a') + "cx";
+  EXPECT_TRUE(regex_search_bounded(within, *re));
+  EXPECT_FALSE(regex_search_bounded(within + "x", *re));  // one character past the bound
+}
 
 TEST(SearchRegex, SmdebugsXgboostLossesPatternSelectsWhatPythonSelects) {
   auto losses = compile_search_regex("^[a-zA-z]+-.+(?<!(auc|map))$");

@@ -276,6 +276,21 @@ TEST_F(UntrustedTrial, RegexesBeyondTheLimitsAreRefused) {
   EXPECT_EQ(*names, std::vector<std::string>{"w"});
 }
 
+// A 30,000-character tensor name made `vigil inspect` and `evaluate` die of a stack overflow in
+// std::regex, which recurses once per character of the name: such an index is refused instead.
+TEST_F(UntrustedTrial, AnOverlongTensorNameIsRefusedBeforeARegexMeetsIt) {
+  edit_index([](format::StepIndex& index) { index.tensor_payload.at(0).tensorname = std::string(30'000, 'w'); });
+  auto t = Trial::open(trial());
+  std::optional<Error> error;
+  if (!t) {
+    error = t.error();
+  } else if (auto names = (*t)->tensor_names(TensorNameQuery{.regex = {"(w|v)*x"}}); !names) {
+    error = names.error();
+  }
+  ASSERT_TRUE(error.has_value()) << "the overlong name reached the matcher";
+  expect_refused(*error, "a tensor name longer than 1024 characters");
+}
+
 TEST_F(UntrustedTrial, IndexLengthOf2To60IsRefusedBeforeAllocating) {
   // The record buffer is sized by the index entry: it must be checked against the file first.
   edit_index([](format::StepIndex& index) { index.tensor_payload.at(0).length = uint64_t{1} << 60; });
