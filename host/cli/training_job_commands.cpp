@@ -56,7 +56,12 @@ std::string format_time(double epoch) {
 Result<jobs::JobState> running_job(const fs::path& jobs_dir, const std::string& name) {
   auto paths = jobs::find_job(jobs_dir, name);
   if (!paths) return fail(std::move(paths.error()));
-  auto state = jobs::load_state(*paths);
+  // state.json is its owner's; another user finds the socket in control.json while the job runs.
+  const bool owner_only = ::access(paths->state().c_str(), R_OK) != 0 && errno == EACCES;
+  auto state = owner_only ? jobs::load_control_endpoint(*paths) : jobs::load_state(*paths);
+  if (!state && owner_only)
+    return fail(Error::invalid_argument(fmt::format(
+        "TargetNotConnected: training job '{}' is not running (its state is its owner's to read)", name)));
   if (!state) return fail(std::move(state.error()));
   return jobs::with_supervisor_checked(std::move(*state));
 }

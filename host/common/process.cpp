@@ -1,13 +1,18 @@
 #include "common/process.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -33,6 +38,28 @@ struct SpawnPlan {
   SpawnPlan(const SpawnPlan&) = delete;
   SpawnPlan& operator=(const SpawnPlan&) = delete;
 };
+
+// The children spawn() started and nobody has reaped yet. Held across posix_spawn, so that
+// adopted_children() never mistakes a child being started for an adopted orphan.
+std::mutex spawned_mutex;
+std::set<pid_t> spawned_children;
+
+void forget_child(pid_t pid) {
+  std::lock_guard lock(spawned_mutex);
+  spawned_children.erase(pid);
+}
+
+// Every pid in /proc/<pid>/task/*/children (empty once the process is gone).
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator task(fmt::format("/proc/{}/task", pid), ec), end; !ec && task != end;
+       task.increment(ec)) {
+    std::ifstream list(task->path() / "children");
+    for (pid_t child; list >> child;) out.push_back(child);
+  }
+  return out;
+}
 
 std::vector<char*> pointers(const std::vector<std::string>& strings) {
   std::vector<char*> out;
@@ -83,9 +110,14 @@ Result<pid_t> spawn(const SpawnOptions& o) {
   const std::string program = o.program.empty() ? o.argv[0] : o.program.string();
   pid_t pid = -1;
   const bool search = o.search_path && program.find('/') == std::string::npos;
+  std::unique_lock registry(spawned_mutex);
   const int rc = search ? posix_spawnp(&pid, program.c_str(), &plan.actions, &plan.attr, argv.data(), env)
                         : posix_spawn(&pid, program.c_str(), &plan.actions, &plan.attr, argv.data(), env);
-  if (rc == 0) return pid;
+  if (rc == 0) {
+    spawned_children.insert(pid);
+    return pid;
+  }
+  registry.unlock();
   // posix_spawn says only the errno: a working directory that cannot be entered is what failed
   // when it cannot be entered now.
   std::error_code ec;
@@ -124,6 +156,7 @@ std::optional<ExitStatus> poll_exit(pid_t pid) {
   pid_t r;
   do r = ::waitpid(pid, &status, WNOHANG);
   while (r < 0 && errno == EINTR);
+  if (r == pid || (r < 0 && errno == ECHILD)) forget_child(pid);
   if (r == pid) return ExitStatus{.wait_status = status};
   if (r < 0 && errno == ECHILD) return ExitStatus{.lost = true};
   return std::nullopt;
@@ -135,6 +168,7 @@ std::optional<ExitStatus> wait_exit(pid_t pid, std::optional<std::chrono::millis
     pid_t r;
     do r = ::waitpid(pid, &status, 0);
     while (r < 0 && errno == EINTR);
+    forget_child(pid);
     if (r == pid) return ExitStatus{.wait_status = status};
     return ExitStatus{.lost = true};
   }
@@ -178,6 +212,42 @@ ExitStatus terminate(pid_t pid, std::chrono::milliseconds grace, Termination how
   if (ended) return *ended;
   ::kill(pid, SIGKILL);
   return wait_exit(pid, std::chrono::seconds(10)).value_or(ExitStatus{.wait_status = SIGKILL});
+}
+
+bool become_child_subreaper() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0; }
+
+std::vector<pid_t> adopted_children() {
+  std::lock_guard lock(spawned_mutex);
+  std::vector<pid_t> adopted = children_of(::getpid());
+  std::erase_if(adopted, [](pid_t child) { return spawned_children.contains(child); });
+  return adopted;
+}
+
+void reap_adopted_children() {
+  for (pid_t orphan : adopted_children()) {
+    int status = 0;
+    while (::waitpid(orphan, &status, WNOHANG) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+size_t kill_process_trees(const std::vector<pid_t>& roots) {
+  // Each process is stopped before its children are listed, so none forks past the walk; the
+  // walk is bounded by the kernel's pid limit, as every pid is visited once.
+  std::set<pid_t> seen;
+  std::vector<pid_t> pending = roots;
+  while (!pending.empty()) {
+    const pid_t pid = pending.back();
+    pending.pop_back();
+    if (pid <= 1 || !seen.insert(pid).second) continue;
+    if (::kill(pid, SIGSTOP) != 0) continue;
+    for (pid_t child : children_of(pid)) pending.push_back(child);
+  }
+  for (pid_t pid : seen) {
+    ::kill(pid, SIGKILL);
+    ::kill(pid, SIGCONT);
+  }
+  return seen.size();
 }
 
 }  // namespace vigil::os

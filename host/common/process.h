@@ -87,4 +87,16 @@ struct Termination {
 // `grace`, and reaps it. What the child left in its group is SIGKILLed too when the target has it.
 ExitStatus terminate(pid_t pid, std::chrono::milliseconds grace, Termination how = {});
 
+// Makes this process the reaper of its descendants' orphans (PR_SET_CHILD_SUBREAPER): a process that
+// leaves its parent (a double fork, setsid and exit) is re-parented here, not to init, so it can be
+// found and ended. False where the kernel refuses.
+bool become_child_subreaper();
+// This process's children that spawn() did not start: orphans it adopted as a subreaper.
+std::vector<pid_t> adopted_children();
+// Reaps the adopted orphans that have exited (a subreaper must, or they stay zombies).
+void reap_adopted_children();
+// SIGKILLs each of `roots` and all their descendants (each stopped first, so none forks on while the
+// tree is walked). Returns how many processes were signalled. Reaping is the parent's.
+size_t kill_process_trees(const std::vector<pid_t>& roots);
+
 }  // namespace vigil::os

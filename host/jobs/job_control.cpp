@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/process.h"
+#include "storage/s3_config.h"
 
 namespace vigil::jobs {
 namespace fs = std::filesystem;
@@ -88,6 +89,11 @@ std::expected<SessionPlan, std::string> JobControl::start_session(const PeerIden
   // plan.session_id left empty: the server names the session as SSM does (<user>-<17 hex digits>).
   plan.target_id = target_id;
   auto env = job_.host_process_environment(host);
+  // The job's AWS credentials stay with the job: whoever the policy lets in gets a shell, not the
+  // owner's keys (docs/remote-debug.md).
+  std::erase_if(env, [](const std::string& entry) {
+    return storage::is_aws_credential_variable(std::string_view(entry).substr(0, entry.find('=')));
+  });
   const std::string command = request.value("Command", "");
   plan.pty = command.empty();
   if (plan.pty) {

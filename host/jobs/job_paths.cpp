@@ -19,6 +19,7 @@ fs::path normal_without_trailing_separator(const fs::path& p) {
 
 fs::path JobPaths::request() const { return root / "request.json"; }
 fs::path JobPaths::state() const { return root / "state.json"; }
+fs::path JobPaths::control_endpoint() const { return root / "control.json"; }
 fs::path JobPaths::rule_status() const { return root / "rule-status.json"; }
 fs::path JobPaths::output() const { return root / "output"; }
 fs::path JobPaths::debug_output() const { return output() / "debug-output"; }

@@ -16,7 +16,10 @@ struct JobPaths {
   fs::path root;  // <jobs_dir>/<TrainingJobName>
 
   fs::path request() const;      // root/request.json: the request as sent
-  fs::path state() const;        // root/state.json: the supervisor's status record
+  fs::path state() const;        // root/state.json: the supervisor's status record (owner-only)
+  // root/control.json: where the running job's control socket is, all that users the access policy
+  // grants something may read of the job folder (absent once the job has ended)
+  fs::path control_endpoint() const;
   fs::path rule_status() const;  // root/rule-status.json: the evaluator's --status-file
   fs::path output() const;       // root/output: what SageMaker uploads to S3
   // output/debug-output: the trial. Every host's hook writes its own worker files here, as all

@@ -194,7 +194,29 @@ Result<JobState> job_state_from_json(const nlohmann::json& j) {
 
 Result<void> save_state(const JobPaths& paths, const JobState& state) {
   const fs::path file = paths.state();
-  return publish_file(file, fs::path(file).concat(".tmp"), to_json(state).dump(2) + "\n");
+  return publish_file(file, fs::path(file).concat(".tmp"), to_json(state).dump(2) + "\n", 0600);
+}
+
+Result<void> save_control_endpoint(const JobPaths& paths, const JobState& state, bool readable_by_others) {
+  const nlohmann::json j{{"TrainingJobName", state.name}, {"SupervisorPid", state.supervisor_pid},
+                         {"ControlSocket", state.control_socket}};
+  const fs::path file = paths.control_endpoint();
+  return publish_file(file, fs::path(file).concat(".tmp"), j.dump(2) + "\n", readable_by_others ? 0644 : 0600);
+}
+
+Result<JobState> load_control_endpoint(const JobPaths& paths) {
+  auto text = read_whole_file(paths.control_endpoint());
+  if (!text) return fail(std::move(text.error()));
+  const auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("SupervisorPid") || !j["SupervisorPid"].is_number_integer() ||
+      !j.contains("ControlSocket") || !j["ControlSocket"].is_string() || !j.contains("TrainingJobName") ||
+      !j["TrainingJobName"].is_string())
+    return fail(Error::invalid_argument(fmt::format("{}: not a control endpoint record", paths.control_endpoint().string())));
+  JobState s;
+  s.name = j["TrainingJobName"].get<std::string>();
+  s.supervisor_pid = j["SupervisorPid"].get<pid_t>();
+  s.control_socket = j["ControlSocket"].get<std::string>();
+  return s;
 }
 
 Result<JobState> load_state(const JobPaths& paths) {
@@ -210,7 +232,8 @@ Result<JobPaths> find_job(const fs::path& jobs_dir, std::string_view name) {
   std::error_code ec;
   // A name with a path separator or a dot-name would leave the jobs folder; no job is named so.
   const bool valid_name = !name.empty() && name.find('/') == std::string_view::npos && name != "." && name != "..";
-  if (valid_name && ::access(paths.state().c_str(), R_OK) != 0 && errno == EACCES)
+  // The folder is 0711 for users the policy grants something: they may pass it, not read state.json.
+  if (valid_name && ::access(paths.state().c_str(), F_OK) != 0 && errno == EACCES)
     return fail(Error::invalid_argument(fmt::format(
         "AccessDeniedException: training job '{}' belongs to another user, whose jobs folder {} this user may not read",
         name, jobs_dir.string())));

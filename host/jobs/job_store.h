@@ -86,9 +86,17 @@ struct JobState {
 nlohmann::json to_json(const JobState& state);
 [[nodiscard]] Result<JobState> job_state_from_json(const nlohmann::json& j);
 
-// Writes state.json whole (a reader never sees half of it).
+// Writes state.json whole (a reader never sees half of it), readable by the job's user alone: its
+// failure reasons and paths are the job's own.
 [[nodiscard]] Result<void> save_state(const JobPaths& paths, const JobState& state);
 [[nodiscard]] Result<JobState> load_state(const JobPaths& paths);
+
+// control.json: the control socket and the supervisor's pid, readable by other users when
+// `readable_by_others` (the access policy grants someone something). A granted user learns the
+// rest from the socket's answers, which the policy decides.
+[[nodiscard]] Result<void> save_control_endpoint(const JobPaths& paths, const JobState& state, bool readable_by_others);
+// The running job as control.json tells it: name, supervisor pid, control socket; InProgress.
+[[nodiscard]] Result<JobState> load_control_endpoint(const JobPaths& paths);
 
 // A job by name: ResourceNotFound ("Requested resource not found.") when the jobs folder has none.
 [[nodiscard]] Result<JobPaths> find_job(const std::filesystem::path& jobs_dir, std::string_view name);

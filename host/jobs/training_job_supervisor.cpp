@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@
 #include "remote_debug/access_policy.h"
 #include "remote_debug/control_server.h"
 #include "remote_debug/peer_identity.h"
+#include "remote_debug/session_log.h"
 
 namespace vigil::jobs {
 namespace fs = std::filesystem;
@@ -210,6 +212,19 @@ class Supervisor final : private ControlledJob {
   void request_stop(std::string reason) override { request_stop(std::move(reason), "Stopped"); }
   void end_sessions(std::string why) override {
     if (server_) server_->end_sessions(why);
+    end_orphans();
+  }
+  // Ends what was left behind detached (setsid, a double fork) and adopted by this subreaper: a
+  // session's processes, once its shell is gone, are here and nowhere else (docs/remote-debug.md).
+  static void end_orphans() {
+    // A process that exits while its tree is walked leaves its children to this subreaper: they are
+    // the next round's. The rounds are bounded; each ends a whole tree.
+    for (int round = 0; round < 16; ++round) {
+      const std::vector<pid_t> orphans = os::adopted_children();
+      if (orphans.empty()) return;
+      os::kill_process_trees(orphans);
+      for (pid_t orphan : orphans) (void)os::wait_exit(orphan, std::chrono::seconds(2));
+    }
   }
   std::vector<std::string> host_process_environment(int host) override {
     auto env = os::current_environment();
@@ -414,6 +429,12 @@ std::string Supervisor::failure_reason(size_t host, int code) const {
 }
 
 int Supervisor::run() {
+  // Sessions run as this process's user: non-dumpable, they cannot ptrace it or reach its fds and
+  // memory through /proc (what it remembers of the session logs stays its own).
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  // Orphans of the job's processes come here, so that sessions' leftovers end with them.
+  if (!os::become_child_subreaper())
+    std::fprintf(stderr, "vigil train: cannot become the subreaper of the job's processes: %s\n", std::strerror(errno));
   start_epoch_ = epoch_seconds_now();
   master_port_ = free_loopback_port();
   state_.name = request_.name;
@@ -431,6 +452,8 @@ int Supervisor::run() {
                                          control_->handlers(paths_.log_dir() / request_.name / "agent-errors.log"));
       server) {
     server_ = std::move(*server);
+    if (auto saved = save_control_endpoint(paths_, snapshot(), access_.grants_others()); !saved)
+      std::fprintf(stderr, "vigil train: %s\n", saved.error().message.c_str());
   } else {
     std::fprintf(stderr, "vigil train: no control socket (stop-training-job, update-training-job and attach will not reach "
                  "this job): %s\n", server.error().message.c_str());
@@ -518,10 +541,13 @@ int Supervisor::run() {
     }
     watch_rules();
     if (std::chrono::steady_clock::now() - outputs_recorded_ >= 2s) record_outputs();
+    os::reap_adopted_children();
     std::this_thread::sleep_for(100ms);
   }
   for (auto& relay : relays_) relay->stop();
-  if (server_) server_->end_sessions(fmt::format("training job {} has ended", request_.name));
+  end_sessions(fmt::format("training job {} has ended", request_.name));
+  for (const std::string& altered : remote_debug::altered_session_logs())
+    std::fprintf(stderr, "vigil train: session log altered outside the supervisor: %s\n", altered.c_str());
 
   const JobState after = snapshot();
   if (!exit_code)
@@ -583,6 +609,8 @@ int Supervisor::run() {
     s.exit_code = exit_code.value_or(0);
   });
   server_.reset();
+  std::error_code removed;
+  fs::remove(paths_.control_endpoint(), removed);
   // The socket's folder was made for this job alone (rmdir leaves it if anything else is in it).
   ::rmdir(fs::path(snapshot().control_socket).parent_path().c_str());
   actions_.reset();

@@ -1,12 +1,16 @@
 #include "remote_debug/session_log.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <utility>
 #include <ctime>
+#include <map>
+#include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -19,7 +23,45 @@ namespace {
 // A line longer than this is written in parts (a binary stream without newlines stays bounded).
 constexpr size_t kMaxLogLine = 4096;
 
+// What this process last wrote to each session log (several sessions share one file).
+struct WrittenLog {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t end = 0;  // the file's size after this process's last record
+};
+std::mutex written_logs_mutex;
+std::map<std::filesystem::path, WrittenLog> written_logs;
+
+// How `path` (open as `fd`) differs from what this process wrote to it; nullopt when it does not.
+std::optional<std::string> alteration(const std::filesystem::path& path, int fd, const WrittenLog& written) {
+  struct stat open_file {}, named {};
+  if (::fstat(fd, &open_file) != 0) return std::nullopt;
+  if (open_file.st_dev != written.dev || open_file.st_ino != written.ino ||
+      ::lstat(path.c_str(), &named) != 0 || named.st_dev != written.dev || named.st_ino != written.ino)
+    return "the log was removed or replaced since its last record";
+  // Every record is written under written_logs_mutex: any other size is someone else's doing.
+  if (open_file.st_size != written.end)
+    return fmt::format("the log was {} since its last record ({} bytes where {} were written)",
+                       open_file.st_size < written.end ? "truncated" : "written to by another process",
+                       open_file.st_size, written.end);
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::vector<std::string> altered_session_logs() {
+  std::vector<std::string> out;
+  std::lock_guard lock(written_logs_mutex);
+  for (const auto& [path, written] : written_logs) {
+    const os::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) {
+      out.push_back(fmt::format("{}: the log was removed since its last record", path.string()));
+      continue;
+    }
+    if (auto what = alteration(path, fd.get(), written)) out.push_back(fmt::format("{}: {}", path.string(), *what));
+  }
+  return out;
+}
 
 std::string utc_timestamp() {
   const std::time_t now = std::time(nullptr);
@@ -51,13 +93,15 @@ Result<SessionLog> SessionLog::open(const std::filesystem::path& path, std::stri
   log.session_id_ = std::move(session_id);
   log.on_error_ = std::move(on_error);
   if (path.empty()) return log;
+  log.path_ = path;
   log.fd_.reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!log.fd_) return fail(Error::io_write(path.string(), std::strerror(errno)));
   return log;
 }
 
 SessionLog::SessionLog(SessionLog&& other) noexcept
-    : fd_(std::move(other.fd_)),
+    : path_(std::move(other.path_)),
+      fd_(std::move(other.fd_)),
       session_id_(std::move(other.session_id_)),
       on_error_(std::move(other.on_error_)),
       failed_(other.failed_),
@@ -69,8 +113,21 @@ SessionLog::~SessionLog() = default;
 void SessionLog::record(std::string_view text) {
   if (!fd_ || failed_) return;
   const std::string line = fmt::format("{} {} {}\n", utc_timestamp(), session_id_, text);
+  std::lock_guard lock(written_logs_mutex);
+  const auto known = written_logs.find(path_);
+  if (known != written_logs.end())
+    if (auto what = alteration(path_, fd_.get(), known->second)) {
+      // Recorded where the log now is (a removed file is created anew), and told to the agent's log.
+      fd_.reset(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+      if (!fd_) return;
+      const std::string notice = fmt::format("{} {} {}\n", utc_timestamp(), session_id_, "altered: " + *what);
+      (void)os::write_some(fd_.get(), notice);
+      if (on_error_) on_error_(fmt::format("session log {}: {}", path_.string(), *what));
+    }
   // One write: O_APPEND keeps concurrent sessions' lines whole.
   const os::IoOutcome wrote = os::write_some(fd_.get(), line);
+  struct stat written {};
+  if (::fstat(fd_.get(), &written) == 0) written_logs[path_] = {written.st_dev, written.st_ino, written.st_size};
   if (wrote.bytes != line.size()) {
     failed_ = true;
     if (on_error_)

@@ -2,6 +2,12 @@
 // preference of sagemaker-api §8.1): per session a start line, the command, what the client typed
 // and what the session wrote, line by line as it flows, and an end line. Several sessions may
 // append to one file at once: each line is one write() to an O_APPEND fd and names its session.
+//
+// Sessions run as the job's user, who owns the file: the log cannot be out of their reach without
+// root. This process therefore remembers, per file, which file (device, inode) it wrote and how far,
+// and checks before every record that it is still that file at that size: a log truncated,
+// written to by another process, removed or replaced between records gets a line saying so (and `on_error` is told), and
+// altered_session_logs() names such files at the job's end (docs/remote-debug.md).
 #pragma once
 
 #include <sys/types.h>
@@ -23,6 +29,10 @@ namespace vigil::remote_debug {
 // `bytes` for a one-line record: backslash as "\\", control bytes (but tab) as "\xHH"; other bytes as
 // they are (UTF-8 stays readable).
 [[nodiscard]] std::string escape_log_text(std::string_view bytes);
+
+// The session logs written by this process that were truncated, removed or replaced since their
+// last record, each as "<path>: <what happened>".
+[[nodiscard]] std::vector<std::string> altered_session_logs();
 
 class SessionLog {
  public:
@@ -56,6 +66,7 @@ class SessionLog {
   void feed(LineSplitter& splitter, std::string_view bytes, std::string_view kind);
   void record(std::string_view text);
 
+  std::filesystem::path path_;
   os::UniqueFd fd_;
   std::string session_id_;
   std::function<void(const std::string&)> on_error_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -219,6 +220,14 @@ Result<S3Config> s3_config_from_environment(const EnvironmentLookup& lookup) {
     config.request_timeout = std::chrono::seconds(*n);
   }
   return config;
+}
+
+bool is_aws_credential_variable(std::string_view name) {
+  static constexpr std::string_view kCredentialVariables[] = {
+      "AWS_ACCESS_KEY_ID",  "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
+      "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+      "AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", "AWS_WEB_IDENTITY_TOKEN_FILE"};
+  return std::find(std::begin(kCredentialVariables), std::end(kCredentialVariables), name) != std::end(kCredentialVariables);
 }
 
 }  // namespace vigil::storage

@@ -81,4 +81,9 @@ using EnvironmentLookup = std::function<std::optional<std::string>(std::string_v
 //   timeout: VIGIL_S3_TIMEOUT_SECONDS per attempt (30)
 [[nodiscard]] Result<S3Config> s3_config_from_environment(const EnvironmentLookup& lookup);
 
+// Whether environment variable `name` carries AWS credentials or says where to fetch them (the
+// keys, the session token, the container and web-identity credential sources): what a process
+// acting for someone else (a remote-debug session) must not inherit.
+[[nodiscard]] bool is_aws_credential_variable(std::string_view name);
+
 }  // namespace vigil::storage

@@ -694,3 +694,73 @@ def test_the_access_policy_decides_for_other_users_and_a_lying_client_is_still_r
         jobs.vigil("stop-training-job", "guarded")
         process.wait(timeout=60)
     assert jobs.describe("guarded")["RemoteDebugConfig"] == {"EnableRemoteDebug": False}
+
+
+def processes_running(argv):
+    """The pids of live processes whose command line is `argv` (a zombie's is empty)."""
+    wanted = ("\0".join(argv) + "\0").encode()
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/{}/cmdline".format(pid), "rb") as f:
+                if f.read() == wanted:
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def started_process(argv, polls=200):
+    """The pids of `argv` once it runs (a detached child execs after its parent has returned)."""
+    for _ in range(polls):
+        found = processes_running(argv)
+        if found:
+            return found
+        time.sleep(0.05)
+    return []
+
+
+@as_root
+def test_what_a_granted_session_detaches_ends_with_revocation_and_with_the_job_and_state_stays_the_owners(
+        tmp_path, shared_jobs_dir):
+    """Issue 28, items 8 and 14: a setsid'd process of a session does not outlive `--remote-debug off`
+    or the job; state.json is the owner's, and the granted user still reaches the job."""
+    jobs = Jobs(tmp_path)
+    jobs.dir = shared_jobs_dir
+    policy = {"Bindings": [
+        {"Users": ["root"], "Policy": {"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "*", "Resource": "*"}]}},
+        {"Users": [str(NOBODY)], "Policy": {"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": ["ssm:StartSession", "sagemaker:UpdateTrainingJob"], "Resource": "*"}]}}]}
+    policy_file = tmp_path / "access-policy.json"
+    policy_file.write_text(json.dumps(policy))
+    job = job_request("detaching", HyperParameters={"steps": "2", "hang": "true"}, DebugRuleConfigurations=None,
+                      RemoteDebugConfig={"EnableRemoteDebug": True})
+    process = jobs.start(job, "--stop-grace", "2", "--access-policy", str(policy_file))
+    state_file = os.path.join(jobs.dir, "detaching", "state.json")
+    escapes = [["sleep", "9876.{}".format(os.getpid())], ["sleep", "9877.{}".format(os.getpid())]]
+    try:
+        jobs.wait_training("detaching")
+        for user in (NOBODY, OTHER):  # granted, and named nowhere: neither reads the owner's record
+            read = subprocess.run(as_user(user, ["cat", state_file]), capture_output=True, text=True, cwd="/")
+            assert read.returncode != 0 and "Permission denied" in read.stderr, (user, read.stdout)
+        detach = "setsid -f {} </dev/null >/dev/null 2>&1; echo detached".format(" ".join(escapes[0]))
+        out = jobs.vigil("attach", "detaching_algo-1", "--command", detach, user=NOBODY)
+        assert out.returncode == 0 and out.stdout.strip() == "detached", out.stderr
+        assert len(started_process(escapes[0])) == 1  # the session ended; what it detached did not
+        off = jobs.vigil("update-training-job", "detaching", "--remote-debug", "off", user=NOBODY)
+        assert off.returncode == 0, off.stderr
+        assert processes_running(escapes[0]) == []
+
+        assert jobs.vigil("update-training-job", "detaching", "--remote-debug", "on").returncode == 0
+        detach = "setsid -f {} </dev/null >/dev/null 2>&1; echo detached".format(" ".join(escapes[1]))
+        out = jobs.vigil("attach", "detaching_algo-1", "--command", detach, user=NOBODY)
+        assert out.returncode == 0, out.stderr
+        assert len(started_process(escapes[1])) == 1
+    finally:
+        jobs.vigil("stop-training-job", "detaching")
+        process.wait(timeout=60)
+        survivors = [pid for escape in escapes for pid in processes_running(escape)]
+        for pid in survivors:
+            os.kill(pid, 9)
+    assert survivors == []  # the job's end ended what the second session detached

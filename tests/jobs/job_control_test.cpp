@@ -35,7 +35,8 @@ class FakeJob final : public ControlledJob {
   void request_stop(std::string reason) override { stops.push_back(std::move(reason)); }
   void end_sessions(std::string why) override { ended_sessions.push_back(std::move(why)); }
   std::vector<std::string> host_process_environment(int host) override {
-    return {"SM_CURRENT_HOST=" + host_name(host), "HOME=/nowhere"};
+    return {"SM_CURRENT_HOST=" + host_name(host), "HOME=/nowhere", "AWS_ACCESS_KEY_ID=AKIDOWNER",
+            "AWS_SECRET_ACCESS_KEY=owner-secret", "AWS_SESSION_TOKEN=owner-token", "AWS_REGION=us-west-2"};
   }
 };
 
@@ -187,6 +188,19 @@ TEST_F(JobControlTest, ASessionRunsInItsHostsEnvironmentAndFolder) {
   EXPECT_FALSE(command->pty);
   EXPECT_EQ(command->argv, (std::vector<std::string>{"/bin/sh", "-c", "nvidia-smi"}));
   EXPECT_FALSE(has(command->env, "TERM=xterm"));
+}
+
+TEST_F(JobControlTest, ASessionGetsTheHostsEnvironmentWithoutTheOwnersAwsCredentials) {
+  const JobAccess access(std::nullopt, owner);
+  JobControl control(request, paths, access, job, 1.0e9);
+  const auto session = control.start_session(owner_peer, {{"Target", "sagemaker-training-job:job-1_algo-1"}, {"Command", "env"}});
+  ASSERT_TRUE(session) << session.error();
+  for (const auto& entry : session->env) {
+    EXPECT_FALSE(entry.starts_with("AWS_ACCESS_KEY_ID=")) << entry;
+    EXPECT_EQ(entry.find("owner-secret"), std::string::npos) << entry;
+    EXPECT_EQ(entry.find("owner-token"), std::string::npos) << entry;
+  }
+  EXPECT_NE(std::find(session->env.begin(), session->env.end(), "AWS_REGION=us-west-2"), session->env.end());
 }
 
 }  // namespace

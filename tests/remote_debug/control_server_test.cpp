@@ -14,6 +14,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -265,6 +266,29 @@ TEST(SessionLogText, ControlBytesAreEscaped) {
 }
 
 // ---- sessions ---------------------------------------------------------------------------------
+
+// Issue 28, item 7: a session runs as the job's user, who owns the log; one that erases the record
+// of earlier sessions is found out at the next record and at the job's end.
+TEST_F(ControlServerTest, ASessionThatRewritesTheSessionLogIsRecordedAsHavingDoneSo) {
+  start_server();
+  const auto first = session({{"Action", "StartSession"}, {"Target", "job_algo-1"}, {"Command", "echo earlier"}}, "");
+  ASSERT_VIGIL_OK(first.status);
+  ASSERT_TRUE(has_line_with(log_text(), {"output: earlier"})) << log_text();
+  const auto eraser = session({{"Action", "StartSession"},
+                               {"Target", "job_algo-1"},
+                               {"Command", fmt::format("echo forged > '{}'; echo done", session_log.string())}},
+                              "");
+  ASSERT_VIGIL_OK(eraser.status);
+  const std::string log = log_text();
+  EXPECT_TRUE(has_line_with(log, {"altered: the log was truncated since its last record"})) << log;
+  EXPECT_TRUE(has_line_with(agent_text(), {session_log.string(), "truncated"})) << agent_text();
+  // Erased after the last record: named at the job's end.
+  ASSERT_EQ(::truncate(session_log.c_str(), 0), 0);
+  const auto altered = altered_session_logs();
+  EXPECT_TRUE(std::any_of(altered.begin(), altered.end(), [&](const std::string& a) {
+    return a.starts_with(session_log.string() + ": the log was truncated");
+  })) << altered.size();
+}
 
 TEST_F(ControlServerTest, CommandSessionRunsInTheHostsEnvironment) {
   start_server();
