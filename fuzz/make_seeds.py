@@ -137,7 +137,7 @@ def main():
     fixtures = pathlib.Path(fixtures)
     corpora = {name: Corpus(corpus_root, name) for name in (
         "tfrecord_fuzzer", "event_proto_fuzzer", "index_json_fuzzer", "collections_json_fuzzer",
-        "job_config_fuzzer", "param_values_fuzzer", "shard_layout_fuzzer")}
+        "job_config_fuzzer", "param_values_fuzzer", "shard_layout_fuzzer", "elf_search_path_fuzzer")}
 
     files_per_trial = {}
     for path in sorted(fixtures.rglob("*.tfevents")):
@@ -165,6 +165,12 @@ def main():
         corpora["param_values_fuzzer"].add(data)
     for data in shard_layout_seeds():
         corpora["shard_layout_fuzzer"].add(data)
+    # Small shared objects of this machine (their dynamic sections, some with RUNPATH), cut to the
+    # harness's size bound.
+    libraries = [p for p in sorted(pathlib.Path("/usr/lib/x86_64-linux-gnu").glob("lib*.so*"))
+                 if p.is_file() and not p.is_symlink() and p.stat().st_size <= 16384]
+    for path in libraries[:40]:
+        corpora["elf_search_path_fuzzer"].add(path.read_bytes())
 
     for name, corpus in corpora.items():
         if corpus.count == 0:

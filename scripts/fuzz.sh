@@ -14,7 +14,7 @@ build="$root/build-fuzz"
 fixtures="$root/../shared/fixtures"
 all_targets=(tfrecord_fuzzer event_proto_fuzzer index_json_fuzzer collections_json_fuzzer job_config_fuzzer
              param_values_fuzzer)
-all_targets+=(shard_layout_fuzzer)
+all_targets+=(shard_layout_fuzzer elf_search_path_fuzzer)
 
 seconds=60
 targets=()
@@ -56,6 +56,7 @@ max_len() {
     job_config_fuzzer) echo 8192 ;;
     param_values_fuzzer) echo 1024 ;;      # SageMaker caps a RuleParameters value at 256 characters
     shard_layout_fuzzer) echo 8192 ;;
+    elf_search_path_fuzzer) echo 16384 ;;  # headers, a dynamic section and its strings
   esac
 }
 
