@@ -18,11 +18,12 @@ Error write_error(const std::filesystem::path& path, int err) { return Error::io
 
 }  // namespace
 
-Result<PublishedFile> PublishedFile::create(std::filesystem::path final_path, std::filesystem::path tmp_path) {
+Result<PublishedFile> PublishedFile::create(std::filesystem::path final_path, std::filesystem::path tmp_path,
+                                            mode_t mode) {
   PublishedFile f;
   f.final_ = std::move(final_path);
   f.tmp_ = std::move(tmp_path);
-  f.fd_ = ::open(f.tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  f.fd_ = ::open(f.tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (f.fd_ < 0) return fail(write_error(f.tmp_, errno));
   return f;
 }
@@ -81,8 +82,8 @@ Result<void> PublishedFile::publish_as(std::filesystem::path final_path) {
 }
 
 Result<void> publish_file(const std::filesystem::path& final_path, const std::filesystem::path& tmp_path,
-                          std::string_view content) {
-  auto file = PublishedFile::create(final_path, tmp_path);
+                          std::string_view content, mode_t mode) {
+  auto file = PublishedFile::create(final_path, tmp_path, mode);
   if (!file) return fail(std::move(file.error()));
   if (auto written = file->write(content); !written) return written;
   return file->publish();

@@ -4,6 +4,7 @@
 // evaluator's status file.
 #pragma once
 
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include <filesystem>
@@ -18,8 +19,10 @@ namespace vigil {
 
 class PublishedFile {
  public:
-  // Creates (truncates) `tmp_path`, the file's name until publish(); its folder must exist.
-  [[nodiscard]] static Result<PublishedFile> create(std::filesystem::path final_path, std::filesystem::path tmp_path);
+  // Creates (truncates) `tmp_path`, the file's name until publish(); its folder must exist. `mode`
+  // before the umask: 0600 for what other local users must not read.
+  [[nodiscard]] static Result<PublishedFile> create(std::filesystem::path final_path, std::filesystem::path tmp_path,
+                                                    mode_t mode = 0666);
   PublishedFile(PublishedFile&& other) noexcept;
   PublishedFile& operator=(PublishedFile&& other) noexcept;
   PublishedFile(const PublishedFile&) = delete;
@@ -53,6 +56,6 @@ class PublishedFile {
 
 // `content` as the whole of `final_path`, through `tmp_path`.
 [[nodiscard]] Result<void> publish_file(const std::filesystem::path& final_path, const std::filesystem::path& tmp_path,
-                                        std::string_view content);
+                                        std::string_view content, mode_t mode = 0666);
 
 }  // namespace vigil
