@@ -15,6 +15,7 @@ fixtures="$root/../shared/fixtures"
 all_targets=(tfrecord_fuzzer event_proto_fuzzer index_json_fuzzer collections_json_fuzzer job_config_fuzzer
              param_values_fuzzer)
 all_targets+=(shard_layout_fuzzer)
+all_targets+=(s3_listing_fuzzer)
 
 seconds=60
 targets=()
@@ -56,6 +57,7 @@ max_len() {
     job_config_fuzzer) echo 8192 ;;
     param_values_fuzzer) echo 1024 ;;      # SageMaker caps a RuleParameters value at 256 characters
     shard_layout_fuzzer) echo 8192 ;;
+    s3_listing_fuzzer) echo 65536 ;;       # a page of 1000 keys is ~350 KB; 64 KiB reaches every branch
   esac
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "format/crc32c.h"
+#include "storage/s3_xml.h"
 #include "storage/sigv4.h"
 #include <vigil/sdk/text.hpp>
 
@@ -70,57 +71,6 @@ Error failure(const S3Client::Request& request, std::string_view what, ErrorCode
   if (request.kind == S3Client::Kind::List) e.message = fmt::format("cannot list {}: {}", request.object, what);
   e.code = code;
   return e;
-}
-
-std::string xml_unescape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    const size_t end = text[i] == '&' ? text.find(';', i) : std::string_view::npos;
-    if (end == std::string_view::npos) {
-      out += text[i];
-      continue;
-    }
-    const std::string_view entity = text.substr(i + 1, end - i - 1);
-    if (entity == "amp") out += '&';
-    else if (entity == "lt") out += '<';
-    else if (entity == "gt") out += '>';
-    else if (entity == "quot") out += '"';
-    else if (entity == "apos") out += '\'';
-    else if (entity.starts_with('#')) {
-      const bool hex = entity.size() > 1 && (entity[1] == 'x' || entity[1] == 'X');
-      const std::string_view digits = entity.substr(hex ? 2 : 1);
-      uint32_t cp = 0;
-      const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cp, hex ? 16 : 10);
-      if (ec != std::errc() || p != digits.data() + digits.size() || cp > 0x10FFFF) {
-        out += text[i];
-        continue;
-      }
-      // UTF-8, as the keys are.
-      if (cp < 0x80) out += char(cp);
-      else if (cp < 0x800) out += {char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
-      else if (cp < 0x10000) out += {char(0xE0 | (cp >> 12)), char(0x80 | ((cp >> 6) & 0x3F)), char(0x80 | (cp & 0x3F))};
-      else
-        out += {char(0xF0 | (cp >> 18)), char(0x80 | ((cp >> 12) & 0x3F)), char(0x80 | ((cp >> 6) & 0x3F)),
-                char(0x80 | (cp & 0x3F))};
-    } else {
-      out += text[i];
-      continue;
-    }
-    i = end;
-  }
-  return out;
-}
-
-// The text of the first <tag>…</tag> in `xml`, unescaped. S3's documents are flat enough (and
-// escape every '<' in values) for a search to find the element.
-std::optional<std::string> xml_text(std::string_view xml, std::string_view tag) {
-  const std::string open = fmt::format("<{}>", tag), close = fmt::format("</{}>", tag);
-  const size_t start = xml.find(open);
-  if (start == std::string_view::npos) return std::nullopt;
-  const size_t end = xml.find(close, start + open.size());
-  if (end == std::string_view::npos) return std::nullopt;
-  return xml_unescape(xml.substr(start + open.size(), end - start - open.size()));
 }
 
 // "HTTP 403 AccessDenied: Access Denied": S3's Code and Message, never the rest of its error
@@ -436,27 +386,17 @@ Result<std::vector<S3ListedObject>> S3Client::list_objects(std::string_view buck
     listing_bytes += response->body.size();
     if (listing_bytes > kListingBytesLimit)
       return fail(failure(request, fmt::format("the listing's pages come to more than {} bytes", kListingBytesLimit)));
-    const std::string_view xml = response->body;
-    if (xml.find("<ListBucketResult") == std::string_view::npos)
-      return fail(failure(request, "the answer is not a ListObjectsV2 result"));
-    for (size_t at = xml.find("<Contents>"); at != std::string_view::npos; at = xml.find("<Contents>", at + 1)) {
-      const size_t end = xml.find("</Contents>", at);
-      if (end == std::string_view::npos) return fail(failure(request, "the listing is cut short"));
-      const std::string_view entry = xml.substr(at, end - at);
-      auto key = xml_text(entry, "Key");
-      const auto size = parse_u64(xml_text(entry, "Size").value_or(""));
-      if (!key || !size) return fail(failure(request, "a listed object has no Key or Size"));
-      out.push_back({std::move(*key), *size, xml_text(entry, "ETag").value_or("")});
-    }
+    auto page = parse_list_objects_v2(response->body);
+    if (!page) return fail(failure(request, page.error().message));
+    for (auto& object : page->objects) out.push_back(std::move(object));
     if (max_objects > 0 && out.size() >= max_objects) {
       out.resize(max_objects);
       break;
     }
-    if (xml_text(xml, "IsTruncated").value_or("false") != "true") break;
-    auto next = xml_text(xml, "NextContinuationToken");
-    if (!next || next->empty() || *next == continuation)
+    if (!page->truncated) break;
+    if (page->next_token.empty() || page->next_token == continuation)
       return fail(failure(request, "a truncated listing gives no new continuation token"));
-    continuation = std::move(*next);
+    continuation = std::move(page->next_token);
   }
   return out;
 }

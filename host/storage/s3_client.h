@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "storage/s3_config.h"
+#include "storage/s3_xml.h"
 
 namespace vigil::storage {
 
@@ -29,12 +30,6 @@ struct S3ObjectHead {
 struct S3ObjectStart {
   S3ObjectHead head;
   std::string bytes;  // the first min(size, max_bytes) bytes
-};
-
-struct S3ListedObject {
-  std::string key;
-  uint64_t size = 0;
-  std::string etag;
 };
 
 // What the client did, counted over its life: requests are HTTP requests sent, retries included.
