@@ -132,12 +132,34 @@ def shard_layout_seeds():
                   "c": {"global_shape": [3, 2], "offsets": [2, 0], "shape": [1, 2]}})
 
 
+def s3_listing_seeds():
+    """ListObjectsV2 pages as S3 sends them: a last page, a truncated one with its token, escaped
+    keys and ETags (&quot;, &amp;, &#x..;), an empty listing and one cut short."""
+    def page(contents, truncated=False, token=None):
+        xml = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+               "<Name>trials</Name><Prefix>job/</Prefix><KeyCount>%d</KeyCount><MaxKeys>1000</MaxKeys>"
+               "<IsTruncated>%s</IsTruncated>" % (len(contents), "true" if truncated else "false"))
+        for key, size in contents:
+            xml += ("<Contents><Key>%s</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified>"
+                    "<ETag>&quot;9b2cf535f27731c974343645a3985328&quot;</ETag><Size>%d</Size>"
+                    "<StorageClass>STANDARD</StorageClass></Contents>" % (key, size))
+        if token:
+            xml += "<NextContinuationToken>%s</NextContinuationToken>" % token
+        return (xml + "</ListBucketResult>").encode()
+    yield page([("job/index/000000000/000000000001_worker_0.json", 412), ("job/training_job_end.ts", 0)])
+    yield page([("job/events/000000000000/000000000000_worker_0.tfevents", 9031)], True, "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J")
+    yield page([("job/k2 &amp;&lt;x&gt; &#x1F600;&#233;", 3)])
+    yield page([])
+    yield page([("job/a", 1)])[:150]
+
+
 def main():
     fixtures, example_jobs, corpus_root = sys.argv[1:4]
     fixtures = pathlib.Path(fixtures)
     corpora = {name: Corpus(corpus_root, name) for name in (
         "tfrecord_fuzzer", "event_proto_fuzzer", "index_json_fuzzer", "collections_json_fuzzer",
-        "job_config_fuzzer", "param_values_fuzzer", "shard_layout_fuzzer", "elf_search_path_fuzzer")}
+        "job_config_fuzzer", "param_values_fuzzer", "shard_layout_fuzzer", "elf_search_path_fuzzer",
+        "s3_listing_fuzzer")}
 
     files_per_trial = {}
     for path in sorted(fixtures.rglob("*.tfevents")):
@@ -171,6 +193,8 @@ def main():
                  if p.is_file() and not p.is_symlink() and p.stat().st_size <= 16384]
     for path in libraries[:40]:
         corpora["elf_search_path_fuzzer"].add(path.read_bytes())
+    for data in s3_listing_seeds():
+        corpora["s3_listing_fuzzer"].add(data)
 
     for name, corpus in corpora.items():
         if corpus.count == 0:

@@ -14,7 +14,7 @@ build="$root/build-fuzz"
 fixtures="$root/../shared/fixtures"
 all_targets=(tfrecord_fuzzer event_proto_fuzzer index_json_fuzzer collections_json_fuzzer job_config_fuzzer
              param_values_fuzzer)
-all_targets+=(shard_layout_fuzzer elf_search_path_fuzzer)
+all_targets+=(shard_layout_fuzzer elf_search_path_fuzzer s3_listing_fuzzer)
 
 seconds=60
 targets=()
@@ -57,6 +57,7 @@ max_len() {
     param_values_fuzzer) echo 1024 ;;      # SageMaker caps a RuleParameters value at 256 characters
     shard_layout_fuzzer) echo 8192 ;;
     elf_search_path_fuzzer) echo 16384 ;;  # headers, a dynamic section and its strings
+    s3_listing_fuzzer) echo 65536 ;;       # a page of 1000 keys is ~350 KB; 64 KiB reaches every branch
   esac
 }
 

@@ -2,6 +2,8 @@
 // buffers as read-only numpy arrays, and the registration function of each part.
 #pragma once
 
+#include <chrono>
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -18,6 +20,10 @@
 #include "trial/tensor_value.h"
 
 namespace vigil::python {
+
+// A wait that Ctrl-C must be able to end runs in slices of this, the GIL taken between them to
+// check for a pending signal (the host's waits know nothing of Python).
+inline constexpr auto kWaitSlice = std::chrono::milliseconds(200);
 
 namespace py = pybind11;
 

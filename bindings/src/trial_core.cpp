@@ -10,8 +10,6 @@ namespace vigil::python {
 
 namespace {
 
-constexpr auto kWaitSlice = std::chrono::milliseconds(200);
-
 std::optional<std::string_view> worker_arg(const std::optional<std::string>& w) {
   if (w) return std::string_view(*w);
   return std::nullopt;

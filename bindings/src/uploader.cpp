@@ -1,6 +1,7 @@
 // _vigil.TrialUploader: writer::TrialUploader for the hooks (vigil/capture/upload.py), which write a trial
 // bound for a store (s3://) into a local staging folder. Its faults are kept here for Python to
 // log (take_messages): the uploader's thread never calls into Python.
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <utility>
@@ -56,20 +57,44 @@ class PyTrialUploader {
 
   void scan_now() { uploader_->scan_now(); }
 
-  // {"files_uploaded", "bytes_uploaded", "files_left": [relpath], "error": str or None}
+  // {"files_uploaded", "bytes_uploaded", "files_left": [relpath], "error": str or None,
+  //  "interrupted": bool}. The wait is in slices with the GIL taken between them: the first Ctrl-C
+  // (a pending signal) ends the wait, is consumed, and the files left stay staged.
   py::dict finish(double timeout_s) {
     const auto timeout = millis(timeout_s, "timeout_s");
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + timeout;
+    bool interrupted = false;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      bool uploaded;
+      {
+        py::gil_scoped_release nogil;
+        uploaded = uploader_->wait_until_uploaded(std::clamp(left, std::chrono::milliseconds(0), kWaitSlice));
+      }
+      if (uploaded || left <= kWaitSlice) break;
+      if (PyErr_CheckSignals() != 0) {
+        PyErr_Clear();
+        interrupted = true;
+        break;
+      }
+    }
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
     Result<writer::UploadReport> r = fail(Error::internal("not finished"));
     {
       py::gil_scoped_release nogil;
-      r = uploader_->finish(timeout);
+      r = uploader_->finish(std::chrono::milliseconds(0));
     }
     auto report = unwrap(std::move(r));
     py::dict d;
     d["files_uploaded"] = report.files_uploaded;
     d["bytes_uploaded"] = report.bytes_uploaded;
     d["files_left"] = report.files_left;
-    d["error"] = report.first_error ? py::object(py::str(report.first_error->message)) : py::object(py::none());
+    d["interrupted"] = interrupted;
+    if (interrupted && !report.files_left.empty())
+      d["error"] = py::str(fmt::format("interrupted (Ctrl-C) after {} ms of the upload wait", waited.count()));
+    else
+      d["error"] = report.first_error ? py::object(py::str(report.first_error->message)) : py::object(py::none());
     return d;
   }
 

@@ -1,5 +1,6 @@
 // `vigil`: the command-line front end. Dispatches to sub-commands.
 #include <cstdio>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,22 @@ options:
   --version       print the version
 )";
 
+int run_command(const std::string& command, const std::vector<std::string>& args) {
+  if (command == "inspect") return vigil::cli::run_inspect(args);
+  if (command == "evaluate") return vigil::cli::run_evaluate(args);
+  if (command == "rules") return vigil::cli::run_rules(args);
+  if (command == "image-uri") return vigil::cli::run_image_uri(args);
+  if (command == "monitor") return vigil::cli::run_monitor(args);
+  if (command == "train") return vigil::cli::run_train(args);
+  if (command == "describe-training-job") return vigil::cli::run_describe_training_job(args);
+  if (command == "list-training-jobs") return vigil::cli::run_list_training_jobs(args);
+  if (command == "stop-training-job") return vigil::cli::run_stop_training_job(args);
+  if (command == "update-training-job") return vigil::cli::run_update_training_job(args);
+  if (command == "attach") return vigil::cli::run_attach(args);
+  std::fprintf(stderr, "vigil: unknown command '%s'\n\n%s", command.c_str(), kUsage.data());
+  return vigil::cli::kExitUsage;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,17 +73,12 @@ int main(int argc, char** argv) {
     std::puts("vigil " VIGIL_VERSION);
     return vigil::cli::kExitOk;
   }
-  if (command == "inspect") return vigil::cli::run_inspect(args);
-  if (command == "evaluate") return vigil::cli::run_evaluate(args);
-  if (command == "rules") return vigil::cli::run_rules(args);
-  if (command == "image-uri") return vigil::cli::run_image_uri(args);
-  if (command == "monitor") return vigil::cli::run_monitor(args);
-  if (command == "train") return vigil::cli::run_train(args);
-  if (command == "describe-training-job") return vigil::cli::run_describe_training_job(args);
-  if (command == "list-training-jobs") return vigil::cli::run_list_training_jobs(args);
-  if (command == "stop-training-job") return vigil::cli::run_stop_training_job(args);
-  if (command == "update-training-job") return vigil::cli::run_update_training_job(args);
-  if (command == "attach") return vigil::cli::run_attach(args);
-  std::fprintf(stderr, "vigil: unknown command '%s'\n\n%s", command.c_str(), kUsage.data());
-  return vigil::cli::kExitUsage;
+  // Out of memory (a trial or an endpoint bigger than this machine) is a message and an exit
+  // status, never an abort with a core dump.
+  try {
+    return run_command(command, args);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "vigil %s: out of memory\n", command.c_str());
+    return vigil::cli::kExitFailure;
+  }
 }

@@ -1,11 +1,16 @@
 #include "jobs/rule_action_runner.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
 #include <fstream>
-#include <regex>
+#include <memory>
+#include <variant>
 
 #include <curl/curl.h>
 #include <fmt/format.h>
@@ -13,7 +18,6 @@
 
 #include "common/os.h"
 #include "common/process.h"
-#include "common/regex_limits.h"
 #include "jobs/job_store.h"
 #include "jobs/rule_actions.h"
 #include <vigil/sdk/text.hpp>
@@ -25,11 +29,56 @@ namespace {
 constexpr auto kDeliveryTimeout = std::chrono::seconds(10);
 constexpr size_t kMaxVariableBytes = 32 * 1024;  // each VIGIL_NOTIFY_* variable of a notify command
 
-// Only the loopback interface: a notification sink is a local stand-in for SNS, not a way to send
-// a job's findings across the network.
-bool is_loopback_http(const std::string& url) {
-  static const std::regex loopback(R"(^http://(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[::1\])(:[0-9]+)?(/.*)?$)");
-  return url.size() <= kMaxRegexSubjectLength && std::regex_match(url, loopback);  // it recurses per character
+std::vector<std::string> system_resolve(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return {};
+  std::vector<std::string> out;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char text[NI_MAXHOST];
+    if (::getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST) == 0) out.emplace_back(text);
+  }
+  ::freeaddrinfo(found);
+  return out;
+}
+
+bool is_loopback_address(const std::string& address) {
+  in_addr v4{};
+  if (::inet_pton(AF_INET, address.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, address.c_str(), &v6) != 1) return false;
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+}
+
+// Where a webhook may go: the URL's host resolved once, here, and only to a loopback address (a
+// notification sink is a local stand-in for SNS, not a way to send a job's findings across the
+// network). The check is on the address, not on the host's text: a name may resolve anywhere.
+struct WebhookTarget {
+  std::string resolve_entry;  // "host:port:address" for CURLOPT_RESOLVE: the connection goes there only
+};
+std::variant<WebhookTarget, std::string> webhook_target(const std::string& url, const HostResolver& resolve) {
+  constexpr std::string_view kNotLoopback = "VIGIL_NOTIFY_WEBHOOK must be an http:// address on the loopback interface";
+  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> parsed(curl_url(), curl_url_cleanup);
+  if (!parsed || curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return std::string(kNotLoopback);
+  auto part = [&](CURLUPart which, unsigned flags = 0) {
+    char* text = nullptr;
+    std::string out;
+    if (curl_url_get(parsed.get(), which, &text, flags) == CURLUE_OK && text != nullptr) out = text;
+    curl_free(text);
+    return out;
+  };
+  const std::string host = part(CURLUPART_HOST), port = part(CURLUPART_PORT, CURLU_DEFAULT_PORT);
+  if (part(CURLUPART_SCHEME) != "http" || host.empty() || port.empty()) return std::string(kNotLoopback);
+  const bool bracketed = host.front() == '[' && host.back() == ']';
+  const std::vector<std::string> addresses = resolve(bracketed ? host.substr(1, host.size() - 2) : host);
+  if (addresses.empty()) return fmt::format("{} ({} does not resolve)", kNotLoopback, host);
+  const std::string& address = addresses.front();
+  if (!is_loopback_address(address)) return fmt::format("{} ({} resolves to {})", kNotLoopback, host, address);
+  const bool v6 = address.find(':') != std::string::npos;
+  return WebhookTarget{fmt::format("{}:{}:{}", host, port, v6 ? "[" + address + "]" : address)};
 }
 
 std::string deliver_by_command(const std::string& command, const nlohmann::json& message) {
@@ -79,13 +128,16 @@ std::string deliver_by_command(const std::string& command, const nlohmann::json&
   return (code == 0 ? "delivered" : fmt::format("failed: the command exited with {}", code)) + unread;
 }
 
-std::string deliver_by_webhook(const std::string& url, const nlohmann::json& message) {
-  if (!is_loopback_http(url)) return "failed: VIGIL_NOTIFY_WEBHOOK must be an http:// address on the loopback interface";
+std::string deliver_by_webhook(const std::string& url, const HostResolver& resolve, const nlohmann::json& message) {
+  const auto target = webhook_target(url, resolve ? resolve : HostResolver(system_resolve));
+  if (const auto* refused = std::get_if<std::string>(&target)) return "failed: " + *refused;
   CURL* curl = curl_easy_init();
   if (!curl) return "failed: no HTTP client";
   const std::string body = message.dump();
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  curl_slist* pinned = curl_slist_append(nullptr, std::get<WebhookTarget>(target).resolve_entry.c_str());
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_RESOLVE, pinned);
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http");
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
@@ -96,8 +148,9 @@ std::string deliver_by_webhook(const std::string& url, const nlohmann::json& mes
   const CURLcode rc = curl_easy_perform(curl);
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(headers);
   curl_easy_cleanup(curl);
+  curl_slist_free_all(headers);
+  curl_slist_free_all(pinned);
   if (rc != CURLE_OK) return fmt::format("failed: {}", curl_easy_strerror(rc));
   return status >= 200 && status < 300 ? "delivered" : fmt::format("failed: HTTP {}", status);
 }
@@ -196,7 +249,7 @@ void RuleActionRunner::notify(std::string rule, std::string protocol, std::strin
       std::string outcome = "audited only (no VIGIL_NOTIFY_COMMAND or VIGIL_NOTIFY_WEBHOOK)";
       if (!sink_.command.empty()) outcome = "command " + deliver_by_command(sink_.command, message);
       if (!sink_.webhook_url.empty()) {
-        const std::string web = "webhook " + deliver_by_webhook(sink_.webhook_url, message);
+        const std::string web = "webhook " + deliver_by_webhook(sink_.webhook_url, sink_.resolve_host, message);
         outcome = sink_.command.empty() ? web : outcome + "; " + web;
       }
       audit(rule, action, endpoint, outcome);

@@ -12,12 +12,18 @@
 
 namespace vigil::jobs {
 
+// The numeric addresses a host name resolves to, in the order a connection tries them.
+using HostResolver = std::function<std::vector<std::string>(const std::string& host)>;
+
 // Where Email and SMS notifications go: a command run with the message on its standard input
 // ($VIGIL_NOTIFY_COMMAND) and/or a webhook that receives it as JSON ($VIGIL_NOTIFY_WEBHOOK: an
 // http:// address on the loopback interface). Neither set: notifications are only audited.
 struct NotificationSink {
   std::string command;
   std::string webhook_url;
+  // How the webhook's host is resolved (empty: the system's resolver). The webhook is sent to the
+  // first address only when that address is a loopback one, and the connection goes to exactly it.
+  HostResolver resolve_host;
   int max_per_hour = 20;  // $VIGIL_NOTIFY_MAX_PER_HOUR: beyond it, notifications are audited as rate-limited
   static NotificationSink from_environment();
 };

@@ -23,15 +23,23 @@ namespace vigil::storage {
 namespace fs = std::filesystem;
 namespace {
 
+// The cache holds trial data: the folder is the user's own, owner-only (0700), and its files 0600. A
+// folder another user owns (made in a shared place first) is not used: it could be read, or fed
+// planted bytes.
+bool make_private_folder(const fs::path& folder) {
+  std::error_code ec;
+  if (folder.has_parent_path()) fs::create_directories(folder.parent_path(), ec);
+  if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) return false;
+  struct stat st {};
+  if (::lstat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) return false;
+  return (st.st_mode & 077) == 0 || ::chmod(folder.c_str(), 0700) == 0;
+}
+
 // The files of the cache, named by the SHA-256 of what they hold: "<object>\n<version>" for a whole
 // object, with "\n<offset>\n<length>" for a range.
 class DiskCache {
  public:
-  explicit DiskCache(CacheOptions options) : options_(std::move(options)) {
-    std::error_code ec;
-    fs::create_directories(options_.folder, ec);
-    usable_ = !ec && fs::is_directory(options_.folder, ec);
-  }
+  explicit DiskCache(CacheOptions options) : options_(std::move(options)), usable_(make_private_folder(options_.folder)) {}
 
   std::optional<std::string> get(const std::string& key) {
     if (!usable_) return std::nullopt;
@@ -65,7 +73,7 @@ class DiskCache {
     static std::atomic<uint64_t> counter{0};
     fs::path tmp = file;
     tmp += fmt::format(".{}.{}.tmp", ::getpid(), counter.fetch_add(1));
-    if (!publish_file(file, tmp, bytes)) return;
+    if (!publish_file(file, tmp, bytes, 0600)) return;
     std::lock_guard lock(mu_);
     if (!total_known_) {
       total_ = folder_usage().first;

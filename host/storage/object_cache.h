@@ -31,8 +31,9 @@ struct CacheStats {
   uint64_t evictions = 0;
 };
 
-// `remote` behind the cache. The folder is made when missing; a cache that cannot be written is
-// passed by (reads go to `remote`), never an error.
+// `remote` behind the cache. The folder is made when missing, owner-only (0700, files 0600: cached
+// trial data is the user's own); one owned by another user, or that cannot be written, is passed
+// by (reads go to `remote`), never an error.
 [[nodiscard]] std::shared_ptr<ObjectStore> with_cache(std::shared_ptr<ObjectStore> remote, CacheOptions options);
 
 // The cache's counters, when `store` is (or wraps) a cached store.

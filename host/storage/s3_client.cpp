@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "format/crc32c.h"
+#include "storage/s3_xml.h"
 #include "storage/sigv4.h"
 #include <vigil/sdk/text.hpp>
 
@@ -31,6 +32,7 @@ struct S3Client::Request {
   std::vector<Header> headers;  // signed, besides those every request carries
   std::string_view body;        // PUT
   std::span<std::byte> sink;    // Range: where a 206's body goes
+  size_t body_limit = kSmallBodyLimit;  // the most of a body (not the sink's) held: past it the transfer stops
   std::string object;           // "s3://bucket/key": what messages name
   // Why a 2xx answer is not to be trusted (short, damaged), or nullopt: a reason means another try.
   std::function<std::optional<std::string>(const Response&)> check;
@@ -49,10 +51,6 @@ struct S3Client::Response {
 };
 
 namespace {
-
-// A body not meant for a sink, where the request expects none of any size (an error document,
-// a ranged GET answered with the whole object): kept up to this, then the transfer stops.
-constexpr size_t kSmallBodyLimit = 64 * 1024;
 
 void init_curl_once() {
   static std::once_flag once;
@@ -73,57 +71,6 @@ Error failure(const S3Client::Request& request, std::string_view what, ErrorCode
   if (request.kind == S3Client::Kind::List) e.message = fmt::format("cannot list {}: {}", request.object, what);
   e.code = code;
   return e;
-}
-
-std::string xml_unescape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    const size_t end = text[i] == '&' ? text.find(';', i) : std::string_view::npos;
-    if (end == std::string_view::npos) {
-      out += text[i];
-      continue;
-    }
-    const std::string_view entity = text.substr(i + 1, end - i - 1);
-    if (entity == "amp") out += '&';
-    else if (entity == "lt") out += '<';
-    else if (entity == "gt") out += '>';
-    else if (entity == "quot") out += '"';
-    else if (entity == "apos") out += '\'';
-    else if (entity.starts_with('#')) {
-      const bool hex = entity.size() > 1 && (entity[1] == 'x' || entity[1] == 'X');
-      const std::string_view digits = entity.substr(hex ? 2 : 1);
-      uint32_t cp = 0;
-      const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cp, hex ? 16 : 10);
-      if (ec != std::errc() || p != digits.data() + digits.size() || cp > 0x10FFFF) {
-        out += text[i];
-        continue;
-      }
-      // UTF-8, as the keys are.
-      if (cp < 0x80) out += char(cp);
-      else if (cp < 0x800) out += {char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
-      else if (cp < 0x10000) out += {char(0xE0 | (cp >> 12)), char(0x80 | ((cp >> 6) & 0x3F)), char(0x80 | (cp & 0x3F))};
-      else
-        out += {char(0xF0 | (cp >> 18)), char(0x80 | ((cp >> 12) & 0x3F)), char(0x80 | ((cp >> 6) & 0x3F)),
-                char(0x80 | (cp & 0x3F))};
-    } else {
-      out += text[i];
-      continue;
-    }
-    i = end;
-  }
-  return out;
-}
-
-// The text of the first <tag>…</tag> in `xml`, unescaped. S3's documents are flat enough (and
-// escape every '<' in values) for a search to find the element.
-std::optional<std::string> xml_text(std::string_view xml, std::string_view tag) {
-  const std::string open = fmt::format("<{}>", tag), close = fmt::format("</{}>", tag);
-  const size_t start = xml.find(open);
-  if (start == std::string_view::npos) return std::nullopt;
-  const size_t end = xml.find(close, start + open.size());
-  if (end == std::string_view::npos) return std::nullopt;
-  return xml_unescape(xml.substr(start + open.size(), end - start - open.size()));
 }
 
 // "HTTP 403 AccessDenied: Access Denied": S3's Code and Message, never the rest of its error
@@ -204,8 +151,8 @@ struct Transfer {
   S3Client::Response response;
   std::span<std::byte> sink;
   bool sink_overflow = false;  // a 206 brought more than the range asked for
-  bool body_too_big = false;   // an unexpected body went past kSmallBodyLimit
-  size_t body_limit = SIZE_MAX;
+  bool body_too_big = false;   // the body went past body_limit
+  size_t body_limit = kSmallBodyLimit;
 };
 
 size_t on_header(char* data, size_t size, size_t count, void* user) {
@@ -339,7 +286,7 @@ Result<S3Client::Response> S3Client::execute(const Request& request) const {
 
     Transfer transfer;
     transfer.sink = request.sink;
-    if (request.kind == Kind::Range) transfer.body_limit = kSmallBodyLimit;
+    transfer.body_limit = request.body_limit;
     char curl_error[CURL_ERROR_SIZE] = "";
     const auto timeout = std::min(config_.request_timeout, left);
     CURL* curl = static_cast<CURL*>(take_handle());
@@ -377,8 +324,8 @@ Result<S3Client::Response> S3Client::execute(const Request& request) const {
 
     Response& response = transfer.response;
     if (transfer.body_too_big)
-      return fail(failure(request, fmt::format("HTTP {} with a body larger than {} bytes to a ranged GET", response.status,
-                                               kSmallBodyLimit)));
+      return fail(failure(request, fmt::format("HTTP {} with a body larger than the {} bytes allowed for this request",
+                                               response.status, request.body_limit)));
     if (transfer.sink_overflow) {
       last_failure = fmt::format("the server sent more than the {} bytes asked for", request.sink.size());
       last_timed_out = false;
@@ -417,9 +364,17 @@ Result<std::vector<S3ListedObject>> S3Client::list_objects(std::string_view buck
   std::string continuation;
   size_t page_keys = config_.list_max_keys > 0 ? size_t(config_.list_max_keys) : 0;  // 0: S3's own (1000)
   if (max_objects > 0 && (page_keys == 0 || max_objects < page_keys)) page_keys = max_objects;
-  for (;;) {
-    Request request{.kind = Kind::List, .bucket = std::string(bucket)};
+  const auto deadline = Clock::now() + config_.list_time_limit;
+  uint64_t listing_bytes = 0;
+  for (int pages = 0;; ++pages) {
+    Request request{.kind = Kind::List, .bucket = std::string(bucket), .body_limit = kListPageLimit};
     request.object = prefix.empty() ? fmt::format("s3://{}", bucket) : fmt::format("s3://{}/{}", bucket, prefix);
+    if (pages == config_.list_max_pages)
+      return fail(failure(request, fmt::format("the listing goes on past {} pages", config_.list_max_pages)));
+    if (pages > 0 && Clock::now() >= deadline)
+      return fail(failure(request, fmt::format("the listing goes on past its time limit of {} ms ({} pages)",
+                                               config_.list_time_limit.count(), pages),
+                          ErrorCode::Timeout));
     request.query = {{"list-type", "2"}, {"prefix", std::string(prefix)}};
     if (page_keys > 0) request.query.emplace_back("max-keys", std::to_string(page_keys));
     // StartAfter picks the first page; the continuation token carries on from there.
@@ -428,33 +383,27 @@ Result<std::vector<S3ListedObject>> S3Client::list_objects(std::string_view buck
     auto response = execute(request);
     if (!response) return fail(response.error());
     if (response->status != 200) return fail(failure(request, http_failure(*response, config_)));
-    const std::string_view xml = response->body;
-    if (xml.find("<ListBucketResult") == std::string_view::npos)
-      return fail(failure(request, "the answer is not a ListObjectsV2 result"));
-    for (size_t at = xml.find("<Contents>"); at != std::string_view::npos; at = xml.find("<Contents>", at + 1)) {
-      const size_t end = xml.find("</Contents>", at);
-      if (end == std::string_view::npos) return fail(failure(request, "the listing is cut short"));
-      const std::string_view entry = xml.substr(at, end - at);
-      auto key = xml_text(entry, "Key");
-      const auto size = parse_u64(xml_text(entry, "Size").value_or(""));
-      if (!key || !size) return fail(failure(request, "a listed object has no Key or Size"));
-      out.push_back({std::move(*key), *size, xml_text(entry, "ETag").value_or("")});
-    }
+    listing_bytes += response->body.size();
+    if (listing_bytes > kListingBytesLimit)
+      return fail(failure(request, fmt::format("the listing's pages come to more than {} bytes", kListingBytesLimit)));
+    auto page = parse_list_objects_v2(response->body);
+    if (!page) return fail(failure(request, page.error().message));
+    for (auto& object : page->objects) out.push_back(std::move(object));
     if (max_objects > 0 && out.size() >= max_objects) {
       out.resize(max_objects);
       break;
     }
-    if (xml_text(xml, "IsTruncated").value_or("false") != "true") break;
-    auto next = xml_text(xml, "NextContinuationToken");
-    if (!next || next->empty() || *next == continuation)
+    if (!page->truncated) break;
+    if (page->next_token.empty() || page->next_token == continuation)
       return fail(failure(request, "a truncated listing gives no new continuation token"));
-    continuation = std::move(*next);
+    continuation = std::move(page->next_token);
   }
   return out;
 }
 
-Result<std::string> S3Client::get_object(std::string_view bucket, std::string_view key) const {
-  Request request{.kind = Kind::Get, .bucket = std::string(bucket), .key = std::string(key)};
+Result<std::string> S3Client::get_object(std::string_view bucket, std::string_view key, uint64_t max_bytes) const {
+  Request request{.kind = Kind::Get, .bucket = std::string(bucket), .key = std::string(key),
+                  .body_limit = size_t(std::min<uint64_t>(max_bytes, SIZE_MAX))};
   request.object = fmt::format("s3://{}/{}", bucket, key);
   // Asks S3 for the checksum it keeps (objects this client wrote have a CRC32C), to check the bytes end to end.
   request.headers = {{"x-amz-checksum-mode", "ENABLED"}};
@@ -505,7 +454,9 @@ Result<void> S3Client::get_range(std::string_view bucket, std::string_view key, 
 Result<std::optional<S3ObjectStart>> S3Client::get_start(std::string_view bucket, std::string_view key,
                                                          uint64_t max_bytes) const {
   if (max_bytes == 0) return fail(Error::invalid_argument("get_start needs at least one byte"));
-  Request request{.kind = Kind::Get, .bucket = std::string(bucket), .key = std::string(key)};
+  // A server that ignores the range sends the whole object: held up to the whole-object bound.
+  Request request{.kind = Kind::Get, .bucket = std::string(bucket), .key = std::string(key),
+                  .body_limit = size_t(std::max(max_bytes, kWholeObjectLimit))};
   request.object = fmt::format("s3://{}/{}", bucket, key);
   request.headers = {{"range", fmt::format("bytes=0-{}", max_bytes - 1)}};
   // "bytes 0-<last>/<size>": the answer must be the start asked for, all of it.

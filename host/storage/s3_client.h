@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "storage/s3_config.h"
+#include "storage/s3_xml.h"
 
 namespace vigil::storage {
 
@@ -29,12 +30,6 @@ struct S3ObjectHead {
 struct S3ObjectStart {
   S3ObjectHead head;
   std::string bytes;  // the first min(size, max_bytes) bytes
-};
-
-struct S3ListedObject {
-  std::string key;
-  uint64_t size = 0;
-  std::string etag;
 };
 
 // What the client did, counted over its life: requests are HTTP requests sent, retries included.
@@ -53,6 +48,13 @@ struct S3Stats {
   }
 };
 
+// Every response body is bounded before it is held (docs/object-storage.md, "Limits"): a hostile
+// endpoint cannot grow the process (the uploader runs inside training).
+inline constexpr uint64_t kWholeObjectLimit = uint64_t(1) << 30;      // a whole-object GET
+inline constexpr size_t kListPageLimit = size_t(16) << 20;            // one ListObjectsV2 page
+inline constexpr uint64_t kListingBytesLimit = uint64_t(1) << 30;     // the pages of one listing together
+inline constexpr size_t kSmallBodyLimit = size_t(64) << 10;           // any other body (PUT, HEAD, errors)
+
 class S3Client {
  public:
   // Fails (InvalidArgument) when the configuration's endpoint is not a usable URL.
@@ -63,12 +65,15 @@ class S3Client {
 
   // Every object whose key starts with `prefix` and sorts after `start_after` (when not empty),
   // in S3's order (byte order of the keys), all pages; only the first `max_objects` when that is not
-  // 0 (a number within one page is one request).
+  // 0 (a number within one page is one request). Io past the configuration's page and time limits,
+  // or past kListingBytesLimit of listing documents.
   [[nodiscard]] Result<std::vector<S3ListedObject>> list_objects(std::string_view bucket, std::string_view prefix,
                                                                  std::string_view start_after = {},
                                                                  size_t max_objects = 0) const;
-  // The whole object; a missing one is an Io error "no such file".
-  [[nodiscard]] Result<std::string> get_object(std::string_view bucket, std::string_view key) const;
+  // The whole object; a missing one is an Io error "no such file", one larger than `max_bytes` an Io
+  // error (the transfer stops there: the body is never held past the bound).
+  [[nodiscard]] Result<std::string> get_object(std::string_view bucket, std::string_view key,
+                                               uint64_t max_bytes = kWholeObjectLimit) const;
   // Exactly out.size() bytes at `offset` (a 206 whose Content-Range is the range asked for, and all
   // of it), or Io. With `if_match_etag`, Corrupt when the object is no longer that version.
   [[nodiscard]] Result<void> get_range(std::string_view bucket, std::string_view key, uint64_t offset,

@@ -10,6 +10,8 @@
 #include <vector>
 #include <vigil/sdk/text.hpp>
 
+#include "storage/s3_uri.h"
+
 namespace vigil::storage {
 namespace {
 
@@ -99,7 +101,7 @@ Result<int> positive_int(std::string_view name, std::string_view text) {
 
 Result<S3Endpoint> parse_s3_endpoint(std::string_view url) {
   auto bad = [&](std::string_view why) {
-    return fail(Error::invalid_argument(fmt::format("S3 endpoint '{}' {}", url, why)));
+    return fail(Error::invalid_argument(fmt::format("S3 endpoint '{}' {}", url_without_userinfo(url), why)));
   };
   S3Endpoint out;
   const size_t sep = url.find("://");
@@ -108,7 +110,8 @@ Result<S3Endpoint> parse_s3_endpoint(std::string_view url) {
   if (out.scheme != "http" && out.scheme != "https") return bad("does not start with http:// or https://");
   std::string_view rest = url.substr(sep + 3);
   if (rest.ends_with('/')) rest.remove_suffix(1);
-  if (rest.find_first_of("/?#@") != std::string_view::npos) return bad("has more than scheme://host[:port]");
+  if (rest.find('@') != std::string_view::npos) return bad("has a user name (credentials come from the AWS variables and files)");
+  if (rest.find_first_of("/?#") != std::string_view::npos) return bad("has more than scheme://host[:port]");
   std::string_view host = rest;
   std::string_view port;
   const size_t bracket = rest.find(']');

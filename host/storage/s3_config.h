@@ -44,6 +44,10 @@ struct S3Config {
   std::chrono::milliseconds backoff_base{100};
   std::chrono::milliseconds backoff_cap{5000};
   int list_max_keys = 0;  // ListObjectsV2 max-keys; 0: the server's default (1000 on AWS)
+  // One listing ends (Io) past this many pages or this long, whatever IsTruncated says: a hostile
+  // endpoint could paginate forever (docs/object-storage.md, "Limits").
+  int list_max_pages = 10000;
+  std::chrono::milliseconds list_time_limit{std::chrono::minutes(10)};
 
   // Where the credentials came from ("environment", "profile default in /home/u/.aws/credentials"):
   // for messages, never the credentials themselves.

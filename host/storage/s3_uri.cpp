@@ -20,11 +20,19 @@ std::string S3Uri::key(std::string_view relpath) const {
   return fmt::format("{}/{}", prefix, relpath);
 }
 
+std::string url_without_userinfo(std::string_view url) {
+  const size_t at = url.rfind('@');
+  if (at == std::string_view::npos) return std::string(url);
+  const size_t scheme_end = url.find("://");
+  const size_t start = scheme_end == std::string_view::npos || scheme_end > at ? 0 : scheme_end + 3;
+  return fmt::format("{}***{}", url.substr(0, start), url.substr(at));
+}
+
 bool is_s3_uri(std::string_view text) { return text.starts_with(kScheme); }
 
 Result<S3Uri> parse_s3_uri(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return fail(Error::invalid_argument(fmt::format("'{}' is not an S3 location: {}", text, why)));
+    return fail(Error::invalid_argument(fmt::format("'{}' is not an S3 location: {}", url_without_userinfo(text), why)));
   };
   if (!is_s3_uri(text)) return bad("it does not start with s3://");
   std::string_view rest = text.substr(kScheme.size());

@@ -26,4 +26,8 @@ struct S3Uri {
 // may not hold empty, "." or ".." segments, so that it names one place.
 [[nodiscard]] Result<S3Uri> parse_s3_uri(std::string_view text);
 
+// `url` as a message may show it: a user name and password ("scheme://user:password@host") become
+// "***", wherever the '@' is (a password may hold '/', and a text may lack the scheme).
+[[nodiscard]] std::string url_without_userinfo(std::string_view url);
+
 }  // namespace vigil::storage

@@ -432,16 +432,29 @@ void TrialUploader::scan_now() noexcept {
   }
 }
 
-Result<UploadReport> TrialUploader::finish(std::chrono::milliseconds timeout) noexcept {
+bool TrialUploader::wait_until_uploaded(std::chrono::milliseconds wait) noexcept {
   State& s = *state_;
   try {
-    {
-      std::unique_lock lock(s.mutex);
-      if (s.report) return *s.report;
+    std::unique_lock lock(s.mutex);
+    if (s.report) return s.report->has_value() && (*s.report)->files_left.empty();
+    if (!s.finishing) {
       s.finishing = true;
       s.scan_requested = true;
       s.wake.notify_all();
-      s.progress.wait_until(lock, Clock::now() + timeout, [&] { return s.thread_done; });
+    }
+    return s.progress.wait_until(lock, Clock::now() + wait, [&] { return s.thread_done; });
+  } catch (...) {
+    return false;
+  }
+}
+
+Result<UploadReport> TrialUploader::finish(std::chrono::milliseconds timeout) noexcept {
+  State& s = *state_;
+  try {
+    (void)wait_until_uploaded(timeout);
+    {
+      std::unique_lock lock(s.mutex);
+      if (s.report) return *s.report;
       s.stop = true;  // a thread still in a write ends after it, with nothing more to do
       s.wake.notify_all();
     }

@@ -78,6 +78,10 @@ class TrialUploader {
 
   // Scans now instead of at the next interval (a hook that just published a step).
   void scan_now() noexcept;
+  // Starts the final scans (retrying failed files) and waits up to `wait` for them to upload
+  // everything staged: true when they did. Called again, it waits on; finish() then reports. A
+  // caller that must stay interruptible (Python's close(), Ctrl-C) waits in slices.
+  [[nodiscard]] bool wait_until_uploaded(std::chrono::milliseconds wait) noexcept;
   // Final scans (retrying failed files) until everything staged is uploaded, or `timeout`. The
   // thread then stops; one stuck in the store is left to end on its own. Later calls return the
   // same report. An error only when the staging folder could not be listed for the report.

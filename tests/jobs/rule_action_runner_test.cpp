@@ -2,8 +2,15 @@
 // to the notification sink within its rate limit, and every action is audited.
 #include "jobs/rule_action_runner.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
 
 #include <fstream>
 #include <optional>
@@ -177,6 +184,88 @@ TEST(RuleActionRunner, AWebhookOffTheLoopbackInterfaceIsRefused) {
   const auto lines = audit_lines(f.audit());
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0]["Outcome"].get<std::string>().find("loopback"), std::string::npos) << lines[0];
+}
+
+// A webhook on 127.0.0.1 that answers 200 to each request and counts them (one at a time).
+class LoopbackWebhook {
+ public:
+  LoopbackWebhook() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    EXPECT_EQ(::listen(fd_, 8), 0);
+    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        const int conn = ::accept(fd_, nullptr, nullptr);
+        if (conn < 0) return;  // shut down
+        char buffer[65536];
+        std::string request;
+        while (request.find("\r\n\r\n") == std::string::npos) {
+          const ssize_t n = ::read(conn, buffer, sizeof buffer);
+          if (n <= 0) break;
+          request.append(buffer, size_t(n));
+        }
+        ++posts_;
+        const std::string_view reply = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        EXPECT_EQ(::write(conn, reply.data(), reply.size()), ssize_t(reply.size()));
+        ::close(conn);
+      }
+    });
+  }
+  ~LoopbackWebhook() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  int port() const { return port_; }
+  int posts() const { return posts_.load(); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<int> posts_{0};
+  std::thread thread_;
+};
+
+std::string webhook_outcome(const NotificationSink& sink) {
+  Fixture f;
+  {
+    auto runner = f.runner(sink);
+    runner.on_issues_found("r", "Rule", R"({"name": "email", "endpoint": "a@b.com"})", "");
+  }
+  const auto lines = audit_lines(f.audit());
+  return lines.size() == 1 ? lines[0]["Outcome"].get<std::string>() : "no single audit line";
+}
+
+// Issue 28, item 11: the loopback check is on the address the host resolves to, and the POST goes
+// to exactly that address. "localhost" that resolves off the machine gets nothing, even with a
+// webhook listening on 127.0.0.1; a name that resolves to 127.0.0.1 is delivered there (a
+// name curl could not resolve itself: the connection took the checked address).
+TEST(RuleActionRunner, AWebhookGoesOnlyToTheLoopbackAddressItsHostResolvedTo) {
+  LoopbackWebhook hook;
+  NotificationSink sink;
+  sink.webhook_url = fmt::format("http://localhost:{}/hook", hook.port());
+  std::vector<std::string> asked;
+  sink.resolve_host = [&](const std::string& host) {
+    asked.push_back(host);
+    return std::vector<std::string>{"10.255.255.1"};
+  };
+  std::string outcome = webhook_outcome(sink);
+  EXPECT_NE(outcome.find("loopback"), std::string::npos) << outcome;
+  EXPECT_NE(outcome.find("10.255.255.1"), std::string::npos) << outcome;
+  EXPECT_EQ(hook.posts(), 0) << outcome;
+  EXPECT_EQ(asked, std::vector<std::string>{"localhost"});
+
+  sink.webhook_url = fmt::format("http://hooks.invalid:{}/hook", hook.port());
+  sink.resolve_host = [](const std::string&) { return std::vector<std::string>{"127.0.0.1"}; };
+  outcome = webhook_outcome(sink);
+  EXPECT_EQ(outcome, "webhook delivered") << outcome;
+  EXPECT_EQ(hook.posts(), 1);
 }
 
 TEST(RuleActionRunner, ActionJsonThatIsNotJsonIsAuditedAndNothingRuns) {

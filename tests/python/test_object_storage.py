@@ -262,6 +262,51 @@ def test_a_live_job_writing_to_s3_is_followed_by_evaluate_and_judged_as_its_loca
 
 # ---- faults -------------------------------------------------------------------------------------------------
 
+CLOSE_UNDER_CTRL_C = r"""
+import json, logging, os, sys
+from vigil.capture.upload import StagedUpload
+upload = StagedUpload(sys.argv[1], logging.getLogger("hook"), scan_interval_s=0.05)
+with open(os.path.join(upload.local_dir, "a.json"), "w") as f:
+    f.write("{}")
+print(upload.local_dir, flush=True)
+report = upload.finish()  # what hook.close() calls; $VIGIL_UPLOAD_TIMEOUT_SECONDS is far off
+print(json.dumps(report), flush=True)
+"""
+
+
+def test_the_first_ctrl_c_ends_the_upload_wait_of_close_and_leaves_the_files_staged(s3env, tmp_path):
+    """Issue 28, item 17: an endpoint that accepts connections and never answers; the wait for the
+    last uploads (600 s here) ends at the first SIGINT, close() returns, the data stays staged."""
+    import signal
+    import socket
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR, VIGIL_STAGING_DIR=str(tmp_path), VIGIL_UPLOAD_TIMEOUT_SECONDS="600",
+               VIGIL_S3_TIMEOUT_SECONDS="600", AWS_ENDPOINT_URL_S3="http://127.0.0.1:%d" % silent.getsockname()[1])
+    proc = subprocess.Popen([sys.executable, "-c", CLOSE_UNDER_CTRL_C, "s3://%s/ctrl-c" % BUCKET], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        local_dir = proc.stdout.readline().strip()
+        silent.settimeout(60)
+        conn, _ = silent.accept()  # the PUT is in flight and will never be answered
+        time.sleep(0.5)  # the script has gone from its print into finish()'s wait
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)  # a harness bound only: before the fix, 600 s
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        silent.close()
+    conn.close()
+    assert proc.returncode == 0, err
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["interrupted"] is True, report
+    assert report["files_left"] == ["a.json"], report
+    assert "interrupted" in report["error"], report
+    assert os.path.exists(os.path.join(local_dir, "a.json"))  # staged, as documented
+    assert local_dir in err, err  # the log says where the files left are
+
+
 def test_faults_on_index_gets_change_no_value(s3env, tmp_path, local_values):
     location = "s3://%s/faults/index" % BUCKET
     upload(trial_dir(FIXTURE), location)

@@ -1,4 +1,6 @@
 // The object cache in front of a remote store: reads keyed by object and version, a size budget.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -85,6 +87,33 @@ TEST(ObjectCache, AListedFileIsReadFromTheStoreOnceThenFromDiskEvenByANewProcess
   EXPECT_EQ(*second.store->read("index/000000000/000000000001_worker_0.json"), "{\"a\": 1}");
   EXPECT_EQ(second.remote->reads, 0);
   EXPECT_EQ(cache_stats(*second.store)->hits, 1u);
+}
+
+// Issue 28, item 12: cached trial data is the user's own. The folder is made 0700 (and one already
+// there, readable by others, is closed) and its files 0600, whatever the umask lets through.
+TEST(ObjectCache, TheCacheIsReadableByItsOwnerOnly) {
+  test::ScratchDir dir;
+  const mode_t old_umask = ::umask(0);  // the most permissive umask: the modes must come from the cache
+  const std::filesystem::path made = dir.path() / "made" / "objects";
+  const std::filesystem::path open_before = dir.path() / "open";
+  ASSERT_EQ(::mkdir(open_before.c_str(), 0755), 0);
+  for (const auto& folder : {made, open_before}) {
+    Cached cached(folder, 1 << 20);
+    cached.remote->objects["index/a.json"] = {"{\"secret\": 1}", "\"e1\""};
+    ASSERT_TRUE(cached.store->list("index/", ""));
+    ASSERT_TRUE(cached.store->read("index/a.json"));
+    struct stat st {};
+    ASSERT_EQ(::stat(folder.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << folder;
+    int files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+      ASSERT_EQ(::stat(entry.path().c_str(), &st), 0);
+      EXPECT_EQ(st.st_mode & 077, 0u) << entry.path();
+      ++files;
+    }
+    EXPECT_EQ(files, 1) << folder;  // the read was cached: the modes above were checked on a real file
+  }
+  ::umask(old_umask);
 }
 
 TEST(ObjectCache, ANewVersionIsReadAgainAndAnUnlistedFileIsNeverCached) {

@@ -111,6 +111,58 @@ TEST_F(S3Test, ListsAllPagesWithPrefixAndStartAfter) {
   EXPECT_TRUE(listed->empty());
 }
 
+// Issue 28, item 2: a hostile endpoint answering with an endless body (no Content-Length, 64 MiB
+// before the server gives up) must not grow the process: every body is cut at its bound, counted
+// by the bytes the client held.
+TEST_F(S3Test, EndlessBodiesAreCutAtTheirBounds) {
+  constexpr uint64_t kServed = uint64_t(64) << 20;
+  auto s3 = client();
+  ASSERT_VIGIL_OK(s3->put_object("trials", "hostile/get", "x"));
+  server_->set_faults(json::array(
+      {{{"match", "hostile/put"}, {"method", "PUT"}, {"times", 1}, {"action", "endless_body"}, {"bytes", kServed}},
+       {{"match", "hostile/get"}, {"method", "GET"}, {"times", 1}, {"action", "endless_body"}, {"bytes", kServed}},
+       {{"match", "prefix=hostile%2Flist"}, {"times", 1}, {"action", "endless_body"}, {"bytes", kServed},
+        {"prefix", "<?xml version=\"1.0\"?><ListBucketResult>"}}}));
+
+  uint64_t before = s3->stats().bytes_received;
+  auto put = s3->put_object("trials", "hostile/put", "payload");  // the uploader's call, inside training
+  ASSERT_FALSE(put);
+  EXPECT_TRUE(contains(put.error().message, "s3://trials/hostile/put")) << put.error().message;
+  EXPECT_LE(s3->stats().bytes_received - before, kSmallBodyLimit);
+
+  before = s3->stats().bytes_received;
+  auto got = s3->get_object("trials", "hostile/get", /*max_bytes=*/1 << 20);
+  ASSERT_FALSE(got);
+  EXPECT_LE(s3->stats().bytes_received - before, uint64_t(1) << 20);
+
+  before = s3->stats().bytes_received;
+  auto listed = s3->list_objects("trials", "hostile/list/");
+  ASSERT_FALSE(listed);
+  EXPECT_LE(s3->stats().bytes_received - before, kListPageLimit);
+  EXPECT_LT(kListPageLimit, kServed);  // the bound, not the server, ended the listing
+}
+
+// Issue 28, item 2: IsTruncated forever, with a new token each page, ends at the page bound and
+// at the time bound, whichever comes first.
+TEST_F(S3Test, EndlessPaginationEndsAtItsBounds) {
+  S3Config config = server_->config();
+  config.list_max_pages = 20;
+  auto s3 = client(config);
+  server_->set_faults(json::array({{{"match", "prefix=endless"}, {"times", 1000}, {"action", "endless_listing"}}}));
+  auto listed = s3->list_objects("trials", "endless/");
+  ASSERT_FALSE(listed);
+  EXPECT_TRUE(contains(listed.error().message, "20 pages")) << listed.error().message;
+  EXPECT_EQ(s3->stats().list_requests, 20u);
+
+  config.list_max_pages = 10000;
+  config.list_time_limit = std::chrono::milliseconds(0);  // over as soon as the first page is in
+  s3 = client(config);
+  listed = s3->list_objects("trials", "endless/");
+  ASSERT_FALSE(listed);
+  EXPECT_EQ(listed.error().code, ErrorCode::Timeout) << listed.error().message;
+  EXPECT_EQ(s3->stats().list_requests, 1u);
+}
+
 TEST_F(S3Test, HeadGivesSizeAndEtagOrNotFound) {
   auto s3 = client();
   ASSERT_VIGIL_OK(s3->put_object("trials", "head/obj", "hello"));

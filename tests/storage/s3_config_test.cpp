@@ -1,6 +1,7 @@
 // S3Config from environment variables and the AWS profile files, through a map instead of the
 // process environment.
 #include "storage/s3_config.h"
+#include "storage/s3_uri.h"
 
 #include <fstream>
 #include <map>
@@ -176,6 +177,31 @@ TEST(S3Config, NoSecretInAnyMessage) {
     EXPECT_EQ(e.message.find(secret), std::string::npos) << e.message;
     EXPECT_EQ(e.message.find(token), std::string::npos) << e.message;
     EXPECT_EQ(e.file.find(secret), std::string::npos);
+  }
+}
+
+// Issue 28, item 18: an endpoint URL with a user name and password is refused, and no message
+// about it, or about an s3:// location written the same way, shows the password.
+TEST(S3Config, NoEndpointPasswordInAnyMessage) {
+  const std::string password = "pa/ss-hunter2";
+  std::vector<std::string> messages;
+  for (const std::string& url : {"http://admin:" + password + "@minio:9000", "ftp://admin:" + password + "@minio",
+                                 "http://admin:" + password + "@minio/path", "admin:" + password + "@minio:9000"}) {
+    auto config = config_from({{"AWS_ACCESS_KEY_ID", "AKID"}, {"AWS_SECRET_ACCESS_KEY", "SECRET"},
+                               {"AWS_ENDPOINT_URL_S3", url}});
+    ASSERT_FALSE(config) << url;
+    messages.push_back(config.error().message);
+    auto endpoint = parse_s3_endpoint(url);
+    ASSERT_FALSE(endpoint) << url;
+    messages.push_back(endpoint.error().message);
+  }
+  auto uri = parse_s3_uri("s3://admin:" + password + "@bucket/trial");
+  ASSERT_FALSE(uri);
+  messages.push_back(uri.error().message);
+  for (const std::string& message : messages) {
+    EXPECT_EQ(message.find("hunter2"), std::string::npos) << message;
+    EXPECT_EQ(message.find("pa/ss"), std::string::npos) << message;
+    EXPECT_NE(message.find("***"), std::string::npos) << message;  // it says where, without what
   }
 }
 

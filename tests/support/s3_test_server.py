@@ -15,6 +15,12 @@ unless a fault plan says otherwise:
     {"action": "delay", "seconds": 3}         answer late
     {"action": "truncate", "keep_bytes": 10}  announce the whole body, send part of it, close
     {"action": "short_length", "keep_bytes": 10}  announce and send only part: looks complete
+    {"action": "endless_body", "status": 200, "prefix": "<ListBucketResult>", "bytes": 67108864}
+                                              a hostile server: the prefix, then filler with no
+                                              Content-Length until `bytes` are sent or the client
+                                              hangs up; the server never reads the request's upstream
+    {"action": "endless_listing"}             a ListObjectsV2 page of one object, truncated, with
+                                              a new continuation token each time (pagination forever)
 Every request the proxy sees is logged (method, path with query, status), so tests count requests.
 
 Use as a module (`with S3TestServer(buckets=["trials"]) as s3: ...`) or run it: it prints one JSON
@@ -138,6 +144,12 @@ def _proxy_handler(upstream_port, plan):
             if action == "status":
                 self._error(int(fault.get("status", 503)), fault.get("code", "SlowDown"))
                 return
+            if action == "endless_body":
+                self._endless_body(fault)
+                return
+            if action == "endless_listing":
+                self._endless_listing()
+                return
             conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=60)
             headers = {k: v for k, v in self.headers.items()}
             conn.request(self.command, self.path, body=body, headers=headers)
@@ -163,6 +175,37 @@ def _proxy_handler(upstream_port, plan):
             if action == "truncate":
                 self.wfile.flush()
                 self.close_connection = True
+
+        def _endless_body(self, fault):
+            plan.record(self.command, self.path, "endless_body")
+            self.send_response(int(fault.get("status", 200)))
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Connection", "close")  # no length: the body runs until the connection closes
+            self.end_headers()
+            self.close_connection = True
+            left = int(fault.get("bytes", 64 << 20))
+            chunk = fault.get("prefix", "").encode()
+            filler = b"<Contents><Key>k</Key><Size>1</Size></Contents>" * 1024
+            try:
+                while left > 0:
+                    self.wfile.write(chunk[:left])
+                    left -= len(chunk[:left])
+                    chunk = filler
+            except OSError:  # the client hung up: what a bounded client does
+                pass
+
+        def _endless_listing(self):
+            page = getattr(plan, "endless_pages", 0) + 1
+            plan.endless_pages = page
+            xml = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><IsTruncated>true</IsTruncated>"
+                   "<Contents><Key>endless/%d</Key><Size>1</Size></Contents>"
+                   "<NextContinuationToken>page%d</NextContinuationToken></ListBucketResult>" % (page, page)).encode()
+            plan.record(self.command, self.path, 200)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(xml)))
+            self.end_headers()
+            self.wfile.write(xml)
 
         do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 

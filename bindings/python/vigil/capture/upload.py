@@ -4,7 +4,8 @@ its own thread (data files, then index files, the end marker last, so a reader o
 sees an index before its event file). The hook finishes the upload when it closes.
 
 ``$VIGIL_STAGING_DIR`` names the folder the staging folders are made in (the system's temp folder
-otherwise); ``$VIGIL_UPLOAD_TIMEOUT_SECONDS`` (default 60) bounds the wait for the last uploads.
+otherwise); ``$VIGIL_UPLOAD_TIMEOUT_SECONDS`` (default 60) bounds the wait for the last uploads. The
+first Ctrl-C during that wait ends it: the files left stay staged, and the log says where.
 """
 import os
 
@@ -45,7 +46,8 @@ class StagedUpload:
             self.logger.warning("vigil upload: %s", message)
 
     def finish(self, timeout_s=None):
-        """The last uploads, waited for up to the timeout; what was left is logged. Never raises."""
+        """The last uploads, waited for up to the timeout or the first Ctrl-C (consumed); what was left
+        is logged. Never raises."""
         if self.report is not None:
             return self.report
         try:
