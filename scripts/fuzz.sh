@@ -15,6 +15,7 @@ fixtures="$root/../shared/fixtures"
 all_targets=(tfrecord_fuzzer event_proto_fuzzer index_json_fuzzer collections_json_fuzzer job_config_fuzzer
              param_values_fuzzer)
 all_targets+=(shard_layout_fuzzer)
+all_targets+=(control_protocol_fuzzer)
 
 seconds=60
 targets=()
