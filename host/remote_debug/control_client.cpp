@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -137,6 +138,23 @@ std::optional<WindowSize> terminal_size(int fd) {
   return WindowSize{ws.ws_row, ws.ws_col};
 }
 
+// Why this user may not connect: a folder on the way it cannot enter (a job started with the socket
+// in its owner's private runtime folder), or the socket itself (a job whose policy grants no one else).
+std::string unreachable_socket_message(const fs::path& socket_path) {
+  for (fs::path dir = socket_path.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    struct stat st {};
+    if (::faccessat(AT_FDCWD, dir.c_str(), X_OK, AT_EACCESS) != 0 && errno == EACCES && ::stat(dir.c_str(), &st) == 0)
+      return fmt::format("not allowed to reach the job's control socket {}: the folder {} (uid {}, mode {:04o}) is closed "
+                         "to your user (uid {}); the job's supervisor put its socket where only its own user can reach "
+                         "it (a job whose access policy grants other users puts it under /tmp)",
+                         socket_path.string(), dir.string(), st.st_uid, st.st_mode & 07777, ::geteuid());
+    if (dir == dir.root_path()) break;
+  }
+  return fmt::format("not allowed to reach the job's control socket {}: the job's supervisor runs as another user "
+                     "and its access policy grants no other user anything",
+                     socket_path.string());
+}
+
 }  // namespace
 
 Result<os::UniqueFd> connect_control_socket(const fs::path& socket_path) {
@@ -163,10 +181,7 @@ Result<os::UniqueFd> connect_control_socket(const fs::path& socket_path) {
       return fail(io_error(fmt::format("no control socket at {}: the job is not running here (or has ended)", path)));
     case EACCES:
     case EPERM:
-      return fail(io_error(
-          fmt::format("not allowed to reach the job's control socket {}: the job's supervisor runs as another user "
-                      "and does not allow other users",
-                      path)));
+      return fail(io_error(unreachable_socket_message(socket_path)));
     case ECONNREFUSED:
       return fail(
           io_error(fmt::format("the job's control socket {} does not answer: its supervisor has stopped", path)));
