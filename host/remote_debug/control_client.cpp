@@ -48,6 +48,14 @@ Result<std::string> request_payload(nlohmann::json request) {
   return payload;
 }
 
+// The server closed before answering anything: it closes at once a uid its job's access policy names
+// in no binding that allows something (control_server.h), and says nothing so as to be cheap to refuse.
+Error unanswered(const fs::path& socket_path) {
+  return io_error(fmt::format("the job's control socket {} closed the connection without answering: the job's access "
+                              "policy allows your user (uid {}) nothing, or the job's supervisor is stopping",
+                              socket_path.string(), ::geteuid()));
+}
+
 Result<nlohmann::json> read_reply(int fd, FrameDecoder& decoder, const fs::path& socket_path) {
   auto frame = read_frame(fd, decoder, Clock::now() + kReplyTimeout);
   if (!frame) {
@@ -55,6 +63,7 @@ Result<nlohmann::json> read_reply(int fd, FrameDecoder& decoder, const fs::path&
       return fail(Error{.code = ErrorCode::Timeout,
                         .message = fmt::format("no reply from the job's control socket {} within {} s",
                                                socket_path.string(), kReplyTimeout.count())});
+    if (decoder.buffered() == 0) return fail(unanswered(socket_path));
     return fail(io_error(fmt::format("the job's control socket {}: {}", socket_path.string(), frame.error().message)));
   }
   if (frame->type != FrameType::Reply)
@@ -195,7 +204,8 @@ Result<nlohmann::json> control_request(const fs::path& socket_path, const nlohma
   if (!payload) return fail(payload.error());
   auto fd = connect_control_socket(socket_path);
   if (!fd) return fail(fd.error());
-  if (auto sent = send_all(fd->get(), encode_frame(FrameType::Request, *payload)); !sent) return fail(sent.error());
+  if (auto sent = send_all(fd->get(), encode_frame(FrameType::Request, *payload)); !sent)
+    return fail(unanswered(socket_path));
   FrameDecoder decoder;
   return read_reply(fd->get(), decoder, socket_path);
 }
@@ -215,7 +225,8 @@ Result<int> run_session(const fs::path& socket_path, const nlohmann::json& reque
   if (!connected) return fail(connected.error());
   const int sock = connected->get();
   os::set_nonblocking(sock);  // the session's loop waits in poll only
-  if (auto sent = send_all(sock, encode_frame(FrameType::Request, *payload)); !sent) return fail(sent.error());
+  if (auto sent = send_all(sock, encode_frame(FrameType::Request, *payload)); !sent)
+    return fail(unanswered(socket_path));
   FrameDecoder decoder;
   auto reply = read_reply(sock, decoder, socket_path);
   if (!reply) return fail(reply.error());
