@@ -151,6 +151,17 @@ def s3_listing_seeds():
     yield page([("job/k2 &amp;&lt;x&gt; &#x1F600;&#233;", 3)])
     yield page([])
     yield page([("job/a", 1)])[:150]
+def control_protocol_seeds():
+    """Client byte streams of the job's control socket; the first byte picks the reads' size."""
+    def f(kind, payload):
+        return kind + struct.pack(">I", len(payload)) + payload
+    request = json.dumps({"ProtocolVersion": 1, "Action": "StartSession", "Target": "job_algo-1",
+                          "Term": "xterm", "TerminalSize": {"Rows": 24, "Cols": 80}}).encode()
+    yield b"\x00" + f(b"Q", b'{"ProtocolVersion": 1, "Action": "StopTrainingJob"}')
+    yield b"\x03" + f(b"Q", request) + f(b"W", struct.pack(">HH", 40, 120)) + f(b"I", b"ls\n") + f(b"I", b"")
+    yield b"\x01" + f(b"C", b"") + f(b"X", struct.pack(">i", 130)) + f(b"O", b"out")
+    yield b"\x00" + b"Q" + struct.pack(">I", 65537)  # over the limit
+    yield b"\x05" + f(b"Q", b"{") + b"Z"  # bad JSON, then a byte that is no frame type
 
 
 def main():
@@ -159,7 +170,7 @@ def main():
     corpora = {name: Corpus(corpus_root, name) for name in (
         "tfrecord_fuzzer", "event_proto_fuzzer", "index_json_fuzzer", "collections_json_fuzzer",
         "job_config_fuzzer", "param_values_fuzzer", "shard_layout_fuzzer", "elf_search_path_fuzzer",
-        "s3_listing_fuzzer")}
+        "s3_listing_fuzzer", "control_protocol_fuzzer")}
 
     files_per_trial = {}
     for path in sorted(fixtures.rglob("*.tfevents")):
@@ -195,6 +206,8 @@ def main():
         corpora["elf_search_path_fuzzer"].add(path.read_bytes())
     for data in s3_listing_seeds():
         corpora["s3_listing_fuzzer"].add(data)
+    for data in control_protocol_seeds():
+        corpora["control_protocol_fuzzer"].add(data)
 
     for name, corpus in corpora.items():
         if corpus.count == 0:

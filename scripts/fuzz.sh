@@ -13,8 +13,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build-fuzz"
 fixtures="$root/../shared/fixtures"
 all_targets=(tfrecord_fuzzer event_proto_fuzzer index_json_fuzzer collections_json_fuzzer job_config_fuzzer
-             param_values_fuzzer)
-all_targets+=(shard_layout_fuzzer elf_search_path_fuzzer s3_listing_fuzzer)
+             param_values_fuzzer shard_layout_fuzzer elf_search_path_fuzzer s3_listing_fuzzer control_protocol_fuzzer)
 
 seconds=60
 targets=()
@@ -58,6 +57,7 @@ max_len() {
     shard_layout_fuzzer) echo 8192 ;;
     elf_search_path_fuzzer) echo 16384 ;;  # headers, a dynamic section and its strings
     s3_listing_fuzzer) echo 65536 ;;       # a page of 1000 keys is ~350 KB; 64 KiB reaches every branch
+    control_protocol_fuzzer) echo 69632 ;; # a frame of up to 64 KiB and its header, and a little of the next
   esac
 }
 

@@ -48,6 +48,7 @@ remote_debug::ControlHandlers JobControl::handlers(fs::path agent_log) {
   remote_debug::ControlHandlers h;
   h.start_session = [this](const PeerIdentity& p, const nlohmann::json& r) { return start_session(p, r); };
   h.other = [this](const PeerIdentity& p, const nlohmann::json& r) { return handle(p, r); };
+  h.admits = [this](uid_t uid) { return access_.may_grant_anything_to(LocalUser{uid, remote_debug::user_name_of(uid)}); };
   h.agent_log = std::move(agent_log);
   return h;
 }
@@ -97,7 +98,8 @@ std::expected<SessionPlan, std::string> JobControl::start_session(const PeerIden
   const std::string command = request.value("Command", "");
   plan.pty = command.empty();
   if (plan.pty) {
-    os::set_env(env, "TERM", request.value("Term", std::string("xterm")));
+    // The client's "Term" replaces it in the control server, once filtered (control_server.h).
+    os::set_env(env, "TERM", "xterm");
     os::set_env(env, "PS1", fmt::format("[{}] \\w \\$ ", host_name(host)));
     plan.argv = fs::exists("/bin/bash") ? std::vector<std::string>{"/bin/bash", "--noprofile", "--norc", "-i"}
                                         : std::vector<std::string>{"/bin/sh", "-i"};

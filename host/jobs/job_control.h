@@ -37,6 +37,10 @@ class JobAccess {
                                                        std::map<std::string, std::string> context = {}) const;
   // Whether users other than the owner may be granted anything (so must reach the job's socket).
   [[nodiscard]] bool grants_others() const { return policy_ && policy_->grants_users_other_than(owner_); }
+  // Whether `who` may be allowed anything (the owner always): who may connect to the job's socket.
+  [[nodiscard]] bool may_grant_anything_to(const remote_debug::LocalUser& who) const {
+    return who.uid == owner_.uid || (policy_ && policy_->may_grant_anything_to(who));
+  }
   [[nodiscard]] const remote_debug::LocalUser& owner() const { return owner_; }
 
  private:

@@ -14,7 +14,6 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
-#include <random>
 #include <set>
 #include <thread>
 
@@ -37,6 +36,7 @@
 #include "profiler/profiler_trial.h"
 #include "remote_debug/access_policy.h"
 #include "remote_debug/control_server.h"
+#include "remote_debug/control_socket.h"
 #include "remote_debug/peer_identity.h"
 #include "remote_debug/session_log.h"
 
@@ -59,13 +59,6 @@ constexpr int kExitUploads = 4;
 volatile sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
 
-std::string random_hex(size_t digits) {
-  std::random_device device;
-  std::string out;
-  while (out.size() < digits) out += fmt::format("{:08x}", device());
-  return out.substr(0, digits);
-}
-
 // A free TCP port on the loopback interface for torch.distributed's rendezvous (MASTER_PORT).
 int free_loopback_port() {
   const os::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -79,14 +72,6 @@ int free_loopback_port() {
       ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) == 0)
     port = ntohs(addr.sin_port);
   return port;
-}
-
-// The folder for the job's control socket: short (a Unix socket path has at most 107 bytes), in the
-// user's runtime folder when there is one, named at random so that nobody can prepare it in advance.
-fs::path control_socket_path() {
-  fs::path base = "/tmp";
-  if (const char* runtime = std::getenv("XDG_RUNTIME_DIR"); runtime && *runtime && fs::is_directory(runtime)) base = runtime;
-  return base / fmt::format("vigil-job-{}", random_hex(16)) / "control.sock";
 }
 
 // A command of the job (a host's, the rule evaluator): its input empty, its output and errors to
@@ -442,7 +427,7 @@ int Supervisor::run() {
   state_.remote_debug = request_.remote_debug;
   state_.supervisor_pid = ::getpid();
   state_.owner_uid = access_.owner().uid;
-  const fs::path socket = control_socket_path();
+  const fs::path socket = remote_debug::new_job_socket_path(access_.grants_others());
   state_.control_socket = socket.string();
   if (!update([&](JobState& s) { s.transition("Starting", "Preparing the instances for training", start_epoch_); }))
     return kExitRecords;

@@ -619,4 +619,11 @@ bool AccessPolicy::grants_users_other_than(const LocalUser& owner) const {
   });
 }
 
+bool AccessPolicy::may_grant_anything_to(const LocalUser& who) const {
+  return std::any_of(rules_->bindings.begin(), rules_->bindings.end(), [&](const Binding& b) {
+    return names_user(b, who) &&
+           std::any_of(b.statements.begin(), b.statements.end(), [](const Statement& s) { return s.effect == Effect::Allow; });
+  });
+}
+
 }  // namespace vigil::remote_debug

@@ -108,6 +108,9 @@ class AccessPolicy {
   // an Allow statement: whether users other than the owner may be granted anything, so whether they
   // must be able to reach the job's socket. A binding that only denies grants nothing.
   [[nodiscard]] bool grants_users_other_than(const LocalUser& owner) const;
+  // Whether a binding that names `who` (by name, by uid, or "*") holds an Allow statement: whether
+  // `who` may be allowed anything at all, so may hold a connection to the job's socket.
+  [[nodiscard]] bool may_grant_anything_to(const LocalUser& who) const;
 
   struct Rules;  // the parsed bindings (access_policy.cpp)
 

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -47,6 +48,14 @@ Result<std::string> request_payload(nlohmann::json request) {
   return payload;
 }
 
+// The server closed before answering anything: it closes at once a uid its job's access policy names
+// in no binding that allows something (control_server.h), and says nothing so as to be cheap to refuse.
+Error unanswered(const fs::path& socket_path) {
+  return io_error(fmt::format("the job's control socket {} closed the connection without answering: the job's access "
+                              "policy allows your user (uid {}) nothing, or the job's supervisor is stopping",
+                              socket_path.string(), ::geteuid()));
+}
+
 Result<nlohmann::json> read_reply(int fd, FrameDecoder& decoder, const fs::path& socket_path) {
   auto frame = read_frame(fd, decoder, Clock::now() + kReplyTimeout);
   if (!frame) {
@@ -54,6 +63,7 @@ Result<nlohmann::json> read_reply(int fd, FrameDecoder& decoder, const fs::path&
       return fail(Error{.code = ErrorCode::Timeout,
                         .message = fmt::format("no reply from the job's control socket {} within {} s",
                                                socket_path.string(), kReplyTimeout.count())});
+    if (decoder.buffered() == 0) return fail(unanswered(socket_path));
     return fail(io_error(fmt::format("the job's control socket {}: {}", socket_path.string(), frame.error().message)));
   }
   if (frame->type != FrameType::Reply)
@@ -137,6 +147,23 @@ std::optional<WindowSize> terminal_size(int fd) {
   return WindowSize{ws.ws_row, ws.ws_col};
 }
 
+// Why this user may not connect: a folder on the way it cannot enter (a job started with the socket
+// in its owner's private runtime folder), or the socket itself (a job whose policy grants no one else).
+std::string unreachable_socket_message(const fs::path& socket_path) {
+  for (fs::path dir = socket_path.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    struct stat st {};
+    if (::faccessat(AT_FDCWD, dir.c_str(), X_OK, AT_EACCESS) != 0 && errno == EACCES && ::stat(dir.c_str(), &st) == 0)
+      return fmt::format("not allowed to reach the job's control socket {}: the folder {} (uid {}, mode {:04o}) is closed "
+                         "to your user (uid {}); the job's supervisor put its socket where only its own user can reach "
+                         "it (a job whose access policy grants other users puts it under /tmp)",
+                         socket_path.string(), dir.string(), st.st_uid, st.st_mode & 07777, ::geteuid());
+    if (dir == dir.root_path()) break;
+  }
+  return fmt::format("not allowed to reach the job's control socket {}: the job's supervisor runs as another user "
+                     "and its access policy grants no other user anything",
+                     socket_path.string());
+}
+
 }  // namespace
 
 Result<os::UniqueFd> connect_control_socket(const fs::path& socket_path) {
@@ -163,10 +190,7 @@ Result<os::UniqueFd> connect_control_socket(const fs::path& socket_path) {
       return fail(io_error(fmt::format("no control socket at {}: the job is not running here (or has ended)", path)));
     case EACCES:
     case EPERM:
-      return fail(io_error(
-          fmt::format("not allowed to reach the job's control socket {}: the job's supervisor runs as another user "
-                      "and does not allow other users",
-                      path)));
+      return fail(io_error(unreachable_socket_message(socket_path)));
     case ECONNREFUSED:
       return fail(
           io_error(fmt::format("the job's control socket {} does not answer: its supervisor has stopped", path)));
@@ -180,7 +204,8 @@ Result<nlohmann::json> control_request(const fs::path& socket_path, const nlohma
   if (!payload) return fail(payload.error());
   auto fd = connect_control_socket(socket_path);
   if (!fd) return fail(fd.error());
-  if (auto sent = send_all(fd->get(), encode_frame(FrameType::Request, *payload)); !sent) return fail(sent.error());
+  if (auto sent = send_all(fd->get(), encode_frame(FrameType::Request, *payload)); !sent)
+    return fail(unanswered(socket_path));
   FrameDecoder decoder;
   return read_reply(fd->get(), decoder, socket_path);
 }
@@ -200,7 +225,8 @@ Result<int> run_session(const fs::path& socket_path, const nlohmann::json& reque
   if (!connected) return fail(connected.error());
   const int sock = connected->get();
   os::set_nonblocking(sock);  // the session's loop waits in poll only
-  if (auto sent = send_all(sock, encode_frame(FrameType::Request, *payload)); !sent) return fail(sent.error());
+  if (auto sent = send_all(sock, encode_frame(FrameType::Request, *payload)); !sent)
+    return fail(unanswered(socket_path));
   FrameDecoder decoder;
   auto reply = read_reply(sock, decoder, socket_path);
   if (!reply) return fail(reply.error());

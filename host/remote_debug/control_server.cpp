@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <list>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -23,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "common/os.h"
+#include "common/process.h"
 #include "remote_debug/control_protocol.h"
 #include "remote_debug/control_socket.h"
 #include "remote_debug/session_log.h"
@@ -35,9 +38,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// Connections beyond the sessions (waiting for their request, or answering a control request).
-constexpr size_t kMaxOtherConnections = 16;
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -82,6 +82,40 @@ WindowSize requested_window(const nlohmann::json& request) {
   return WindowSize{dimension("Rows", size.rows), dimension("Cols", size.cols)};
 }
 
+// Slots shared by uids (control_server.h's limits): the owner may take any free slot; another uid at
+// most kMaxSlotsPerOtherUser, and the other uids together leave kSlotsKeptForTheOwner free. Not
+// thread-safe: the server's mutex guards it.
+class SlotsByUid {
+ public:
+  explicit SlotsByUid(size_t capacity) : capacity_(capacity) {}
+  bool take(uid_t uid) {
+    if (total_ >= capacity_) return false;
+    size_t& mine = held_[uid];
+    if (uid != ::geteuid()) {
+      const auto owner = held_.find(::geteuid());
+      const size_t others = total_ - (owner == held_.end() ? 0 : owner->second);
+      if (mine >= kMaxSlotsPerOtherUser || others >= capacity_ - kSlotsKeptForTheOwner) {
+        if (mine == 0) held_.erase(uid);
+        return false;
+      }
+    }
+    ++mine;
+    ++total_;
+    return true;
+  }
+  void give_back(uid_t uid) {
+    auto it = held_.find(uid);
+    if (it == held_.end() || it->second == 0) return;
+    if (--it->second == 0) held_.erase(it);
+    --total_;
+  }
+
+ private:
+  size_t capacity_;
+  size_t total_ = 0;
+  std::map<uid_t, size_t> held_;
+};
+
 // Makes an eventfd readable.
 void wake(int event_fd) {
   const uint64_t one = 1;
@@ -92,6 +126,7 @@ void wake(int event_fd) {
 
 // One accepted connection and its thread.
 struct Connection {
+  PeerIdentity peer;  // from accept: credentials only, the user name filled on the connection's thread
   os::UniqueFd fd;
   os::UniqueFd wake_fd;  // eventfd: end_sessions() wrote the reason
   std::thread thread;
@@ -111,13 +146,23 @@ struct ControlServer::Impl {
   mutable std::mutex mu;
   std::condition_variable changed;
   std::list<std::shared_ptr<Connection>> connections;
-  size_t reserved_sessions = 0;  // StartSession requests being prepared or running
-  size_t running_sessions = 0;   // sessions whose process runs
-  size_t other_connections = 0;  // connections not (yet) sessions
+  SlotsByUid session_slots{kMaxLiveSessions};           // StartSession requests being prepared or running
+  size_t running_sessions = 0;                           // sessions whose process runs
+  SlotsByUid waiting_slots{kMaxWaitingConnections};      // connections not (yet) sessions
 
+  // The agent log's limits (control_server.h), guarded by agent_log_mu.
   std::mutex agent_log_mu;
+  Clock::time_point log_minute_start{};
+  size_t lines_this_minute = 0;
+  size_t unlogged_messages = 0;      // over the lines a minute
+  size_t unadmitted_peers = 0;       // closed at accept: uids `admits` refuses
+  size_t busy_refusals = 0;          // closed at accept: no slot for the uid
 
   void agent_log(std::string_view message) noexcept;
+  void count_at_accept(size_t Impl::*counter) noexcept;
+  // The counts not yet reported, as a line; empty when there are none. Under agent_log_mu.
+  std::string unreported_counts();
+  void write_agent_log(const std::string& text);  // under agent_log_mu
   void accept_loop();
   bool accept_one();  // false once the server stops
   void serve(Connection& c);
@@ -128,7 +173,7 @@ struct ControlServer::Impl {
   // that saw its session end finds it ended everywhere).
   class SessionSlot {
    public:
-    explicit SessionSlot(Impl& impl) : impl_(impl) {}
+    SessionSlot(Impl& impl, uid_t uid) : impl_(impl), uid_(uid) {}
     ~SessionSlot() { release(); }
     void set_running() {
       std::lock_guard lock(impl_.mu);
@@ -140,7 +185,7 @@ struct ControlServer::Impl {
       released_ = true;
       {
         std::lock_guard lock(impl_.mu);
-        --impl_.reserved_sessions;
+        impl_.session_slots.give_back(uid_);
         if (running_) --impl_.running_sessions;
       }
       impl_.changed.notify_all();
@@ -148,6 +193,7 @@ struct ControlServer::Impl {
 
    private:
     Impl& impl_;
+    uid_t uid_;
     bool running_ = false;
     bool released_ = false;
   };
@@ -158,15 +204,61 @@ struct ControlServer::Impl {
 
 void ControlServer::Impl::agent_log(std::string_view message) noexcept {
   try {
-    const std::string line = fmt::format("{} control server: {}\n", utc_timestamp(), message);
     std::lock_guard lock(agent_log_mu);
-    const os::UniqueFd fd(handlers.agent_log.empty() ? -1
-                                                     : ::open(handlers.agent_log.c_str(),
-                                                              O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-    (void)os::write_some(fd ? fd.get() : STDERR_FILENO, line);
+    const auto now = Clock::now();
+    if (now - log_minute_start >= std::chrono::minutes(1)) {
+      log_minute_start = now;
+      lines_this_minute = 0;
+    }
+    if (lines_this_minute >= kAgentLogLinesPerMinute) {
+      ++unlogged_messages;
+      return;
+    }
+    ++lines_this_minute;
+    // Cut before escaping: a message may hold a client's text, and a line stays a line.
+    std::string text = unreported_counts();
+    text += fmt::format("{} control server: {}{}\n", utc_timestamp(),
+                        escape_log_text(message.substr(0, kMaxAgentLogMessage)),
+                        message.size() > kMaxAgentLogMessage ? fmt::format("... ({} bytes)", message.size()) : "");
+    write_agent_log(text);
   } catch (...) {
     // Out of memory while reporting: nothing better to do than go on.
   }
+}
+
+void ControlServer::Impl::count_at_accept(size_t Impl::*counter) noexcept {
+  std::lock_guard lock(agent_log_mu);
+  ++(this->*counter);
+}
+
+std::string ControlServer::Impl::unreported_counts() {
+  if (unlogged_messages == 0 && unadmitted_peers == 0 && busy_refusals == 0) return {};
+  std::string line = fmt::format(
+      "{} control server: not logged since the last line: {} messages over {} a minute, {} connections of uids the "
+      "access policy does not name (closed at once), {} connections refused as busy\n",
+      utc_timestamp(), unlogged_messages, kAgentLogLinesPerMinute, unadmitted_peers, busy_refusals);
+  unlogged_messages = unadmitted_peers = busy_refusals = 0;
+  return line;
+}
+
+void ControlServer::Impl::write_agent_log(const std::string& text) {
+  if (handlers.agent_log.empty()) {
+    (void)os::write_all(STDERR_FILENO, text);
+    return;
+  }
+  const auto open_log = [&] {
+    return os::UniqueFd(
+        ::open(handlers.agent_log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  };
+  os::UniqueFd fd = open_log();
+  struct stat st {};
+  if (fd && ::fstat(fd.get(), &st) == 0 && uintmax_t(st.st_size) >= kMaxAgentLogBytes) {
+    // The previous file is kept as ".1", the one before it dropped: at most two files' worth on disk.
+    fs::path previous = handlers.agent_log;
+    previous += ".1";
+    if (::rename(handlers.agent_log.c_str(), previous.c_str()) == 0) fd = open_log();
+  }
+  if (fd) (void)os::write_all(fd.get(), text);
 }
 
 void ControlServer::Impl::reply(Connection& c, const nlohmann::json& body) {
@@ -236,29 +328,46 @@ bool ControlServer::Impl::accept_one() {
     }
     return true;
   }
+  // Who it is, from the kernel, before anything is read or written: a uid the job names no one as
+  // is closed at once, with no reply, so that it can neither hold a slot nor fill the log.
+  auto credentials = peer_credentials(c->fd.get());
+  if (!credentials) {
+    agent_log(credentials.error().message);
+    return true;
+  }
+  c->peer = *credentials;
+  const bool owner = c->peer.uid == ::geteuid();
   bool admitted = false;
-  {
-    std::lock_guard lock(mu);
-    if (other_connections < kMaxOtherConnections) {
-      ++other_connections;
-      admitted = true;
-    }
+  try {
+    admitted = owner || !handlers.admits || handlers.admits(c->peer.uid);
+  } catch (...) {
+    admitted = false;
   }
   if (!admitted) {
+    count_at_accept(&Impl::unadmitted_peers);
+    return true;  // `c` closes the fd
+  }
+  bool has_slot = false;
+  {
+    std::lock_guard lock(mu);
+    has_slot = waiting_slots.take(c->peer.uid);
+  }
+  if (!has_slot) {
     // Never blocks the accept thread: the reply fits the socket's buffer or is dropped.
-    const std::string frame =
-        encode_frame(FrameType::Reply,
-                     dump(error_reply(fmt::format("the job's control socket is busy ({} connections wait): try again",
-                                                  kMaxOtherConnections))));
+    const std::string frame = encode_frame(
+        FrameType::Reply,
+        dump(error_reply(fmt::format("the job's control socket is busy (at most {} connections wait, {} of one user "
+                                     "other than the job's): try again",
+                                     kMaxWaitingConnections, kMaxSlotsPerOtherUser))));
     (void)os::write_some(c->fd.get(), frame);
-    agent_log("refused a connection: too many connections waiting for their request");
+    count_at_accept(&Impl::busy_refusals);
     return true;  // `c` closes the fd
   }
   c->wake_fd.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!c->wake_fd) {
     agent_log(fmt::format("cannot create an eventfd: {}", errno_text(errno)));
     std::lock_guard lock(mu);
-    --other_connections;
+    waiting_slots.give_back(c->peer.uid);
     return true;
   }
   try {
@@ -277,7 +386,7 @@ bool ControlServer::Impl::accept_one() {
     agent_log(fmt::format("cannot start a connection's thread: {}", e.what()));
     std::lock_guard lock(mu);
     connections.remove(c);
-    --other_connections;
+    waiting_slots.give_back(c->peer.uid);
   }
   return true;
 }
@@ -285,14 +394,10 @@ bool ControlServer::Impl::accept_one() {
 void ControlServer::Impl::serve(Connection& c) {
   os::block_sigpipe_on_this_thread();  // common/os.h: EPIPE, never SIGPIPE
   try {
-    auto peer = peer_identity(c.fd.get());
-    if (!peer) {
-      agent_log(peer.error().message);
-      reply(c, error_reply("the control server cannot tell who you are"));
-    } else {
-      FrameDecoder decoder;
-      serve_request(c, *peer, decoder);
-    }
+    PeerIdentity peer = c.peer;
+    peer.user_name = user_name_of(peer.uid);
+    FrameDecoder decoder;
+    serve_request(c, peer, decoder);
   } catch (const std::exception& e) {
     agent_log(fmt::format("a connection failed: {}", e.what()));
   } catch (...) {
@@ -301,7 +406,7 @@ void ControlServer::Impl::serve(Connection& c) {
   // Closed here, not when the thread is joined: the client sees the end at once.
   c.fd.reset();
   std::lock_guard lock(mu);
-  if (!c.is_session) --other_connections;
+  if (!c.is_session) waiting_slots.give_back(c.peer.uid);
 }
 
 void ControlServer::Impl::serve_request(Connection& c, const PeerIdentity& peer, FrameDecoder& decoder) {
@@ -336,7 +441,10 @@ void ControlServer::Impl::serve_request(Connection& c, const PeerIdentity& peer,
   }
   const auto version = request.find("ProtocolVersion");
   if (version == request.end() || !version->is_number_integer() || version->get<int64_t>() != kControlProtocolVersion) {
-    const std::string theirs = version == request.end() ? "none" : dump(*version);
+    // Described, never copied: the value is the client's and may be 64 KiB.
+    const std::string theirs = version == request.end()             ? "none"
+                               : version->is_number_integer() ? std::to_string(version->get<int64_t>())
+                                                              : fmt::format("a JSON {}", version->type_name());
     agent_log(fmt::format("refused {}: protocol version {}", who, theirs));
     reply(c, error_reply(fmt::format("the client speaks control protocol version {}, the job's supervisor version {}: "
                                      "use the vigil that started the job",
@@ -370,20 +478,19 @@ void ControlServer::Impl::serve_session(Connection& c, const PeerIdentity& peer,
   const std::string who = fmt::format("pid {} uid {} ({})", peer.pid, peer.uid, peer.user_name);
   {
     std::lock_guard lock(mu);
-    if (reserved_sessions >= kMaxLiveSessions) {
-      // Not a session: it stays counted with the other connections.
-      agent_log(fmt::format("refused a session for {}: {} sessions run already", who, kMaxLiveSessions));
-    } else {
-      ++reserved_sessions;
-      --other_connections;
+    // Not a session without a slot: it stays counted with the waiting connections.
+    if (session_slots.take(peer.uid)) {
+      waiting_slots.give_back(peer.uid);
       c.is_session = true;
     }
   }
   if (!c.is_session) {
-    reply(c, error_reply(fmt::format("too many sessions: at most {} run at once", kMaxLiveSessions)));
+    agent_log(fmt::format("refused a session for {}: no session slot free for the user", who));
+    reply(c, error_reply(fmt::format("too many sessions: at most {} run at once, {} of one user other than the job's",
+                                     kMaxLiveSessions, kMaxSlotsPerOtherUser)));
     return;
   }
-  SessionSlot slot(*this);
+  SessionSlot slot(*this, peer.uid);
 
   std::expected<SessionPlan, std::string> plan =
       std::unexpected<std::string>("remote debugging is not available for this job");
@@ -404,13 +511,9 @@ void ControlServer::Impl::serve_session(Connection& c, const PeerIdentity& peer,
     return;
   }
   if (plan->session_id.empty()) plan->session_id = new_session_id(peer.user_name);
-  if (plan->pty) {
-    auto term = request.find("Term");
-    const bool has_term =
-        std::any_of(plan->env.begin(), plan->env.end(), [](const std::string& e) { return e.starts_with("TERM="); });
-    if (!has_term && term != request.end() && term->is_string() && plausible_term(term->get<std::string>()))
-      plan->env.push_back("TERM=" + term->get<std::string>());
-  }
+  if (auto term = request.find("Term");
+      plan->pty && term != request.end() && term->is_string() && plausible_term(term->get_ref<const std::string&>()))
+    os::set_env(plan->env, "TERM", term->get<std::string>());
   if (auto reason = end_reason(c)) {
     reply(c, error_reply(*reason));
     return;
@@ -492,6 +595,13 @@ ControlServer::~ControlServer() {
   for (auto& c : all)
     if (c->thread.joinable()) c->thread.join();
   impl_->listener.remove();
+  // What the limits left out is said once more at the end, whatever the minute.
+  try {
+    std::lock_guard lock(impl_->agent_log_mu);
+    if (const std::string counts = impl_->unreported_counts(); !counts.empty()) impl_->write_agent_log(counts);
+  } catch (...) {
+    // Out of memory while reporting: nothing better to do than go on.
+  }
 }
 
 }  // namespace vigil::remote_debug

@@ -8,17 +8,25 @@
 // not list the folder); the socket is 0600 (0666 when others may be allowed). Who a client is comes
 // only from the kernel (SO_PEERCRED); the handlers decide what that identity may do.
 //
-// Limits: a request must arrive within 5 s of connecting, frames are at most 64 KiB, at most 16
-// sessions run at once and at most 16 more connections wait for their request or reply; beyond that
-// a client is refused with a message. Every failure is a message to the client and a line in the
-// agent log; no exception leaves the server's threads and SIGPIPE never reaches the process.
+// Limits (the policy is docs/remote-debug.md's "Limits of the control socket"): a peer whose uid
+// `admits` refuses is closed at accept, without a reply or a log line of its own (counted). A request
+// must arrive within 5 s of connecting, frames are at most 64 KiB, at most 16 sessions run at once and
+// at most 16 more connections wait for their request or reply; of each, one uid other than the
+// server's own (the job's owner) holds at most 4 and those uids together at most 12, so that the owner
+// always has 4. Beyond that a client is refused with a message. The agent log takes at most 30 lines
+// a minute (the rest are counted), each message cut to 512 bytes, and is rotated at 1 MiB; no request
+// content is copied into it beyond that cut. No exception leaves the server's threads and SIGPIPE
+// never reaches the process.
 //
 // Processes: a session's process is a child of this process (its own session and process group,
 // setsid). The server reaps its children by pid: the embedding process must not reap with
 // waitpid(-1) or set SIGCHLD to SIG_IGN.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
+#include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <functional>
@@ -36,6 +44,12 @@
 namespace vigil::remote_debug {
 
 inline constexpr size_t kMaxLiveSessions = 16;
+inline constexpr size_t kMaxWaitingConnections = 16;  // connections not (yet) sessions
+inline constexpr size_t kMaxSlotsPerOtherUser = 4;    // of each of the two above, for a uid not the server's
+inline constexpr size_t kSlotsKeptForTheOwner = 4;    // of each, never taken by other uids
+inline constexpr size_t kAgentLogLinesPerMinute = 30;
+inline constexpr size_t kMaxAgentLogMessage = 512;             // bytes of one message, escaped after the cut
+inline constexpr uintmax_t kMaxAgentLogBytes = uintmax_t(1) << 20;  // then rotated: two files at most
 
 // What the start_session handler decides for an accepted StartSession request.
 struct SessionPlan {
@@ -44,8 +58,9 @@ struct SessionPlan {
   std::string session_id;
   std::string target_id;          // "sagemaker-training-job:NAME_algo-2": for the session log
   std::vector<std::string> argv;  // the shell (interactive) or {"/bin/sh","-c",CMD}; argv[0] is the program's path
-  // "KEY=VALUE", exactly the host's environment. For pty sessions the server adds TERM=<the client's
-  // "Term"> when the request has one and `env` has no TERM.
+  // "KEY=VALUE", exactly the host's environment. For pty sessions the server sets TERM to the client's
+  // "Term" when that is a terminfo name (at most 64 letters, digits and -_.+), in place of the plan's
+  // TERM; any other "Term" is ignored. The client's "Term" reaches the session by this way only.
   std::vector<std::string> env;
   std::filesystem::path cwd;  // the host's working directory
   bool pty = true;            // interactive: a pseudo-terminal; --command: no pty, stdout+stderr merged
@@ -68,8 +83,12 @@ struct ControlHandlers {
   // Every other request: the JSON reply, sent as is ({"Ok": true|false, ...} by convention). Same
   // threading as start_session. Empty: such requests are refused.
   std::function<nlohmann::json(const PeerIdentity&, const nlohmann::json& request)> other;
+  // Whether a peer of this uid may hold a connection at all (the users the job's access policy names);
+  // the server's own uid always may. Called on the accepting thread: must be quick and not throw.
+  // Empty: every uid that can reach the socket.
+  std::function<bool(uid_t)> admits;
   // The server's own errors (bad frames, failed spawns, ...), one "<UTC time> <message>" line each,
-  // appended. Empty: standard error.
+  // appended, within the limits above; rotated to "<agent_log>.1". Empty: standard error (not rotated).
   std::filesystem::path agent_log;
   // How long a client has from connecting to its complete request (kHandshakeTimeout; tests shorten it).
   std::chrono::milliseconds request_timeout{kHandshakeTimeout};

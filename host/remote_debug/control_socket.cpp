@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <random>
 #include <utility>
 
 #include <fmt/format.h>
@@ -80,6 +82,16 @@ bool someone_listens(int dir_fd, const std::string& name) {
 }
 
 }  // namespace
+
+fs::path new_job_socket_path(bool allow_other_users) {
+  fs::path base = "/tmp";
+  std::error_code ec;
+  if (const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+      !allow_other_users && runtime && *runtime && fs::is_directory(runtime, ec))
+    base = runtime;
+  std::random_device device;
+  return base / fmt::format("vigil-job-{:08x}{:08x}", device(), device()) / "control.sock";
+}
 
 std::optional<std::pair<sockaddr_un, socklen_t>> unix_address(const std::string& path) {
   sockaddr_un address{};

@@ -45,6 +45,12 @@ class ListeningSocket {
   ino_t ino_ = 0;
 };
 
+// Where a new job's control socket goes: "<base>/vigil-job-<16 random hex digits>/control.sock", short
+// (sun_path holds 107 bytes) and named at random so that nobody prepares the folder in advance. The
+// base is $XDG_RUNTIME_DIR when it is a folder, else /tmp; but /tmp whenever `allow_other_users`:
+// the runtime folder is its user's alone (0700), where no granted user could ever reach the socket.
+[[nodiscard]] std::filesystem::path new_job_socket_path(bool allow_other_users);
+
 // An AF_UNIX address naming `path`; nullopt when the path is too long for sun_path.
 [[nodiscard]] std::optional<std::pair<sockaddr_un, socklen_t>> unix_address(const std::string& path);
 

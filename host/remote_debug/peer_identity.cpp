@@ -30,7 +30,7 @@ std::string user_name_of(uid_t uid) {
   return std::to_string(uid);
 }
 
-Result<PeerIdentity> peer_identity(int connected_fd) {
+Result<PeerIdentity> peer_credentials(int connected_fd) {
   ucred cred{};
   socklen_t length = sizeof cred;
   if (::getsockopt(connected_fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0)
@@ -40,7 +40,13 @@ Result<PeerIdentity> peer_identity(int connected_fd) {
   if (length != sizeof cred || cred.pid <= 0)
     return fail(Error{.code = ErrorCode::Io,
                       .message = "the kernel gave no credentials for the peer (not a connected Unix socket)"});
-  return PeerIdentity{.pid = cred.pid, .uid = cred.uid, .gid = cred.gid, .user_name = user_name_of(cred.uid)};
+  return PeerIdentity{.pid = cred.pid, .uid = cred.uid, .gid = cred.gid};
+}
+
+Result<PeerIdentity> peer_identity(int connected_fd) {
+  auto peer = peer_credentials(connected_fd);
+  if (peer) peer->user_name = user_name_of(peer->uid);
+  return peer;
 }
 
 }  // namespace vigil::remote_debug

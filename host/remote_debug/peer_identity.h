@@ -24,6 +24,10 @@ struct PeerIdentity {
 // accept() or connect()). The fd stays the caller's.
 [[nodiscard]] Result<PeerIdentity> peer_identity(int connected_fd);
 
+// The same without the user name (left empty): no user database lookup, which may be slow (NSS), so
+// fit for deciding at accept() whether to keep a connection at all.
+[[nodiscard]] Result<PeerIdentity> peer_credentials(int connected_fd);
+
 // The passwd name of `uid`, or the uid in decimal where there is none.
 [[nodiscard]] std::string user_name_of(uid_t uid);
 

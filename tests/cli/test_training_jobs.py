@@ -662,7 +662,10 @@ def test_the_access_policy_decides_for_other_users_and_a_lying_client_is_still_r
     policy_file.write_text(json.dumps(policy))
     job = job_request("guarded", HyperParameters={"steps": "2", "hang": "true"}, DebugRuleConfigurations=None,
                       RemoteDebugConfig={"EnableRemoteDebug": True})
-    process = jobs.start(job, "--stop-grace", "2", "--access-policy", str(policy_file))
+    runtime = tmp_path / "runtime"  # the owner's runtime folder, as on a desktop session: 0700
+    runtime.mkdir(mode=0o700)
+    process = jobs.start(job, "--stop-grace", "2", "--access-policy", str(policy_file),
+                         env={"XDG_RUNTIME_DIR": str(runtime)})
     try:
         jobs.wait_training("guarded")
         allowed = jobs.vigil("attach", "guarded_algo-1", "--command", "id -u; echo $SM_CURRENT_HOST", user=NOBODY)
@@ -672,8 +675,14 @@ def test_the_access_policy_decides_for_other_users_and_a_lying_client_is_still_r
         assert conditioned_out.returncode != 0
         assert "AccessDeniedException: User: nobody (uid 65534) is not authorized to perform: ssm:StartSession" \
             in conditioned_out.stderr
+        # A user no binding names is closed at accept, without a reply (issue 28, items 1 and 6).
         unbound = jobs.vigil("attach", "guarded_algo-1", "--command", "true", user=OTHER)
-        assert unbound.returncode != 0 and "is not authorized to perform: ssm:StartSession" in unbound.stderr
+        assert unbound.returncode != 0
+        assert f"access policy allows your user (uid {OTHER}) nothing" in unbound.stderr, unbound.stderr
+        with open(os.path.join(jobs.dir, "guarded", "state.json")) as f:
+            state = json.load(f)["Vigil"]
+        # XDG_RUNTIME_DIR is the owner's (0700): a job that grants others keeps its socket out of it (item 15).
+        assert state["ControlSocket"].startswith("/tmp/vigil-job-"), state
         denied = jobs.vigil("attach", "guarded_algo-1", "--command", "true", user=DENIED)
         assert denied.returncode != 0 and "with an explicit deny" in denied.stderr
         # The protocol carries no identity: a client claiming to be root is judged as who it is.

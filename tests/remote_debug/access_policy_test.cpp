@@ -453,6 +453,23 @@ TEST(AccessPolicyBindings, GrantsUsersOtherThanTheOwner) {
   EXPECT_TRUE(grants(one(R"(["alice"])", allow), kBob));
 }
 
+// Who may connect to the job's socket at all (control_server.h's `admits`): the users a binding with
+// an Allow names.
+TEST(AccessPolicyBindings, MayGrantAnythingToTheUsersAnAllowingBindingNames) {
+  auto may = [](std::string_view text, const LocalUser& who) { return parsed(text).may_grant_anything_to(who); };
+  const std::string allow = R"({"Statement": {"Effect": "Allow", "Action": "ssm:*", "Resource": "*"}})";
+  const std::string deny = R"({"Statement": {"Effect": "Deny", "Action": "ssm:*", "Resource": "*"}})";
+  auto one = [](std::string_view users, const std::string& policy) {
+    return fmt::format(R"({{"Bindings": [{{"Users": {}, "Policy": {}}}]}})", users, policy);
+  };
+  EXPECT_TRUE(may(one(R"(["bob"])", allow), kBob));
+  EXPECT_TRUE(may(one(fmt::format(R"(["{}"])", kBob.uid), allow), kBob));
+  EXPECT_TRUE(may(one(R"(["*"])", allow), kBob));
+  EXPECT_FALSE(may(one(R"(["alice"])", allow), kBob));
+  EXPECT_FALSE(may(one(R"(["bob"])", deny), kBob));
+  EXPECT_FALSE(may(R"({"Bindings": []})", kBob));
+}
+
 TEST(AccessPolicyBindings, LoadReportsAnUnreadableFileAsIo) {
   test::ScratchDir dir("vigil-access-policy");
   auto policy = AccessPolicy::load(dir / "absent.json");

@@ -21,11 +21,13 @@
 #include <mutex>
 #include <optional>
 #include <regex>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "remote_debug/control_client.h"
 #include "remote_debug/control_protocol.h"
+#include "remote_debug/control_socket.h"
 #include "remote_debug/peer_identity.h"
 #include "remote_debug/session_log.h"
 #include "test_support.h"
@@ -373,6 +375,33 @@ TEST_F(ControlServerTest, PtyTakesTheClientsSizeAndTerm) {
   EXPECT_EQ(status, 0);
 }
 
+// The client's "Term" reaches the shell only as a terminfo name; anything else leaves the plan's TERM.
+TEST_F(ControlServerTest, ClientsTermIsFilteredBeforeItReachesTheSession) {
+  decide = [this](const PeerIdentity&, const json& request) -> std::expected<SessionPlan, std::string> {
+    SessionPlan plan = plan_for(request);
+    plan.env.push_back("TERM=xterm");
+    return plan;
+  };
+  start_server();
+  auto term_seen = [&](const json& term) {
+    RawClient client(socket_path);
+    EXPECT_TRUE(client.connected());
+    client.send_request({{"ProtocolVersion", kControlProtocolVersion}, {"Action", "StartSession"}, {"Term", term}});
+    const json reply = client.reply();
+    EXPECT_TRUE(reply.value("Ok", false)) << reply.dump();
+    client.send(FrameType::Input, "printf '<%s>\\n' \"$TERM\"; exit\n");
+    const std::string output = client.output_until(">\r\n");
+    const auto open = output.rfind('<');
+    const auto close = output.rfind('>');
+    return open == std::string::npos || close < open ? output : output.substr(open + 1, close - open - 1);
+  };
+  EXPECT_EQ(term_seen("vt100"), "vt100");
+  EXPECT_EQ(term_seen("vt100\nLD_PRELOAD=/tmp/x.so"), "xterm");
+  EXPECT_EQ(term_seen("$(touch /tmp/pwned)"), "xterm");
+  EXPECT_EQ(term_seen(std::string(65, 'a')), "xterm");
+  EXPECT_EQ(term_seen(42), "xterm");
+}
+
 // A terminal as the client's stdin (the slave of a pty this test holds the master of): raw mode
 // for the session and back after it, the terminal's size at the start and after SIGWINCH, TERM.
 TEST_F(ControlServerTest, InteractiveClientOnATerminal) {
@@ -541,6 +570,58 @@ TEST_F(ControlServerTest, OversizedFrameIsRefused) {
   EXPECT_NE(reply.value("Error", "").find("65537 bytes"), std::string::npos) << reply.dump();
   EXPECT_TRUE(client.closed_by_server());
   EXPECT_NE(agent_text().find("65537 bytes"), std::string::npos) << agent_text();
+}
+
+// Issue 28, item 1: a refused request's content never reaches the agent log (a 64 KiB ProtocolVersion
+// was copied whole), and a flood of refused requests writes a bounded number of lines.
+TEST_F(ControlServerTest, RefusedRequestsContentStaysOutOfTheAgentLog) {
+  start_server();
+  RawClient client(socket_path);
+  ASSERT_TRUE(client.connected());
+  const std::string huge(60000, 'A');
+  client.send_request({{"ProtocolVersion", huge}, {"Action", "DescribeTrainingJob"}});
+  const json reply = client.reply();
+  EXPECT_EQ(reply.value("Ok", true), false);
+  EXPECT_EQ(reply.value("Error", "").find(std::string(100, 'A')), std::string::npos);
+  EXPECT_NE(reply.value("Error", "").find("a JSON string"), std::string::npos) << reply.dump();
+  ASSERT_TRUE(eventually([&] { return agent_text().find("protocol version") != std::string::npos; }));
+  EXPECT_EQ(agent_text().find(std::string(100, 'A')), std::string::npos);
+  EXPECT_LT(agent_text().size(), 2 * kMaxAgentLogMessage) << agent_text().size();
+}
+
+size_t line_count(const std::string& text) { return size_t(std::count(text.begin(), text.end(), '\n')); }
+
+TEST_F(ControlServerTest, AFloodOfRefusedRequestsWritesABoundedLog) {
+  start_server();
+  constexpr size_t kFlood = 300;
+  const std::string padding(kMaxFramePayload - 200, 'B');  // each request near the frame limit
+  for (size_t i = 0; i < kFlood; ++i) {
+    RawClient client(socket_path);
+    ASSERT_TRUE(client.connected());
+    client.send_request({{"ProtocolVersion", 99}, {"Pad", padding}});
+    (void)client.reply();
+  }
+  server.reset();  // its last line: the count of what was left out
+  const std::string text = agent_text();
+  // One minute may turn during the flood: two minutes' lines and their counts at most.
+  EXPECT_LE(line_count(text), 2 * (kAgentLogLinesPerMinute + 1)) << text.size();
+  EXPECT_LE(text.size(), 2 * (kAgentLogLinesPerMinute + 1) * (kMaxAgentLogMessage + 200));
+  EXPECT_TRUE(has_line_with(text, {"not logged since the last line", "messages over"})) << text;
+}
+
+TEST_F(ControlServerTest, AgentLogIsRotatedAtItsCap) {
+  const std::string old_text(kMaxAgentLogBytes, 'o');
+  std::ofstream(agent_log, std::ios::binary) << old_text;
+  start_server();
+  RawClient client(socket_path);
+  ASSERT_TRUE(client.connected());
+  client.send_bytes("Z");  // a bad frame: one line
+  (void)client.reply();
+  ASSERT_TRUE(eventually([&] { return agent_text().find("bad frame") != std::string::npos; }));
+  EXPECT_LT(agent_text().size(), kMaxAgentLogMessage + 200);
+  fs::path previous = agent_log;
+  previous += ".1";
+  EXPECT_EQ(test::read_file_if_present(previous), old_text);
 }
 
 TEST_F(ControlServerTest, SilentClientIsDroppedWhileAnotherIsServed) {
@@ -789,8 +870,9 @@ TEST_F(ControlServerTest, MissingSocketIsNamedInTheError) {
 
 // ---- other users (root only: switching users needs it) ----------------------------------------------
 
-// In a child that dropped to uid/gid 65534: a control request; the message (or "ok") and whether it succeeded.
-std::pair<std::string, bool> request_as_nobody(const fs::path& socket_path) {
+// In a child that dropped to `uid` (its gid the same number): a control request; the reply (or the
+// error's message) and whether it succeeded.
+std::pair<std::string, bool> request_as(uid_t uid, const fs::path& socket_path) {
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) return {"pipe failed", false};
   const pid_t pid = ::fork();
@@ -798,7 +880,7 @@ std::pair<std::string, bool> request_as_nobody(const fs::path& socket_path) {
     ::close(pipe_fds[0]);
     std::string text = "cannot switch users";
     bool ok = false;
-    if (::setgroups(0, nullptr) == 0 && ::setgid(kNobody) == 0 && ::setuid(kNobody) == 0) {
+    if (::setgroups(0, nullptr) == 0 && ::setgid(uid) == 0 && ::setuid(uid) == 0) {
       auto reply = control_request(socket_path, {{"Action", "Describe"}});
       ok = reply.has_value();
       text = ok ? reply->dump() : reply.error().message;
@@ -814,6 +896,136 @@ std::pair<std::string, bool> request_as_nobody(const fs::path& socket_path) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return {text, WIFEXITED(status) && WEXITSTATUS(status) == 0};
+}
+
+std::pair<std::string, bool> request_as_nobody(const fs::path& socket_path) { return request_as(kNobody, socket_path); }
+
+// A child of uid `uid` that connects `count` times to the socket and holds the connections until
+// release() (or the object's end): how a local user keeps the socket's slots busy.
+class HeldConnections {
+ public:
+  HeldConnections(uid_t uid, const fs::path& socket_path, int count) {
+    int ready[2], hold[2];
+    if (::pipe(ready) != 0 || ::pipe(hold) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::close(ready[0]);
+      ::close(hold[1]);
+      if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(2);
+      std::vector<std::unique_ptr<RawClient>> held;
+      for (int i = 0; i < count; ++i) held.push_back(std::make_unique<RawClient>(socket_path));
+      char connected = char(std::count_if(held.begin(), held.end(), [](const auto& c) { return c->connected(); }));
+      [[maybe_unused]] ssize_t w = ::write(ready[1], &connected, 1);
+      char byte;
+      [[maybe_unused]] ssize_t r = ::read(hold[0], &byte, 1);  // until the parent closes its end
+      ::_exit(0);
+    }
+    ::close(ready[1]);
+    ::close(hold[0]);
+    hold_fd_ = hold[1];
+    char connected = 0;
+    if (::read(ready[0], &connected, 1) == 1) connected_ = connected;
+    ::close(ready[0]);
+  }
+  ~HeldConnections() { release(); }
+  int connected() const { return connected_; }
+  void release() {
+    if (hold_fd_ >= 0) ::close(hold_fd_);
+    hold_fd_ = -1;
+    if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int hold_fd_ = -1;
+  int connected_ = 0;
+};
+
+// Issue 28, items 1 and 6: a uid the access policy never names is closed at accept, answered nothing
+// and logged nothing of its own.
+TEST_F(ControlServerTest, UnnamedUserIsClosedAtAcceptWithoutALogLine) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch users";
+  fs::permissions(scratch.path(), fs::perms(0711), fs::perm_options::replace);
+  auto h = handlers();
+  h.admits = [](uid_t uid) { return uid != kNobody; };
+  auto started = ControlServer::start(socket_path, true, std::move(h));
+  ASSERT_VIGIL_OK(started);
+  server = std::move(*started);
+  const auto [text, ok] = request_as_nobody(socket_path);
+  EXPECT_FALSE(ok) << text;
+  EXPECT_NE(text.find("closed the connection without answering: the job's access policy allows your user (uid 65534) "
+                      "nothing"),
+            std::string::npos)
+      << text;
+  {
+    std::lock_guard lock(mu);
+    EXPECT_TRUE(other_peers.empty());
+  }
+  EXPECT_EQ(agent_text().find("65534"), std::string::npos) << agent_text();
+  EXPECT_TRUE(request_as(kNobody - 1, socket_path).second);  // a named user is served
+}
+
+// Issue 28, item 6: one user holding idle connections (renewed as they time out) kept the socket busy
+// for everyone; now it holds its own few slots, and the owner and other users are served.
+TEST_F(ControlServerTest, OneUsersIdleConnectionsBlockNeitherTheOwnerNorAnotherUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch users";
+  fs::permissions(scratch.path(), fs::perms(0711), fs::perm_options::replace);
+  start_server(true);
+  HeldConnections held(kNobody, socket_path, int(kMaxWaitingConnections));
+  ASSERT_EQ(held.connected(), int(kMaxWaitingConnections));
+  HeldConnections more(kNobody - 2, socket_path, int(kMaxSlotsPerOtherUser));  // a second user's share
+  ASSERT_EQ(more.connected(), int(kMaxSlotsPerOtherUser));
+  auto owner = control_request(socket_path, {{"Action", "Describe"}, {"Value", 7}});
+  ASSERT_VIGIL_OK(owner);
+  EXPECT_EQ((*owner)["Echo"], 7);
+  const auto [text, ok] = request_as(kNobody - 1, socket_path);
+  EXPECT_TRUE(ok) << text;
+}
+
+// Issue 28, item 15: with $XDG_RUNTIME_DIR set (a 0700 folder of the owner's), a job that grants other
+// users puts its socket where they can reach it; a job that grants no one keeps it private.
+TEST_F(ControlServerTest, SocketOfAJobThatGrantsOthersIsReachableWithARuntimeDir) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch users";
+  const fs::path runtime = scratch / "runtime";
+  fs::create_directories(runtime);
+  fs::permissions(runtime, fs::perms(0700), fs::perm_options::replace);
+  fs::permissions(scratch.path(), fs::perms(0711), fs::perm_options::replace);
+  const char* saved = std::getenv("XDG_RUNTIME_DIR");
+  const std::string saved_value = saved ? saved : "";
+  ::setenv("XDG_RUNTIME_DIR", runtime.c_str(), 1);
+  const fs::path private_path = new_job_socket_path(false);
+  const fs::path shared_path = new_job_socket_path(true);
+  saved ? ::setenv("XDG_RUNTIME_DIR", saved_value.c_str(), 1) : ::unsetenv("XDG_RUNTIME_DIR");
+  EXPECT_EQ(private_path.parent_path().parent_path(), runtime);
+  EXPECT_NE(shared_path.string().find(runtime.string()), 0u) << shared_path;
+  {
+    auto started = ControlServer::start(shared_path, true, handlers());
+    ASSERT_VIGIL_OK(started);
+    server = std::move(*started);
+    const auto [text, ok] = request_as_nobody(shared_path);
+    EXPECT_TRUE(ok) << text;
+    server.reset();
+    fs::remove(shared_path.parent_path());
+  }
+}
+
+// Issue 28, item 15: where a folder on the way is closed to the user, the error names it.
+TEST_F(ControlServerTest, ClosedFolderOnTheWayIsNamedInTheError) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch users";
+  const fs::path closed = scratch / "closed";
+  fs::create_directories(closed);
+  fs::permissions(closed, fs::perms(0700), fs::perm_options::replace);
+  fs::permissions(scratch.path(), fs::perms(0711), fs::perm_options::replace);
+  const fs::path path = closed / "ctl" / "control.sock";
+  auto started = ControlServer::start(path, true, handlers());
+  ASSERT_VIGIL_OK(started);
+  server = std::move(*started);
+  const auto [text, ok] = request_as_nobody(path);
+  EXPECT_FALSE(ok);
+  EXPECT_NE(text.find("the folder " + closed.string() + " (uid 0, mode 0700) is closed to your user (uid 65534)"),
+            std::string::npos)
+      << text;
 }
 
 TEST_F(ControlServerTest, OtherUserCannotReachAPrivateSocket) {
