@@ -753,7 +753,11 @@ def test_what_a_granted_session_detaches_ends_with_revocation_and_with_the_job_a
         for user in (NOBODY, OTHER):  # granted, and named nowhere: neither reads the owner's record
             read = subprocess.run(as_user(user, ["cat", state_file]), capture_output=True, text=True, cwd="/")
             assert read.returncode != 0 and "Permission denied" in read.stderr, (user, read.stdout)
-        detach = "setsid -f {} </dev/null >/dev/null 2>&1; echo detached".format(" ".join(escapes[0]))
+        # The session waits until the detached process runs: ended before its child has called
+        # setsid, the session would take the child with it (seen on a loaded machine).
+        detach_command = "setsid -f {0} </dev/null >/dev/null 2>&1; until pgrep -x -f '{0}' >/dev/null; do sleep 0.05; done; " \
+                         "echo detached"
+        detach = detach_command.format(" ".join(escapes[0]))
         out = jobs.vigil("attach", "detaching_algo-1", "--command", detach, user=NOBODY)
         assert out.returncode == 0 and out.stdout.strip() == "detached", out.stderr
         assert len(started_process(escapes[0])) == 1  # the session ended; what it detached did not
@@ -762,7 +766,7 @@ def test_what_a_granted_session_detaches_ends_with_revocation_and_with_the_job_a
         assert processes_running(escapes[0]) == []
 
         assert jobs.vigil("update-training-job", "detaching", "--remote-debug", "on").returncode == 0
-        detach = "setsid -f {} </dev/null >/dev/null 2>&1; echo detached".format(" ".join(escapes[1]))
+        detach = detach_command.format(" ".join(escapes[1]))
         out = jobs.vigil("attach", "detaching_algo-1", "--command", detach, user=NOBODY)
         assert out.returncode == 0, out.stderr
         assert len(started_process(escapes[1])) == 1
