@@ -8,6 +8,7 @@
 #include <stop_token>
 
 #include "bindings.h"
+#include "evaluate/evaluator.h"
 #include "evaluate/rule_instance.h"
 #include "plugin_host/param_values.h"
 #include "plugin_host/profiles.h"
@@ -56,6 +57,10 @@ class PyRuleInstance {
       throw HostError(Error::invalid_argument(fmt::format("rule {} reads only its base trial", type->descriptor->name)));
     // The reserved vigil_profile key chooses the defaults, as in a job's RuleParameters.
     auto given = params;
+    // A Python rule file passes the plugin trust check here too, as in a job (evaluator.h).
+    if (auto source = given.find("source_s3_uri");
+        source != given.end() && std::string_view(type->descriptor->id) == evaluate::kPythonRuleId)
+      source->second = unwrap(evaluate::trusted_rule_file(source->second, registry_->options().allow_insecure));
     std::string profile(plugin_host::kDefaultProfile);
     if (auto it = given.find(VIGIL_PROFILE_PARAM); it != given.end()) {
       if (!plugin_host::find_profile(it->second))

@@ -378,6 +378,7 @@ int run_evaluate(const std::vector<std::string>& args) {
     auto parsed = evaluate::parse_job_json(*text, trial.value_or(""), profiler_trial.value_or(""));
     if (!parsed) return usage_error("invalid job " + *job_file + ": " + parsed.error().message);
     job = std::move(*parsed);
+    evaluate::anchor_rule_files(job, *job_file);
   }
   for (size_t k = 0; k < cli_rules.size(); ++k) {
     auto params = cli_rules[k].params;

@@ -44,11 +44,8 @@ std::string client_error(const Error& e) {
   return fmt::format("ClientError: {}: {}", e.class_name(), e.message);
 }
 
-// A Python rule file runs code as a plugin library does, so it passes the plugin loader's trust check
-// (docs/reliability.md): the local file named by `source` ("/path" or "file:///path"; s3:// is left
-// to the plugin, which refuses it), as its checked real path. A relative path is refused, never
-// resolved against the working directory; a missing file is left to the plugin to report (the
-// rule's Error status) once the folder it would be in is trusted.
+}  // namespace
+
 Result<std::string> trusted_rule_file(std::string_view source, bool allow_insecure) {
   std::string_view path = source;
   if (path.starts_with("file://")) path.remove_prefix(7);
@@ -69,11 +66,6 @@ Result<std::string> trusted_rule_file(std::string_view source, bool allow_insecu
   if (!real) return fail(Error::invalid_argument(fmt::format("{}: {}", path, real.error().message)));
   return real->string();
 }
-
-// Python rule files (source_s3_uri) are served by the embedded-Python plugin under this id.
-constexpr std::string_view kPythonRuleId = "vigil.python.CustomRule";
-
-}  // namespace
 
 struct Evaluator::Impl {
   EvaluatorOptions options;

@@ -73,6 +73,17 @@ struct ResolvedRule {
   std::string profile;    // the profile the parameters' defaults came from
 };
 
+// Python rule files (source_s3_uri, rule_to_invoke) are served by the embedded-Python plugin under this id.
+inline constexpr std::string_view kPythonRuleId = "vigil.python.CustomRule";
+
+// A Python rule file runs code as a plugin library does, so it passes the plugin loader's trust check
+// (docs/reliability.md): the local file named by `source` ("/path" or "file:///path"; s3:// is left
+// to the plugin, which refuses it), as its checked real path. A relative path is refused, never
+// resolved against the working directory; a missing file is left to the plugin to report (the
+// rule's Error status) once the folder it would be in is trusted. Every way of running a rule file
+// goes through it: a job's rules (resolve_job) and vigil.rules.load.
+[[nodiscard]] Result<std::string> trusted_rule_file(std::string_view source, bool allow_insecure);
+
 // Validates the job and resolves every rule, as Evaluator::create does before anything runs; a rule
 // without a profile gets the default one (sagemaker). Errors name the failing field.
 [[nodiscard]] Result<std::vector<ResolvedRule>> resolve_job(const plugin_host::PluginRegistry& registry, JobConfig job);

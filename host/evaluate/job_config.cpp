@@ -270,4 +270,15 @@ Result<void> apply_default_profile(JobConfig& job, const std::string& profile) {
   return {};
 }
 
+void anchor_rule_files(JobConfig& job, const std::filesystem::path& job_file) {
+  const std::filesystem::path folder = std::filesystem::absolute(job_file).parent_path();
+  for (auto& rule : job.rules) {
+    if (!rule.source) continue;
+    std::string_view path = *rule.source;
+    if (path.starts_with("file://")) path.remove_prefix(7);
+    if (path.empty() || path.starts_with('/') || rule.source->starts_with("s3://")) continue;
+    rule.source = (folder / std::string(path)).lexically_normal().string();
+  }
+}
+
 }  // namespace vigil::evaluate

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -51,6 +52,10 @@ struct JobConfig {
 // what the evaluator needs beyond them names the failing field.
 [[nodiscard]] Result<JobConfig> parse_job_json(std::string_view text, const std::string& default_trial,
                                                const std::string& default_profiler_trial = {});
+
+// Names the job's relative rule files (source_s3_uri) from the job file's folder, as a configuration
+// file's paths are read, never from the working directory: "rules.py" beside the job file.
+void anchor_rule_files(JobConfig& job, const std::filesystem::path& job_file);
 
 // Debugger's unsupported setups (sagemaker-api §9.3), read from the members of a CreateTrainingJob
 // request (or of a job file holding them): HyperParameters, Distribution, ResourceConfig.InstanceCount,

@@ -72,5 +72,20 @@ TEST_F(RuleFileTrust, AllowInsecurePluginsRunsItKnowingly) {
   EXPECT_NE(resolve_error(allowing, rule().string()).find(kPassedTheCheck), std::string::npos);
 }
 
+TEST(RuleFileAnchor, RelativeRuleFilesAreReadFromTheJobFilesFolder) {
+  auto job = parse_job_json(R"({"DebugRuleConfigurations": [
+      {"RuleConfigurationName": "A", "RuleParameters": {"rule_to_invoke": "R", "source_s3_uri": "rules.py"}},
+      {"RuleConfigurationName": "B", "RuleParameters": {"rule_to_invoke": "R", "source_s3_uri": "file://../r/b.py"}},
+      {"RuleConfigurationName": "C", "RuleParameters": {"rule_to_invoke": "R", "source_s3_uri": "/abs/c.py"}},
+      {"RuleConfigurationName": "D", "RuleParameters": {"rule_to_invoke": "R", "source_s3_uri": "s3://b/d.py"}}]})",
+                            "/tmp", "/tmp");
+  ASSERT_TRUE(job) << job.error().message;
+  anchor_rule_files(*job, "/jobs/one/job.json");
+  EXPECT_EQ(job->rules[0].source, "/jobs/one/rules.py");
+  EXPECT_EQ(job->rules[1].source, "/jobs/r/b.py");
+  EXPECT_EQ(job->rules[2].source, "/abs/c.py");
+  EXPECT_EQ(job->rules[3].source, "s3://b/d.py");
+}
+
 }  // namespace
 }  // namespace vigil::evaluate

@@ -80,6 +80,21 @@ def test_python_plugin_in_process(plugin_dir, tmp_path):
     assert str(info.value) == res["raise_eval_cond_true"]["exception"]["message"]  # names the Python class
 
 
+def test_python_rule_files_pass_the_plugin_trust_check_in_process(plugin_dir, tmp_path, monkeypatch):
+    """Issue 28, item 4: vigil.rules.load runs a rule file only where vigil evaluate would: a relative
+    path is refused (never resolved against the working directory), and so is a file others may write."""
+    path = write_rule_file("vanishing_gradient", tmp_path)
+    trial = vigil.create_trial(trial_dir("vanishing_gradient"))
+    monkeypatch.chdir(os.path.dirname(path))
+    with pytest.raises(SMDebugValueError, match="relative path"):
+        load(plugin_dir, "PythonRule", trial, source_s3_uri=os.path.basename(path), rule_to_invoke="VanishingGradientLike")
+    os.chmod(path, 0o666)
+    with pytest.raises(SMDebugValueError, match="writ"):
+        load(plugin_dir, "PythonRule", trial, source_s3_uri=path, rule_to_invoke="VanishingGradientLike")
+    os.chmod(path, 0o644)
+    load(plugin_dir, "PythonRule", trial, source_s3_uri=path, rule_to_invoke="VanishingGradientLike")
+
+
 @pytest.mark.parametrize("fixture", ["vanishing_gradient", "mlp_healthy", "loss_not_decreasing"])
 def test_builtin_rules_agree_with_vigil_evaluate(fixture, plugin_dir, vigil_exe, tmp_path):
     """Built-in rules with their defaults: invoke_rule in Python triggers where the evaluator does."""
