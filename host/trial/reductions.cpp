@@ -129,8 +129,7 @@ Result<ReductionStatistics> reduction_statistics(const TensorValue& v, Reduction
         fmt::format("reduction {} of a complex tensor is only supported with abs=True", reduction_name(op))));
   ReductionStatistics s{.op = op, .abs = abs, .count = v.size()};
 
-  const bool integer_like = kind == NumericKind::Signed || kind == NumericKind::Unsigned || kind == NumericKind::Bool;
-  if (integer_like && (op == ReductionOp::Min || op == ReductionOp::Max || op == ReductionOp::Sum ||
+  if (is_integer_type(v.dtype()) && (op == ReductionOp::Min || op == ReductionOp::Max || op == ReductionOp::Sum ||
                        op == ReductionOp::Prod)) {
     integer_statistics(v, s, kind == NumericKind::Unsigned);
     return s;

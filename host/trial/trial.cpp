@@ -920,15 +920,17 @@ Result<ReductionValue> Trial::sharded_reduction(
     std::optional<std::vector<int64_t>> shape;
     if (layout_has_shape) shape = placement.shape;
     else if (ws->shape) shape = ws->shape;
-    auto saved = reduction_values(name, step, mode, std::string_view(w));
-    if (!saved) return fail(saved.error());
     std::optional<ReductionStatistics> part;
-    if (shape) {
-      uint64_t count = 1;
+    uint64_t count = 1;
+    if (shape)
       for (int64_t d : *shape) count *= uint64_t(std::max<int64_t>(d, 0));
-      // An empty shard (a worker holding none of the tensor) has nothing to merge, saved or not.
-      if (count == 0) part = ReductionStatistics{.op = op, .abs = abs, .count = 0};
-      else part = reduction_statistics_from_saved(op, abs, count, [&](ReductionOp what, bool a) -> std::optional<std::pair<double, ElementType>> {
+    // An empty shard (a worker holding none of the tensor) has nothing to merge, saved or not.
+    if (shape && count == 0) {
+      part = ReductionStatistics{.op = op, .abs = abs, .count = 0};
+    } else if (shape) {
+      auto saved = reduction_values(name, step, mode, std::string_view(w));
+      if (!saved) return fail(saved.error());
+      part = reduction_statistics_from_saved(op, abs, count, [&](ReductionOp what, bool a) -> std::optional<std::pair<double, ElementType>> {
         for (const auto& r : *saved)
           if (r.op == what && r.abs == a && r.value.size() == 1 && !r.value.is_string()) {
             double x = 0;

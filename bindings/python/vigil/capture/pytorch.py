@@ -125,27 +125,22 @@ def make_numpy_array(value):
     raise TypeError("cannot save a value of type {}".format(type(value).__name__))
 
 
-def _fsdp2_module_class():
-    """torch's FSDPModule (the class fully_shard mixes into a module), or None. Looked up only where
-    the script imported torch.distributed.fsdp (it does to call fully_shard): importing it here would
-    cost time, and on torch 1.13 under Python 3.11 it fails (a dataclass torch 1.13 declares wrongly)."""
+def _fsdp_class(name):
+    """A class of torch.distributed.fsdp (FSDPModule: the class fully_shard mixes into a module;
+    FullyShardedDataParallel: FSDP1), or None. Looked up only where the script imported
+    torch.distributed.fsdp (it does to shard a model): importing it here would cost time, and on
+    torch 1.13 under Python 3.11 it fails (a dataclass torch 1.13 declares wrongly)."""
     fsdp = sys.modules.get("torch.distributed.fsdp")
-    return getattr(fsdp, "FSDPModule", None) if fsdp is not None else None
+    return getattr(fsdp, name, None) if fsdp is not None else None
 
 
 def _is_fsdp2(module):
-    cls = _fsdp2_module_class()
+    cls = _fsdp_class("FSDPModule")
     return cls is not None and isinstance(module, cls)
 
 
-def _fsdp1_class():
-    """torch's FullyShardedDataParallel (FSDP1), or None; looked up as _fsdp2_module_class is."""
-    fsdp = sys.modules.get("torch.distributed.fsdp")
-    return getattr(fsdp, "FullyShardedDataParallel", None) if fsdp is not None else None
-
-
 def _is_fsdp1(module):
-    cls = _fsdp1_class()
+    cls = _fsdp_class("FullyShardedDataParallel")
     return cls is not None and isinstance(module, cls)
 
 
@@ -160,7 +155,7 @@ def _fsdp1_pieces(root):
     (name under the unwrapped model, parameter shape, start of the piece in the row-major flattened
     parameter, piece (empty where the rank holds none of it), piece of the gradient or None). Read from torch 2's flat parameter metadata
     (_fqns, _shapes, _shard_param_infos); a torch without it gives nothing."""
-    fsdp = _fsdp1_class()
+    fsdp = _fsdp_class("FullyShardedDataParallel")
     for path, sub in root.named_modules():
         if not isinstance(sub, fsdp):
             continue
@@ -187,7 +182,7 @@ def _class_name(module):
         return _class_name(module.module)
     cls = type(module)
     if _is_fsdp2(module):
-        fsdp = _fsdp2_module_class()
+        fsdp = _fsdp_class("FSDPModule")
         cls = next((c for c in cls.__mro__[1:] if c is not fsdp and not issubclass(c, fsdp)), cls)
     return cls.__name__
 
