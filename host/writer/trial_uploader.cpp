@@ -351,10 +351,12 @@ struct TrialUploader::State {
     if (r.files_left.empty()) return r;
     if (listing.data.error && listing.data.unreadable.size() == 1 && listing.data.unreadable[0] == "/")
       return fail(*listing.data.error);  // the staging folder itself
-    if (!current.empty())
-      r.first_error = Error::io_write(dest->describe(current), fmt::format("no answer within {} ms", timeout.count()));
-    else if (last_scan_error)
+    // An answered failure (AccessDenied) says more than the retry the deadline cut short: which of the
+    // two came last is a matter of timing.
+    if (last_scan_error)
       r.first_error = last_scan_error;
+    else if (!current.empty())
+      r.first_error = Error::io_write(dest->describe(current), fmt::format("no answer within {} ms", timeout.count()));
     else
       r.first_error = Error::io_write(dest->location(), fmt::format("not all uploaded within {} ms", timeout.count()));
     return r;
