@@ -36,13 +36,16 @@ def _hf_run(out_dir, tmp_path, vanishing=False, with_eval=True, callback=None, r
     from vigil.integrations.transformers import VigilCallback
 
     torch.manual_seed(0)
-    config = transformers.BertConfig(vocab_size=32, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=16, max_position_embeddings=16, num_labels=2)
-    model = transformers.BertForSequenceClassification(config)
+    # GPT-2, not BERT: BERT's attention key bias has a gradient of zero by construction (softmax ignores
+    # a shift shared by all keys), which VanishingGradient rightly reports; GPT-2 keeps q, k and v in
+    # one tensor.
+    config = transformers.GPT2Config(vocab_size=32, n_embd=8, n_layer=1, n_head=2, n_positions=16, num_labels=2,
+                                     pad_token_id=0)
+    model = transformers.GPT2ForSequenceClassification(config)
     if vanishing:
-        with torch.no_grad():  # nothing flows back through a zero head: the encoder's gradients vanish
-            model.classifier.weight.zero_()
-    ids = torch.randint(0, 32, (8, 6))
+        with torch.no_grad():  # nothing flows back through a zero head: the transformer's gradients vanish
+            model.score.weight.zero_()
+    ids = torch.randint(1, 32, (8, 6))
     labels = (ids[:, 0] % 2).tolist()
     data = [{"input_ids": ids[i], "attention_mask": torch.ones(6, dtype=torch.long), "labels": labels[i]}
             for i in range(8)]
@@ -67,8 +70,8 @@ def test_transformers_trainer_healthy(vigil_exe, tmp_path):
     assert trial.steps(mode=ModeKeys.TRAIN) == list(range(24))  # the Trainer's global steps
     assert len(trial.steps(mode=ModeKeys.EVAL)) == 4  # two evaluations of two batches
     names = set(trial.tensor_names())
-    assert "BertForSequenceClassification_classifier.weight" in names
-    assert "gradient/BertForSequenceClassification_classifier.weight" in names
+    assert "GPT2ForSequenceClassification_score.weight" in names
+    assert "gradient/GPT2ForSequenceClassification_score.weight" in names
     assert set(trial.tensor_names(collection="losses")) == {"loss_output_0"}
     assert trial.tensor("loss_output_0").value(0, mode=ModeKeys.EVAL).size == 1
     assert {"scalar/learning_rate", "scalar/eval_loss", "scalar/loss"} <= names
@@ -89,9 +92,9 @@ def test_transformers_report_to_vigil(tmp_path, monkeypatch):
     monkeypatch.setenv("VIGIL_OUT_DIR", str(tmp_path / "trial"))
     _hf_run(None, tmp_path, with_eval=False, report_to=["vigil"])
     trial = vigil.create_trial(str(tmp_path / "trial"))
-    # the Hook's default save interval (500): step 0 only, with the configured collections
-    assert trial.steps() == [0]
-    assert "gradient/BertForSequenceClassification_classifier.weight" in trial.tensor_names()
+    # the Hook's default save interval (500): step 0 (and the last step, which holds the last logged scalars)
+    assert trial.steps()[0] == 0 and 1 not in trial.steps()
+    assert "gradient/GPT2ForSequenceClassification_score.weight" in trial.tensor_names()
 
 
 def test_transformers_callback_that_cannot_write_leaves_training_alone(tmp_path, caplog):
@@ -139,7 +142,8 @@ def _lightning_run(out_dir, scale=1.0, callback=True, logger=True):
     trainer = pl.Trainer(max_steps=24, accelerator="cpu", devices=1, val_check_interval=12, limit_val_batches=1,
                          check_val_every_n_epoch=None, log_every_n_steps=1, enable_checkpointing=False,
                          enable_progress_bar=False, enable_model_summary=False,
-                         logger=VigilLogger(str(out_dir)) if logger else False,
+                         logger=VigilLogger(str(out_dir), save_config=smd.SaveConfig(save_interval=1)) if logger
+                         else False,
                          callbacks=[VigilCallback(str(out_dir), save_config=smd.SaveConfig(save_interval=1))]
                          if callback else [])
     trainer.fit(Regression(), loader, loader)

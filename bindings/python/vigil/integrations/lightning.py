@@ -141,8 +141,10 @@ class VigilLogger(_Guarded, _Logger):
     @property
     @rank_zero_experiment
     def experiment(self):
-        """The trial's hook (vigil.pytorch.Hook)."""
-        return _shared_hook(self.out_dir, self._include_collections, self._hook_kwargs)
+        """The trial's hook (vigil.pytorch.Hook), None before the first metrics. Lightning reads this
+        before the callbacks' setup: made here, the hook would take the logger's configuration
+        instead of the callback's."""
+        return _hooks.get(os.path.abspath(self.out_dir))
 
     def log_hyperparams(self, params, *args, **kwargs):
         pass  # a trial has no place for them
