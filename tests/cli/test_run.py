@@ -151,16 +151,30 @@ def test_out_dir_that_cannot_be_written_leaves_training_alone(vigil_exe, tmp_pat
     assert len(faults) == 1, proc.stderr
 
 
+USES_SITECUSTOMIZE = textwrap.dedent("""
+    import builtins
+    import torch
+
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step in range(3):
+        model(torch.randn(8, 4)).pow(2).mean().backward()
+        opt.step()
+    print("user's sitecustomize ran:", getattr(builtins, "USER_SITECUSTOMIZE", False))
+""")
+
+
 def test_users_sitecustomize_still_runs(vigil_exe, tmp_path):
     own = tmp_path / "own"
     own.mkdir()
-    (own / "sitecustomize.py").write_text("import os\nopen(os.environ['MARK'], 'w').write('ran')\n")
-    env = dict(os.environ, PYTHONPATH=str(own), MARK=str(tmp_path / "mark"))
-    proc = vigil_run(vigil_exe, ["--out", str(tmp_path / "trial"), "--", sys.executable, "train.py"], tmp_path,
-                     env=env)
+    (own / "sitecustomize.py").write_text("import builtins\nbuiltins.USER_SITECUSTOMIZE = True\n")
+    (tmp_path / "uses.py").write_text(USES_SITECUSTOMIZE)
+    env = dict(os.environ, PYTHONPATH=str(own))
+    proc = vigil_run(vigil_exe, ["--out", str(tmp_path / "trial"), "--save-interval", "1", "--", sys.executable,
+                                 "uses.py"], tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "mark").read_text() == "ran"
-    assert vigil.create_trial(str(tmp_path / "trial")).steps()  # and capture was on
+    assert "user's sitecustomize ran: True" in proc.stdout  # in the training process itself
+    assert vigil.create_trial(str(tmp_path / "trial")).steps() == [0, 1, 2]  # and capture was on
 
 
 def test_bad_configuration_is_refused_before_the_script_runs(vigil_exe, tmp_path):

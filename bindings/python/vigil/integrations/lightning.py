@@ -30,7 +30,7 @@ from . import hook_arguments, scalar_items
 
 logger = logging.getLogger("vigil.hook")
 
-_hooks = {}  # trial folder -> the AutoHook the callback and the logger of that folder share
+_hooks: "dict[str, AutoHook]" = {}  # trial folder -> the AutoHook the callback and the logger of that folder share
 
 
 def _shared_hook(out_dir, include_collections, hook_kwargs):
