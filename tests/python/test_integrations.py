@@ -178,3 +178,11 @@ def test_lightning_logger_alone(tmp_path):
     trial = vigil.create_trial(str(out))
     assert "scalar/train_loss" in trial.tensor_names()
     assert len(trial.steps()) >= 20
+
+
+def test_lightning_callback_that_cannot_write_leaves_training_alone(tmp_path, caplog):
+    (tmp_path / "a-file").write_text("")
+    with caplog.at_level(logging.ERROR, logger="vigil.hook"):
+        trainer = _lightning_run(tmp_path / "a-file" / "trial")
+    assert trainer.global_step == 24
+    assert len([r for r in caplog.records if "training goes on without" in r.getMessage()]) == 1
