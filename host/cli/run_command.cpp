@@ -2,7 +2,9 @@
 // (bindings/python/vigil/run.py: the start-up hook, torch's global hooks, the evaluator beside the
 // command), so this forwards to `python -m vigil.run` with the same arguments: the Python of this
 // installation (the one beside this program in a virtual environment), else $VIGIL_PYTHON, else
-// python3 from PATH. VIGIL_EXECUTABLE tells it which vigil to run `vigil evaluate` with.
+// python3 from PATH. VIGIL_EXECUTABLE tells it which vigil to run `vigil evaluate` with. The Python
+// program replaces this one (exec, as `python -m vigil COMMAND` does the other way): it is not a child
+// of vigil's (common/process.h), so signals and the exit status are the Python program's own.
 #include <unistd.h>
 
 #include <cerrno>

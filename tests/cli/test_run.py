@@ -229,3 +229,14 @@ def test_torchrun_two_ranks_are_two_workers(vigil_exe, tmp_path):
     loss = trial.tensor("MSELoss_output_0")
     assert loss.value(10, worker="worker_0") != loss.value(10, worker="worker_1")  # each rank's own data
     assert statuses(status) == {"VanishingGradient": "NoIssuesFound"}
+
+
+def test_sigterm_reaches_the_command(vigil_exe, tmp_path):
+    (tmp_path / "wait.py").write_text("import signal, sys, time\n"
+                                      "signal.signal(signal.SIGTERM, lambda *_: sys.exit(7))\n"
+                                      "print('ready', flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([vigil_exe, "run", "--out", str(tmp_path / "trial"), "--", sys.executable, "wait.py"],
+                            stdout=subprocess.PIPE, text=True, cwd=str(tmp_path))
+    assert proc.stdout.readline() == "ready\n"
+    proc.terminate()
+    assert proc.wait(timeout=30) == 7

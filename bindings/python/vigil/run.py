@@ -193,12 +193,15 @@ def main(argv=None):
             evaluator[0].kill()
             evaluator[0].wait()
         return 127
-    # Ctrl-C reaches the command (same process group) and ends it; vigil run waits for it.
+    # Ctrl-C reaches the command (same process group) and ends it; a SIGTERM to vigil run is passed on
+    # to it; vigil run waits for it either way.
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous_term = signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signal.SIGTERM))
     try:
         rc = child.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, previous_term)
     if evaluator is not None:
         _finish_evaluator(*evaluator, out_dir, args.evaluate_timeout)
     if config_dir is not None:
