@@ -85,6 +85,12 @@ def test_vigil_on_path_evaluates_with_its_builtin_plugins(venv, tmp_path):
     assert statuses == {"exploding": "IssuesFound", "healthy": "NoIssuesFound"}
 
 
+def test_vigil_run_forwards_to_the_environments_python(venv):
+    """`vigil run` is Python (vigil/run.py): the installed command runs it with the Python beside it."""
+    r = _run(["vigil", "run", "--help"], env=_clean_env(venv))
+    assert r.stdout.startswith("usage: vigil run") and "--rule" in r.stdout, r.stdout
+
+
 def test_python_rules_run_in_the_new_environment(venv, tmp_path):
     """The installed evaluator's Python rule plugin starts the environment it was installed into:
     the rule sees that environment's prefix and the package installed there."""
@@ -190,6 +196,9 @@ def test_the_wheel_holds_the_prefix_and_its_metadata():
                      "lib/cmake/Vigil/VigilTargets.cmake", "share/pkgconfig/vigil-abi.pc"):
             assert data + part in names, part
         assert "vigil/__init__.py" in names and "vigil/__main__.py" in names
+        # vigil run's start-up hook and the trainer integrations
+        assert {"vigil/_autostart/sitecustomize.py", "vigil/run.py", "vigil/integrations/transformers.py",
+                "vigil/integrations/lightning.py"} <= set(names)
         assert [n for n in names if re.fullmatch(r"vigil/_vigil\..*\.so", n)]
         assert not [n for n in names if "test" in n.lower() and n.endswith(".so")], "test binaries in the wheel"
         meta = email.parser.Parser().parsestr(z.read("vigil-%s.dist-info/METADATA" % version).decode())
@@ -200,4 +209,6 @@ def test_the_wheel_holds_the_prefix_and_its_metadata():
     assert any(r.startswith("numpy>=") for r in requires), requires
     assert any(r.startswith("torch>=") and 'extra == "pytorch"' in r for r in requires), requires
     assert any(r.startswith("xgboost>=") and 'extra == "xgboost"' in r for r in requires), requires
+    assert any(r.startswith("transformers>=") and 'extra == "transformers"' in r for r in requires), requires
+    assert any(r.startswith("lightning>=") and 'extra == "lightning"' in r for r in requires), requires
     assert "Vigil" in meta.get_payload()  # the README as the long description
