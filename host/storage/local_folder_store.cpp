@@ -69,6 +69,8 @@ class LocalFolderStore final : public ObjectStore {
 
   Result<std::vector<ObjectInfo>> list(std::string_view folder, std::string_view start_after) const override {
     std::vector<ObjectInfo> out;
+    if (!folder.empty())
+      if (auto why = format::unsafe_relative_path(folder)) return fail(Error::index_reader(*why, describe(folder)));
     const std::string base = folder.empty() ? std::string() : std::string(folder.substr(0, folder.find_last_not_of('/') + 1)) + "/";
     // Read through descriptors, names joined as strings: a listing of index/ meets one entry per
     // index file, so no std::filesystem path is built per entry.
