@@ -20,8 +20,12 @@ Result<std::string> read_all(int fd, const std::string& path, uint64_t size_hint
     const os::IoOutcome got = os::read_some(fd, std::span(bytes).subspan(done));
     if (!got.ok()) return fail(Error::io(path, std::strerror(got.error)));
     if (got.bytes == 0) break;
+    const size_t asked = bytes.size() - done;
     done += got.bytes;
     if (done == bytes.size()) bytes.resize(bytes.size() * 2);
+    // A short read that stops at the expected size is the end of a regular file: no second read
+    // for the end-of-file answer (one system call fewer per index file).
+    else if (size_hint > 0 && got.bytes < asked && done == size_hint) break;
   }
   bytes.resize(done);
   return bytes;

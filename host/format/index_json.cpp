@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstring>
+
 #include "format/json_limits.h"
 #include "format/python_json.h"
 #include "format/tfrecord.h"
@@ -44,6 +46,7 @@ class CanonicalIndexReader {
     index.mode = *parsed_mode;
     index.mode_step = mode_step;
     index.event_file_name = std::string(file);
+    index.tensor_payload.reserve(16);
     for (bool first = true; !literal("]"); first = false) {
       if (!first && !literal(", ")) return std::nullopt;
       std::string_view name;
@@ -63,22 +66,27 @@ class CanonicalIndexReader {
 
  private:
   bool literal(std::string_view expected) {
-    if (text_.substr(pos_, expected.size()) != expected) return false;
+    if (text_.size() - pos_ < expected.size() || std::memcmp(text_.data() + pos_, expected.data(), expected.size()) != 0)
+      return false;
     pos_ += expected.size();
     return true;
   }
-  // A string of printable ASCII without escapes.
+  // A string of printable ASCII without escapes: its end found with memchr, its bytes checked
+  // without a branch per byte.
   bool string(std::string_view& out) {
     if (pos_ >= text_.size() || text_[pos_] != '"') return false;
-    const size_t begin = ++pos_;
-    while (pos_ < text_.size() && text_[pos_] != '"') {
-      const auto c = static_cast<unsigned char>(text_[pos_]);
-      if (c < 0x20 || c >= 0x80 || c == '\\') return false;
-      ++pos_;
+    const size_t begin = pos_ + 1;
+    const void* quote = std::memchr(text_.data() + begin, '"', text_.size() - begin);
+    if (!quote) return false;
+    const size_t end = size_t(static_cast<const char*>(quote) - text_.data());
+    unsigned bad = 0;
+    for (size_t i = begin; i < end; ++i) {
+      const auto c = static_cast<unsigned char>(text_[i]);
+      bad |= unsigned(c - 0x20u >= 0x60u) | unsigned(c == '\\');
     }
-    if (pos_ >= text_.size()) return false;
-    out = text_.substr(begin, pos_ - begin);
-    ++pos_;
+    if (bad) return false;
+    out = text_.substr(begin, end - begin);
+    pos_ = end + 1;
     return true;
   }
   // A non-negative integer of at most 18 digits without a leading zero (so it fits in int64).

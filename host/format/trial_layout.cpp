@@ -160,8 +160,18 @@ Result<TrialRoot::OpenedFile> TrialRoot::open_file(std::string_view relpath) con
   open_how how{};
   how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  const std::string rel(relpath);
-  os::UniqueFd fd(int(::syscall(SYS_openat2, fd_.get(), rel.c_str(), &how, sizeof how)));
+  // NUL-terminated on the stack when it fits (index and event file names do).
+  char small[256];
+  std::string large;
+  const char* rel = small;
+  if (relpath.size() < sizeof small) {
+    std::memcpy(small, relpath.data(), relpath.size());
+    small[relpath.size()] = '\0';
+  } else {
+    large.assign(relpath);
+    rel = large.c_str();
+  }
+  os::UniqueFd fd(int(::syscall(SYS_openat2, fd_.get(), rel, &how, sizeof how)));
   if (!fd) {
     if (errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == EISDIR)
       return fail(Error::io((canonical_ / relpath).string(), std::strerror(errno)));
@@ -197,7 +207,9 @@ Result<TrialRoot::OpenedFile> TrialRoot::open_by_name(std::string_view relpath) 
 Result<std::string> TrialRoot::read_file(std::string_view relpath) const {
   auto opened = open_file(relpath);
   if (!opened) return fail(opened.error());
-  return read_all(opened->fd.get(), (canonical_ / relpath).string(), opened->size);
+  std::string file = canonical_.native();  // for messages: joined as a string, not a path, per file
+  if (file.back() != '/') file.push_back('/');
+  return read_all(opened->fd.get(), file.append(relpath), opened->size);
 }
 
 }  // namespace vigil::format

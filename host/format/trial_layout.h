@@ -54,6 +54,8 @@ class TrialRoot {
   [[nodiscard]] static Result<TrialRoot> open(const std::filesystem::path& path);
 
   const std::filesystem::path& canonical() const { return canonical_; }
+  // The folder's descriptor (O_PATH): for openat() of names already checked relative.
+  int fd() const { return fd_.get(); }
 
   struct OpenedFile {
     os::UniqueFd fd;  // the caller's

@@ -1,5 +1,7 @@
 #include "storage/local_folder_store.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,33 +57,29 @@ class LocalFolderStore final : public ObjectStore {
   LocalFolderStore(fs::path path, format::TrialRoot root) : path_(std::move(path)), root_(std::move(root)) {}
 
   std::string location() const override { return path_.string(); }
-  std::string describe(std::string_view relpath) const override { return (path_ / relpath).string(); }
+  std::string describe(std::string_view relpath) const override {
+    // A relative path is joined as a string (this names every index file read); anything else as
+    // std::filesystem joins it.
+    if (relpath.empty() || relpath.front() == '/') return (path_ / relpath).string();
+    std::string out = path_.native();
+    if (!out.empty() && out.back() != '/') out.push_back('/');
+    return out.append(relpath);
+  }
   bool is_local() const override { return true; }
 
   Result<std::vector<ObjectInfo>> list(std::string_view folder, std::string_view start_after) const override {
     std::vector<ObjectInfo> out;
-    const fs::path top = folder.empty() ? root_.canonical() : root_.canonical() / folder;
-    std::error_code ec;
-    if (!fs::is_directory(top, ec)) return out;
+    if (!folder.empty())
+      if (auto why = format::unsafe_relative_path(folder)) return fail(Error::index_reader(*why, describe(folder)));
     const std::string base = folder.empty() ? std::string() : std::string(folder.substr(0, folder.find_last_not_of('/') + 1)) + "/";
-    auto it = fs::recursive_directory_iterator(top, ec);
-    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      std::string rel = base + it->path().lexically_relative(top).generic_string();
-      if (it->is_directory(ec)) {
-        // A folder whose every name sorts before start_after is not read (index/<step9>/ folders).
-        const std::string prefix = rel + "/";
-        if (!start_after.empty() && prefix < start_after && !start_after.starts_with(prefix))
-          it.disable_recursion_pending();
-        continue;
-      }
-      if (!it->is_regular_file(ec)) continue;
-      if (!start_after.empty() && rel <= start_after) continue;
-      const uint64_t size = it->file_size(ec);
-      out.push_back({.relpath = std::move(rel), .size = ec ? 0 : size, .etag = {}});
-      ec.clear();
+    // Read through descriptors, names joined as strings: a listing of index/ meets one entry per
+    // index file, so no std::filesystem path is built per entry.
+    os::UniqueFd top(::openat(root_.fd(), base.empty() ? "." : base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!top) {
+      if (errno == ENOENT || errno == ENOTDIR) return out;
+      return fail(Error::io(describe(base), std::strerror(errno)));
     }
-    // A folder that vanishes while listed ends the listing short; one that cannot be read is an error.
-    if (ec && ec != std::errc::no_such_file_or_directory) return fail(Error::io(top.string(), ec.message()));
+    if (auto r = list_folder(std::move(top), base, start_after, out); !r) return fail(r.error());
     std::sort(out.begin(), out.end(), [](const ObjectInfo& a, const ObjectInfo& b) { return a.relpath < b.relpath; });
     return out;
   }
@@ -119,6 +117,56 @@ class LocalFolderStore final : public ObjectStore {
   }
 
  private:
+  // Appends the regular files under the open folder `dir` (named `prefix`, "" or ending in '/') to
+  // `out`, recursing into subfolders but not into symbolic links to folders; a symbolic link to a
+  // file is listed with the file's size. A folder whose every name sorts before start_after is not
+  // read (index/<step9>/ folders). A folder that vanishes while listed ends its part short.
+  static Result<void> list_folder(os::UniqueFd dir, const std::string& prefix, std::string_view start_after,
+                                  std::vector<ObjectInfo>& out) {
+    DIR* stream = ::fdopendir(dir.get());
+    if (!stream) return fail(Error::io(prefix, std::strerror(errno)));
+    dir.release();  // the stream owns it now
+    std::unique_ptr<DIR, int (*)(DIR*)> closer(stream, ::closedir);
+    const int fd = ::dirfd(stream);
+    std::string rel;
+    while (true) {
+      errno = 0;
+      const dirent* e = ::readdir(stream);
+      if (!e) {
+        if (errno != 0 && errno != ENOENT) return fail(Error::io(prefix, std::strerror(errno)));
+        return {};
+      }
+      const std::string_view name = e->d_name;
+      if (name == "." || name == "..") continue;
+      rel.assign(prefix).append(name);
+      bool folder = e->d_type == DT_DIR;
+      struct stat st {};
+      if (!folder) {
+        // Regular files need their size; links and unknown types their target's type.
+        if (::fstatat(fd, e->d_name, &st, 0) != 0) continue;  // vanished, or a dangling link
+        if (e->d_type == DT_LNK) {
+          if (!S_ISREG(st.st_mode)) continue;  // a link to a folder is not followed
+        } else {
+          folder = S_ISDIR(st.st_mode);
+        }
+      }
+      if (folder) {
+        rel.push_back('/');
+        if (!start_after.empty() && std::string_view(rel) < start_after && !start_after.starts_with(rel)) continue;
+        os::UniqueFd sub(::openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!sub) {
+          if (errno == ENOENT) continue;
+          return fail(Error::io(rel, std::strerror(errno)));
+        }
+        if (auto r = list_folder(std::move(sub), rel, start_after, out); !r) return r;
+        continue;
+      }
+      if (!S_ISREG(st.st_mode)) continue;
+      if (!start_after.empty() && std::string_view(rel) <= start_after) continue;
+      out.push_back({.relpath = rel, .size = uint64_t(st.st_size), .etag = {}});
+    }
+  }
+
   fs::path path_;  // as the caller named it, for messages
   format::TrialRoot root_;
 };

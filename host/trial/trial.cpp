@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <cstdlib>
 #include <limits>
@@ -10,7 +11,10 @@
 #include <mutex>
 #include <regex>
 #include <set>
+#include <span>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "common/search_regex.h"
@@ -56,7 +60,7 @@ struct SavedReductionLocation {
 
 // What one worker saved of one tensor at one step.
 struct WorkerStep {
-  std::string worker;
+  uint32_t worker = 0;  // Trial::State::worker_names
   std::optional<Location> value;
   std::optional<std::vector<int64_t>> shape;
   std::vector<SavedReductionLocation> reductions;
@@ -64,9 +68,50 @@ struct WorkerStep {
 
 using StepKey = std::pair<Mode, int64_t>;  // (mode, mode step)
 
-struct TensorRecord {
-  std::map<StepKey, std::vector<WorkerStep>> steps;  // workers in the order they were indexed
+// Mode as an index of the per-mode tables (Train, Eval, Predict, Global).
+constexpr size_t mode_slot(Mode m) { return size_t(m) - 1; }
+constexpr size_t kModeSlots = 4;
+
+// One worker's entry of a tensor at one mode step.
+struct StepEntry {
+  int64_t mode_step;
+  WorkerStep saved;
 };
+
+// A tensor's steps: per mode, entries sorted by mode step, a step's workers next to each other in
+// the order they were indexed. Index files come in step order, so entries are appended; a late one
+// (a worker behind the others) is inserted in its place.
+struct TensorRecord {
+  std::string name;
+  uint8_t modes = 0;  // bit (1 << slot) for every non-GLOBAL mode the tensor was saved in
+  int64_t last_listed_step = std::numeric_limits<int64_t>::min();  // last GlobalStep::tensors it joined
+  std::array<std::vector<StepEntry>, kModeSlots> steps;
+};
+
+// The entries of one mode step in a tensor's table (empty when it has none).
+std::span<const StepEntry> entries_at(const std::vector<StepEntry>& table, int64_t mode_step) {
+  auto lo = std::lower_bound(table.begin(), table.end(), mode_step,
+                             [](const StepEntry& e, int64_t s) { return e.mode_step < s; });
+  auto hi = lo;
+  while (hi != table.end() && hi->mode_step == mode_step) ++hi;
+  return {lo, hi};
+}
+
+// One global step: what every index file of that step registered.
+struct GlobalStep {
+  int64_t step;
+  StepKey key{Mode::Global, 0};          // (mode, mode step) of the first index file with tensors
+  std::vector<uint32_t> workers;         // distinct worker ids; empty until a file with tensors came
+  std::vector<uint32_t> tensors;         // tensor ids, as registered (a late worker may repeat one)
+  std::vector<uint32_t> event_files;     // distinct EventFileCache ids
+};
+
+// Hashing std::string keys, looked up by string_view without a copy.
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+using NameIds = std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>>;
 
 constexpr std::string_view kReductionPrefix = "smdebug/reductions/";
 
@@ -94,14 +139,26 @@ struct Trial::State {
   TrialOptions options;
 
   std::mutex mu;  // guards everything below
-  std::map<std::string, TensorRecord, std::less<>> tensors;
-  std::map<Mode, std::map<int64_t, int64_t>> mode_to_global;
-  std::map<int64_t, StepKey> global_to_mode;
-  std::map<int64_t, std::set<std::string_view>> global_step_to_tensors;  // views of the keys of `tensors`
-  std::map<Mode, std::set<std::string_view>> mode_to_tensors;
-  std::map<int64_t, std::set<std::string>> workers_for_global_step;
-  std::map<int64_t, std::set<uint32_t>> event_files_of_step;  // global step -> event files (ids)
-  std::set<std::string> read_index_files;
+  // Tensors by id; names interned once (tensor_ids), so registering an index entry is one hash
+  // lookup and appends to flat vectors, not a node per entry in maps keyed by strings.
+  std::vector<TensorRecord> tensors;
+  NameIds tensor_ids;
+  std::vector<uint32_t> sorted_tensors;  // ids by name; rebuilt when a tensor was added since
+  bool sorted_tensors_stale = false;
+  std::vector<std::string> worker_names;  // worker ids (as in index file names), interned
+  NameIds worker_ids;
+  std::vector<GlobalStep> global_steps;  // sorted by step
+  size_t registered_steps = 0;           // global steps with at least one worker
+  // Per non-GLOBAL mode: (mode step, global step) sorted by mode step; the first one indexed wins.
+  std::array<std::vector<std::pair<int64_t, int64_t>>, kModeSlots> mode_to_global;
+  // tensor_names' filters (a collection, or a list of regexes) by query, each with its patterns
+  // compiled and its answer per tensor id (-1: not decided yet).
+  struct NameFilter {
+    std::vector<std::regex> patterns;
+    std::vector<int8_t> member;
+  };
+  std::unordered_map<std::string, NameFilter> name_filters;
+  std::unordered_set<std::string> read_index_files;
   std::map<std::string, int64_t> newest_read_step;  // worker (as in index names) -> newest step read
   int64_t last_complete_step = -1;
   bool loaded_all_steps = false;
@@ -150,24 +207,72 @@ struct Trial::State {
   Result<void> register_index(const format::StepIndex& index, int64_t global_step, const std::string& worker,
                               const std::string& file);
   Result<void> refresh_locked();
+  // The global step's entry, or nullptr.
+  const GlobalStep* global_entry(int64_t g) const {
+    auto it = std::lower_bound(global_steps.begin(), global_steps.end(), g,
+                               [](const GlobalStep& e, int64_t s) { return e.step < s; });
+    return it != global_steps.end() && it->step == g ? &*it : nullptr;
+  }
+  // The global step's entry, made when missing (in its place: usually at the end).
+  GlobalStep& global_entry_for(int64_t g) {
+    if (global_steps.empty() || global_steps.back().step < g) return global_steps.emplace_back(GlobalStep{.step = g});
+    auto it = std::lower_bound(global_steps.begin(), global_steps.end(), g,
+                               [](const GlobalStep& e, int64_t s) { return e.step < s; });
+    if (it != global_steps.end() && it->step == g) return *it;
+    return *global_steps.insert(it, GlobalStep{.step = g});
+  }
+  // Whether a global step was registered (an index file of it listed tensors).
+  bool registered(int64_t g) const {
+    const GlobalStep* e = global_entry(g);
+    return e && !e->workers.empty();
+  }
   bool step_complete(int64_t g) const {
-    auto it = workers_for_global_step.find(g);
-    return loaded_all_steps || last_complete_step >= g ||
-           (it != workers_for_global_step.end() && int64_t(it->second.size()) >= num_workers);
+    if (loaded_all_steps || last_complete_step >= g) return true;
+    const GlobalStep* e = global_entry(g);
+    return e && int64_t(e->workers.size()) >= num_workers;
   }
   std::vector<int64_t> steps_locked(Mode mode, bool show_incomplete) const;
-  // The first step >= `step` of steps_locked(mode, show_incomplete), found in the step maps.
+  // The first step >= `step` of steps_locked(mode, show_incomplete), found in the step tables.
   std::optional<int64_t> step_at_or_after_locked(int64_t step, Mode mode, bool show_incomplete) const;
   std::optional<int64_t> to_global(Mode mode, int64_t step) const {
     if (mode == Mode::Global) return step;
-    auto m = mode_to_global.find(mode);
-    if (m == mode_to_global.end()) return std::nullopt;
-    auto it = m->second.find(step);
-    if (it == m->second.end()) return std::nullopt;
+    const auto& table = mode_to_global[mode_slot(mode)];
+    auto it = std::lower_bound(table.begin(), table.end(), step,
+                               [](const std::pair<int64_t, int64_t>& e, int64_t s) { return e.first < s; });
+    if (it == table.end() || it->first != step) return std::nullopt;
     return it->second;
   }
+  // (mode, mode step) of a registered global step.
+  std::optional<StepKey> to_mode(int64_t g) const {
+    const GlobalStep* e = global_entry(g);
+    if (!e || e->workers.empty()) return std::nullopt;
+    return e->key;
+  }
   StepState has_passed_step_locked(int64_t step, Mode mode) const;
-  const std::vector<WorkerStep>* lookup(const TensorRecord& rec, int64_t step, Mode mode) const;
+  const TensorRecord* find_tensor(std::string_view name) const {
+    auto it = tensor_ids.find(name);
+    return it == tensor_ids.end() ? nullptr : &tensors[it->second];
+  }
+  uint32_t intern_worker(std::string_view worker) {
+    if (auto it = worker_ids.find(worker); it != worker_ids.end()) return it->second;
+    const auto id = uint32_t(worker_names.size());
+    worker_names.emplace_back(worker);
+    worker_ids.emplace(std::string(worker), id);
+    return id;
+  }
+  // Tensor ids sorted by name (tensor_names lists in that order).
+  const std::vector<uint32_t>& tensors_by_name() {
+    if (sorted_tensors_stale) {
+      sorted_tensors.resize(tensors.size());
+      for (uint32_t i = 0; i < sorted_tensors.size(); ++i) sorted_tensors[i] = i;
+      std::sort(sorted_tensors.begin(), sorted_tensors.end(),
+                [&](uint32_t a, uint32_t b) { return tensors[a].name < tensors[b].name; });
+      sorted_tensors_stale = false;
+    }
+    return sorted_tensors;
+  }
+  // The tensor's entries at a step: every worker's, in the order they were indexed.
+  std::span<const StepEntry> lookup(const TensorRecord& rec, int64_t step, Mode mode) const;
   Result<WorkerStep> locate(std::string_view name, int64_t step, Mode mode, std::optional<std::string_view> worker);
 
 };
@@ -184,33 +289,59 @@ Result<void> Trial::State::register_index(const format::StepIndex& index, int64_
     file_id = event_files.intern(*index.event_file_name);
   }
   const StepKey key{index.mode, index.mode_step};
-  if (file_id) event_files_of_step[g].insert(*file_id);
+  const uint32_t worker_id = intern_worker(worker);
+  const size_t slot = mode_slot(index.mode);
+  if (file_id) {
+    auto& files = global_entry_for(g).event_files;
+    if (std::find(files.begin(), files.end(), *file_id) == files.end()) files.push_back(*file_id);
+  }
 
   // The step is registered with its first tensor (an index without tensors registers nothing).
-  std::set<std::string_view>* step_tensors = nullptr;
-  std::set<std::string_view>* mode_tensors = nullptr;
+  GlobalStep* step = nullptr;
   auto entry_for = [&](std::string_view tensor_name) -> WorkerStep& {
-    if (!step_tensors) {
-      if (index.mode != Mode::Global) mode_to_global[index.mode].try_emplace(index.mode_step, g);
-      global_to_mode.try_emplace(g, key);
-      auto& ws = workers_for_global_step[g];
-      ws.insert(worker);
-      if (int64_t(ws.size()) >= num_workers && g > last_complete_step) last_complete_step = g;
-      step_tensors = &global_step_to_tensors[g];
-      if (index.mode != Mode::Global) mode_tensors = &mode_to_tensors[index.mode];
+    if (!step) {
+      if (index.mode != Mode::Global) {
+        auto& table = mode_to_global[slot];
+        if (table.empty() || table.back().first < index.mode_step) {
+          table.emplace_back(index.mode_step, g);
+        } else {
+          auto it = std::lower_bound(table.begin(), table.end(), index.mode_step,
+                                     [](const std::pair<int64_t, int64_t>& e, int64_t s) { return e.first < s; });
+          if (it == table.end() || it->first != index.mode_step) table.insert(it, {index.mode_step, g});
+        }
+      }
+      step = &global_entry_for(g);
+      if (step->workers.empty()) {
+        step->key = key;
+        ++registered_steps;
+      }
+      if (std::find(step->workers.begin(), step->workers.end(), worker_id) == step->workers.end())
+        step->workers.push_back(worker_id);
+      if (int64_t(step->workers.size()) >= num_workers && g > last_complete_step) last_complete_step = g;
     }
-    auto rec = tensors.find(tensor_name);
-    if (rec == tensors.end()) rec = tensors.emplace(std::string(tensor_name), TensorRecord{}).first;
-    // Views of the map's keys, which never move.
-    step_tensors->insert(rec->first);
-    if (mode_tensors) mode_tensors->insert(rec->first);
-    auto& workers = rec->second.steps[key];
-    auto w = std::find_if(workers.begin(), workers.end(), [&](const WorkerStep& s) { return s.worker == worker; });
-    if (w == workers.end()) {
-      workers.push_back(WorkerStep{.worker = worker});
-      w = workers.end() - 1;
+    auto id_it = tensor_ids.find(tensor_name);
+    if (id_it == tensor_ids.end()) {
+      id_it = tensor_ids.emplace(std::string(tensor_name), uint32_t(tensors.size())).first;
+      tensors.push_back(TensorRecord{.name = id_it->first});
+      sorted_tensors_stale = true;
     }
-    return *w;
+    const uint32_t id = id_it->second;
+    TensorRecord& rec = tensors[id];
+    if (rec.last_listed_step != g) {
+      step->tensors.push_back(id);
+      rec.last_listed_step = g;
+    }
+    if (index.mode != Mode::Global) rec.modes |= uint8_t(1u << slot);
+    auto& table = rec.steps[slot];
+    // This step's entries: at the end for an index file in step order, else found in place.
+    auto at = table.end();
+    if (!table.empty() && table.back().mode_step >= index.mode_step) {
+      at = std::lower_bound(table.begin(), table.end(), index.mode_step,
+                            [](const StepEntry& e, int64_t s) { return e.mode_step < s; });
+      for (; at != table.end() && at->mode_step == index.mode_step; ++at)
+        if (at->saved.worker == worker_id) return at->saved;
+    }
+    return table.insert(at, StepEntry{.mode_step = index.mode_step, .saved = WorkerStep{.worker = worker_id}})->saved;
   };
 
   for (const auto& t : index.tensor_payload) {
@@ -332,7 +463,7 @@ Result<void> Trial::State::load_new_index_files(IndexListing first) {
   }
   // smdebug §5.3 (b): far-behind incomplete steps are declared complete.
   const int64_t window = options.incomplete_step_wait_window;
-  if (int64_t(workers_for_global_step.size()) - (last_complete_step + 1) > window)
+  if (int64_t(registered_steps) - (last_complete_step + 1) > window)
     last_complete_step += window / 2;
   return {};
 }
@@ -352,8 +483,11 @@ Result<void> Trial::State::refresh_locked() {
     if (auto r = load_new_index_files(std::move(*last)); !r) return r;
     loaded_all_steps = true;
     end_marker_seen = true;
-    if (!workers_for_global_step.empty())
-      last_complete_step = std::max(last_complete_step, workers_for_global_step.rbegin()->first);
+    for (auto it = global_steps.rbegin(); it != global_steps.rend(); ++it)
+      if (!it->workers.empty()) {
+        last_complete_step = std::max(last_complete_step, it->step);
+        break;
+      }
   }
   return {};
 }
@@ -364,26 +498,30 @@ Result<void> Trial::State::refresh_locked() {
 std::vector<int64_t> Trial::State::steps_locked(Mode mode, bool show_incomplete) const {
   std::vector<int64_t> out;
   if (mode == Mode::Global) {
-    for (const auto& [g, workers] : workers_for_global_step)
-      if (show_incomplete || step_complete(g)) out.push_back(g);
+    out.reserve(registered_steps);
+    for (const auto& e : global_steps)
+      if (!e.workers.empty() && (show_incomplete || step_complete(e.step))) out.push_back(e.step);
     return out;
   }
-  auto m = mode_to_global.find(mode);
-  if (m == mode_to_global.end()) return out;
-  for (const auto& [s, g] : m->second)
+  const auto& table = mode_to_global[mode_slot(mode)];
+  out.reserve(table.size());
+  for (const auto& [s, g] : table)
     if (show_incomplete || step_complete(g)) out.push_back(s);
   return out;
 }
 
 std::optional<int64_t> Trial::State::step_at_or_after_locked(int64_t step, Mode mode, bool show_incomplete) const {
   if (mode == Mode::Global) {
-    for (auto it = workers_for_global_step.lower_bound(step); it != workers_for_global_step.end(); ++it)
-      if (show_incomplete || step_complete(it->first)) return it->first;
+    auto it = std::lower_bound(global_steps.begin(), global_steps.end(), step,
+                               [](const GlobalStep& e, int64_t s) { return e.step < s; });
+    for (; it != global_steps.end(); ++it)
+      if (!it->workers.empty() && (show_incomplete || step_complete(it->step))) return it->step;
     return std::nullopt;
   }
-  auto m = mode_to_global.find(mode);
-  if (m == mode_to_global.end()) return std::nullopt;
-  for (auto it = m->second.lower_bound(step); it != m->second.end(); ++it)
+  const auto& table = mode_to_global[mode_slot(mode)];
+  auto it = std::lower_bound(table.begin(), table.end(), step,
+                             [](const std::pair<int64_t, int64_t>& e, int64_t s) { return e.first < s; });
+  for (; it != table.end(); ++it)
     if (show_incomplete || step_complete(it->second)) return it->first;
   return std::nullopt;
 }
@@ -393,24 +531,22 @@ StepState Trial::State::has_passed_step_locked(int64_t step, Mode mode) const {
   if (const auto at = step_at_or_after_locked(step, mode, true)) {
     const int64_t g = to_global(mode, *at).value_or(*at);
     if (*at > step) return last_complete_step >= g ? StepState::Unavailable : StepState::NotYetAvailable;
-    auto ws = workers_for_global_step.find(g);
-    if (ws != workers_for_global_step.end() && int64_t(ws->second.size()) >= num_workers) return StepState::Available;
+    const GlobalStep* e = global_entry(g);
+    if (e && int64_t(e->workers.size()) >= num_workers) return StepState::Available;
     if (loaded_all_steps || g <= last_complete_step) return StepState::Available;
     return StepState::NotYetAvailable;
   }
   return loaded_all_steps ? StepState::Unavailable : StepState::NotYetAvailable;
 }
 
-const std::vector<WorkerStep>* Trial::State::lookup(const TensorRecord& rec, int64_t step, Mode mode) const {
+std::span<const StepEntry> Trial::State::lookup(const TensorRecord& rec, int64_t step, Mode mode) const {
   if (mode == Mode::Global) {
-    if (auto it = rec.steps.find({Mode::Global, step}); it != rec.steps.end()) return &it->second;
-    auto gm = global_to_mode.find(step);
-    if (gm == global_to_mode.end()) return nullptr;
-    auto it = rec.steps.find(gm->second);
-    return it == rec.steps.end() ? nullptr : &it->second;
+    if (auto found = entries_at(rec.steps[mode_slot(Mode::Global)], step); !found.empty()) return found;
+    const auto key = to_mode(step);
+    if (!key) return {};
+    return entries_at(rec.steps[mode_slot(key->first)], key->second);
   }
-  auto it = rec.steps.find({mode, step});
-  return it == rec.steps.end() ? nullptr : &it->second;
+  return entries_at(rec.steps[mode_slot(mode)], step);
 }
 
 Result<void> Trial::State::load_shard_layouts_locked() {
@@ -451,26 +587,29 @@ std::map<std::string, format::ShardPlacement, std::less<>> Trial::State::placeme
 Result<WorkerStep> Trial::State::locate(std::string_view name, int64_t step, Mode mode,
                                         std::optional<std::string_view> worker) {
   std::lock_guard lock(mu);
-  auto rec = tensors.find(name);
-  if (rec == tensors.end()) {
+  const TensorRecord* rec = find_tensor(name);
+  if (!rec) {
     if (auto r = refresh_locked(); !r) return fail(r.error());
-    rec = tensors.find(name);
-    if (rec == tensors.end()) return fail(Error::tensor_unavailable(std::string(name)));
+    rec = find_tensor(name);
+    if (!rec) return fail(Error::tensor_unavailable(std::string(name)));
   }
-  auto pick = [&](const std::vector<WorkerStep>& workers) -> Result<WorkerStep> {
+  auto pick = [&](std::span<const StepEntry> entries) -> Result<WorkerStep> {
     if (worker) {
-      for (const auto& w : workers)
-        if (w.worker == *worker) return w;
+      for (const auto& e : entries)
+        if (worker_names[e.saved.worker] == *worker) return e.saved;
       return fail(Error::invalid_worker(std::string(*worker)));
     }
-    return *std::min_element(workers.begin(), workers.end(),
-                             [](const WorkerStep& a, const WorkerStep& b) { return a.worker < b.worker; });
+    return std::min_element(entries.begin(), entries.end(), [&](const StepEntry& a, const StepEntry& b) {
+             return worker_names[a.saved.worker] < worker_names[b.saved.worker];
+           })->saved;
   };
-  if (const auto* found = lookup(rec->second, step, mode)) return pick(*found);
+  // A refresh may add tensors (moving the records): look the tensor up again after one.
+  if (auto found = lookup(*rec, step, mode); !found.empty()) return pick(found);
   if (auto r = refresh_locked(); !r) return fail(r.error());
+  rec = find_tensor(name);
   switch (has_passed_step_locked(step, mode)) {
     case StepState::Available:
-      if (const auto* found = lookup(rec->second, step, mode)) return pick(*found);
+      if (auto found = lookup(*rec, step, mode); !found.empty()) return pick(found);
       return fail(Error::tensor_unavailable_for_step(std::string(name), step, mode, false));
     case StepState::Unavailable: return fail(Error::step_unavailable(step, mode));
     case StepState::NotYetAvailable: break;
@@ -582,60 +721,67 @@ void Trial::assume_training_ended() {
 Result<std::vector<std::string>> Trial::tensor_names(const TensorNameQuery& q) {
   if (!q.regex.empty() && q.collection)
     return fail(Error::invalid_argument("Only one of `regex` or `collection` can be passed to this method"));
-  std::vector<std::string> candidates;
-  {
-    std::lock_guard lock(state_->mu);
-    if (auto r = state_->refresh_locked(); !r) return fail(r.error());
-    auto& s = *state_;
-    if (!q.step) {
-      if (q.mode == Mode::Global) {
-        for (const auto& [name, rec] : s.tensors) candidates.push_back(name);
-      } else if (auto it = s.mode_to_tensors.find(q.mode); it != s.mode_to_tensors.end()) {
-        candidates.assign(it->second.begin(), it->second.end());
-      }
-    } else if (auto g = s.to_global(q.mode, *q.step)) {
-      if (auto it = s.global_step_to_tensors.find(*g); it != s.global_step_to_tensors.end())
-        candidates.assign(it->second.begin(), it->second.end());
-    }
-  }
-  if (q.regex.empty() && !q.collection) return candidates;
-
-  std::vector<std::regex> patterns;
+  const format::CollectionConfig* c = nullptr;
   if (q.collection) {
-    const auto* c = collection(*q.collection);
+    c = collection(*q.collection);
     if (!c) return std::vector<std::string>{};
-    std::vector<std::string> out;
-    for (const auto& p : c->include_regex) {
-      auto re = compile_search_regex(p);
-      if (!re) return fail(re.error());
-      patterns.push_back(std::move(*re));
-    }
-    for (const auto& name : candidates) {
-      bool member = std::find(c->tensor_names.begin(), c->tensor_names.end(), name) != c->tensor_names.end() ||
-                    std::any_of(patterns.begin(), patterns.end(), [&](const std::regex& re) {
-                      return regex_search_bounded(name, re);
-                    });
-      if (member) out.push_back(name);
-    }
-    return out;
   }
-  for (const auto& p : q.regex) {
-    auto re = compile_search_regex(p);
-    if (!re) return fail(re.error());
-    patterns.push_back(std::move(*re));
+  std::lock_guard lock(state_->mu);
+  if (auto r = state_->refresh_locked(); !r) return fail(r.error());
+  auto& s = *state_;
+  std::vector<uint32_t> candidates;  // tensor ids, in name order
+  if (!q.step) {
+    const uint8_t bit = q.mode == Mode::Global ? 0 : uint8_t(1u << mode_slot(q.mode));
+    for (uint32_t id : s.tensors_by_name())
+      if (!bit || (s.tensors[id].modes & bit)) candidates.push_back(id);
+  } else if (auto g = s.to_global(q.mode, *q.step)) {
+    if (const GlobalStep* e = s.global_entry(*g)) {
+      candidates = e->tensors;
+      std::sort(candidates.begin(), candidates.end(),
+                [&](uint32_t a, uint32_t b) { return s.tensors[a].name < s.tensors[b].name; });
+      candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+    }
   }
   std::vector<std::string> out;
-  for (const auto& name : candidates)
-    if (std::any_of(patterns.begin(), patterns.end(), [&](const std::regex& re) { return regex_search_bounded(name, re); }))
-      out.push_back(name);
+  if (q.regex.empty() && !c) {
+    out.reserve(candidates.size());
+    for (uint32_t id : candidates) out.push_back(s.tensors[id].name);
+    return out;
+  }
+  // Whether a tensor matches a collection or a list of regexes never changes: each is decided once
+  // per tensor, with patterns compiled once, and kept (rules ask at every step).
+  std::string key = c ? "c\n" + c->name : "r";
+  for (const auto& p : q.regex) key.append("\n").append(p);
+  auto filter = s.name_filters.find(key);
+  if (filter == s.name_filters.end()) {
+    State::NameFilter made;
+    for (const auto& p : c ? c->include_regex : q.regex) {
+      auto re = compile_search_regex(p);
+      if (!re) return fail(re.error());
+      made.patterns.push_back(std::move(*re));
+    }
+    filter = s.name_filters.emplace(std::move(key), std::move(made)).first;
+  }
+  State::NameFilter& f = filter->second;
+  if (f.member.size() < s.tensors.size()) f.member.resize(s.tensors.size(), -1);
+  for (uint32_t id : candidates) {
+    int8_t& m = f.member[id];
+    if (m < 0) {
+      const std::string& name = s.tensors[id].name;
+      const bool listed = c && std::find(c->tensor_names.begin(), c->tensor_names.end(), name) != c->tensor_names.end();
+      m = listed || std::any_of(f.patterns.begin(), f.patterns.end(),
+                                [&](const std::regex& re) { return regex_search_bounded(name, re); });
+    }
+    if (m) out.push_back(s.tensors[id].name);
+  }
   return out;
 }
 
 bool Trial::has_tensor(std::string_view name) {
   std::lock_guard lock(state_->mu);
-  if (state_->tensors.contains(name)) return true;
+  if (state_->find_tensor(name)) return true;
   if (!state_->refresh_locked()) return false;
-  return state_->tensors.contains(name);
+  return state_->find_tensor(name) != nullptr;
 }
 
 Result<Tensor> Trial::tensor(std::string_view name) {
@@ -659,19 +805,16 @@ Result<std::optional<int64_t>> Trial::next_step(int64_t after, Mode mode, bool s
 std::vector<Mode> Trial::modes() {
   std::lock_guard lock(state_->mu);
   std::vector<Mode> out;
-  for (const auto& [m, steps] : state_->mode_to_global) out.push_back(m);
+  for (Mode m : {Mode::Train, Mode::Eval, Mode::Predict})
+    if (!state_->mode_to_global[mode_slot(m)].empty()) out.push_back(m);
   return out;
 }
 
 std::optional<std::pair<Mode, int64_t>> Trial::mode_modestep(int64_t global_step) {
   std::lock_guard lock(state_->mu);
-  auto it = state_->global_to_mode.find(global_step);
-  if (it == state_->global_to_mode.end()) {
-    if (!state_->refresh_locked()) return std::nullopt;
-    it = state_->global_to_mode.find(global_step);
-    if (it == state_->global_to_mode.end()) return std::nullopt;
-  }
-  return it->second;
+  if (auto key = state_->to_mode(global_step)) return key;
+  if (!state_->refresh_locked()) return std::nullopt;
+  return state_->to_mode(global_step);
 }
 
 std::optional<int64_t> Trial::global_step(Mode mode, int64_t mode_step) {
@@ -795,20 +938,24 @@ Result<std::vector<int64_t>> Trial::tensor_steps(std::string_view name, Mode mod
   std::lock_guard lock(state_->mu);
   auto& s = *state_;
   if (auto r = s.refresh_locked(); !r) return fail(r.error());
-  auto rec = s.tensors.find(name);
-  if (rec == s.tensors.end()) return fail(Error::tensor_unavailable(std::string(name)));
-  // A vector sorted once, not a set: inspect lists the steps of every tensor in every mode.
+  const TensorRecord* rec = s.find_tensor(name);
+  if (!rec) return fail(Error::tensor_unavailable(std::string(name)));
+  // Each mode's entries are in mode-step order, and so are its global steps (a mode's steps are
+  // numbered as they are saved): the answer is built in order, sorted only when modes interleave.
   std::vector<int64_t> out;
-  out.reserve(rec->second.steps.size());
-  for (const auto& [key, workers] : rec->second.steps) {
-    auto [m, ms] = key;
+  for (Mode m : kAllModes) {
     if (mode != Mode::Global && m != mode) continue;
-    auto g = s.to_global(m, ms);
-    if (!g) continue;
-    if (!show_incomplete_steps && !s.step_complete(*g)) continue;
-    out.push_back(mode == Mode::Global ? *g : ms);
+    const auto& table = rec->steps[mode_slot(m)];
+    for (size_t i = 0; i < table.size(); ++i) {
+      const int64_t ms = table[i].mode_step;
+      if (i > 0 && table[i - 1].mode_step == ms) continue;  // another worker's entry of the step
+      auto g = s.to_global(m, ms);
+      if (!g) continue;
+      if (!show_incomplete_steps && !s.step_complete(*g)) continue;
+      out.push_back(mode == Mode::Global ? *g : ms);
+    }
   }
-  std::sort(out.begin(), out.end());
+  if (!std::is_sorted(out.begin(), out.end())) std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
@@ -989,18 +1136,19 @@ Result<double> Trial::step_wall_time(int64_t step, Mode mode) {
     std::lock_guard lock(state_->mu);
     auto& s = *state_;
     auto g = s.to_global(mode, step);
-    if (!g || !s.workers_for_global_step.contains(*g)) {
+    if (!g || !s.registered(*g)) {
       if (auto r = s.refresh_locked(); !r) return fail(r.error());
       g = s.to_global(mode, step);
     }
-    if (!g || !s.workers_for_global_step.contains(*g)) {
+    if (!g || !s.registered(*g)) {
       switch (s.has_passed_step_locked(step, mode)) {
         case StepState::NotYetAvailable: return fail(Error::step_not_yet_available(step, mode));
         default: return fail(Error::step_unavailable(step, mode));
       }
     }
-    if (auto it = s.event_files_of_step.find(*g); it != s.event_files_of_step.end())
-      for (uint32_t id : it->second) files.push_back(s.event_files.relpath(id));
+    std::vector<uint32_t> ids = s.global_entry(*g)->event_files;
+    std::sort(ids.begin(), ids.end());  // in id order, as the set held them
+    for (uint32_t id : ids) files.push_back(s.event_files.relpath(id));
   }
   if (files.empty())
     return fail(Error::not_supported(fmt::format("step {} saved no tensor records, so it has no wall time", step)));
@@ -1023,12 +1171,13 @@ Result<double> Trial::step_wall_time(int64_t step, Mode mode) {
 
 Result<std::vector<std::string>> Trial::tensor_workers(std::string_view name, int64_t step, Mode mode) {
   std::lock_guard lock(state_->mu);
-  auto rec = state_->tensors.find(name);
-  if (rec == state_->tensors.end()) return fail(Error::tensor_unavailable(std::string(name)));
-  const auto* found = state_->lookup(rec->second, step, mode);
-  if (!found) return fail(Error::tensor_unavailable_for_step(std::string(name), step, mode, false));
+  const TensorRecord* rec = state_->find_tensor(name);
+  if (!rec) return fail(Error::tensor_unavailable(std::string(name)));
+  const auto found = state_->lookup(*rec, step, mode);
+  if (found.empty()) return fail(Error::tensor_unavailable_for_step(std::string(name), step, mode, false));
   std::vector<std::string> out;
-  for (const auto& w : *found) out.push_back(w.worker);
+  out.reserve(found.size());
+  for (const auto& e : found) out.push_back(state_->worker_names[e.saved.worker]);
   return out;
 }
 
