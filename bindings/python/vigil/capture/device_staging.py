@@ -193,7 +193,8 @@ class StagedWriter:
             self._abandon = True
         self._push(None)
         if self._thread is not None:
-            self._thread.join()
+            # Abandoned (the hook's fault): a copy that never completes must not hold training
+            self._thread.join(timeout=None if end_marker else 5)
         err = self.writer.close(end_marker)
         return self._error or err
 
