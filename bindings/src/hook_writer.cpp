@@ -96,8 +96,6 @@ class PyQueuedWriter {
     py::dict d;
     d["queued_bytes"] = s.queued_bytes;
     d["peak_queued_bytes"] = s.peak_queued_bytes;
-    d["spare_bytes"] = s.spare_bytes;
-    d["reused_buffers"] = s.reused_buffers;
     d["written_steps"] = s.written_steps;
     d["dropped_steps"] = s.dropped_steps;
     return d;

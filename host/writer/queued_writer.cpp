@@ -55,34 +55,7 @@ struct QueuedWriter::State {
   QueueStats stats;
   bool step_dropped = false;  // the caller's current step (training thread side)
   int64_t step_global = -1;
-  std::vector<std::vector<std::byte>> spare;  // written values' buffers, for reuse (stats.spare_bytes)
   std::thread thread;
-
-  // Under mu: the smallest kept buffer that holds `n` bytes without wasting more than as much again,
-  // or an empty one.
-  std::vector<std::byte> take_spare(size_t n) {
-    size_t best = spare.size();
-    for (size_t i = 0; i < spare.size(); ++i) {
-      const size_t c = spare[i].capacity();
-      if (c >= n && c <= 2 * n + 4096 && (best == spare.size() || c < spare[best].capacity())) best = i;
-    }
-    if (best == spare.size()) return {};
-    std::vector<std::byte> v = std::move(spare[best]);
-    spare[best] = std::move(spare.back());
-    spare.pop_back();
-    stats.spare_bytes -= v.capacity();
-    ++stats.reused_buffers;
-    return v;
-  }
-
-  // Under mu: keeps a written value's buffer while the kept ones stay within a quarter of the budget
-  // and 1024 buffers. Small ones are not kept: the allocator serves them from pages already touched.
-  void keep_spare(std::vector<std::byte>& v) {
-    if (v.capacity() < 4096 || spare.size() >= 1024 || stats.spare_bytes + v.capacity() > options.max_queue_bytes / 4)
-      return;
-    stats.spare_bytes += v.capacity();
-    spare.push_back(std::move(v));
-  }
 
   void push(Op op, uint64_t cost) {
     {
@@ -143,7 +116,6 @@ struct QueuedWriter::State {
       lock.lock();
       stats.queued_bytes -= cost;
       if (!r && !first_error) first_error = r.error();
-      if (auto* t = std::get_if<TensorOp>(&op)) keep_spare(t->bytes);
     }
   }
 };
@@ -188,7 +160,6 @@ void QueuedWriter::write(const TensorRequest& request, const TensorData& data) {
   auto& s = *state_;
   if (s.step_dropped) return;
   const uint64_t cost = data.bytes.size() + 64 * data.strings.size() + request.name.size();
-  TensorOp op{request, data.dtype, data.shape, {}, {}, cost};
   {
     std::lock_guard lock(s.mu);
     if (s.first_error) return;
@@ -197,15 +168,14 @@ void QueuedWriter::write(const TensorRequest& request, const TensorData& data) {
       // the step says so.
       s.step_dropped = true;
       s.stats.dropped_steps.push_back(s.step_global);
-    } else if (!data.bytes.empty()) {
-      op.bytes = s.take_spare(data.bytes.size());
     }
   }
   if (s.step_dropped) {
     s.push(marker_op(), 0);
     return;
   }
-  op.bytes.assign(data.bytes.begin(), data.bytes.end());  // into the kept buffer's pages, if any
+  TensorOp op{request, data.dtype, data.shape, {}, {}, cost};
+  op.bytes.assign(data.bytes.begin(), data.bytes.end());
   op.strings.assign(data.strings.begin(), data.strings.end());
   s.push(std::move(op), cost);
 }

@@ -6,11 +6,6 @@
 // values are not queued); a dropped step is still published, with the one scalar
 // "vigil/dropped_step" = 1, so readers and rules see that the step was there and why it is empty.
 //
-// Memory: the buffers of written values of 4 KiB or more are kept (up to a quarter of the budget and
-// 1024 buffers) and reused for the
-// next values of about their size: a fresh allocation makes the training thread fault in every page
-// it copies into, which costs it many times the copy itself.
-//
 // Faults: the first error of the writer thread (a full disk, an unwritable folder) stops it; later
 // calls are no-ops, and `error()` gives that first error so the hook can log it once and step aside.
 #pragma once
@@ -48,8 +43,6 @@ struct TensorRequest {
 struct QueueStats {
   uint64_t queued_bytes = 0;     // now
   uint64_t peak_queued_bytes = 0;
-  uint64_t spare_bytes = 0;      // now: written values' buffers kept for reuse (at most a quarter of the budget)
-  uint64_t reused_buffers = 0;   // values copied into a kept buffer rather than a new one
   uint64_t written_steps = 0;
   std::vector<int64_t> dropped_steps;  // global steps
 };

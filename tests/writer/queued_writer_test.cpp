@@ -84,50 +84,6 @@ TEST(QueuedWriter, AStepPastTheBudgetIsDroppedWholeAndSaysSo) {
   EXPECT_EQ(names(2), std::vector<std::string>{std::string(kDroppedStepTensor)});
 }
 
-TEST(QueuedWriter, WrittenValuesBuffersAreReusedWithinAQuarterOfTheBudget) {
-  ScratchDir dir;
-  auto w = QueuedWriter::create(dir.path() / "t", options_with_budget(1 << 20));
-  ASSERT_TRUE(w);
-  auto drained = [&] {
-    for (int i = 0; i < 2000 && (*w)->stats().queued_bytes > 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    return (*w)->stats().queued_bytes == 0;
-  };
-  std::vector<float> values(20000);  // 80 KB a value: three of them a step
-  for (int64_t step = 0; step < 4; ++step) {
-    ASSERT_TRUE((*w)->begin_step(step, Mode::Train, step));
-    for (int i = 0; i < 3; ++i) {
-      std::fill(values.begin(), values.end(), float(10 * step + i));
-      (*w)->write(TensorRequest{"v" + std::to_string(i)}, numeric(ElementType::Float32, {20000}, values));
-    }
-    (*w)->end_step();
-    ASSERT_TRUE(drained());
-    const QueueStats s = (*w)->stats();
-    EXPECT_EQ(s.spare_bytes, 3 * 80000u) << "step " << step;  // all three kept: 240 KB <= 256 KB
-    EXPECT_EQ(s.reused_buffers, uint64_t(3 * step)) << "step " << step;  // each later step reuses them
-  }
-  // A value larger than twice a kept buffer takes a new one; kept buffers never pass the quarter
-  std::vector<float> big(60000, 7.0f);
-  ASSERT_TRUE((*w)->begin_step(4, Mode::Train, 4));
-  (*w)->write(TensorRequest{"big"}, numeric(ElementType::Float32, {60000}, big));
-  (*w)->end_step();
-  ASSERT_TRUE(drained());
-  EXPECT_EQ((*w)->stats().reused_buffers, 9u);
-  EXPECT_LE((*w)->stats().spare_bytes, uint64_t(1 << 20) / 4);
-  (*w)->publish_collections(std::string(kNoCollections));
-  ASSERT_TRUE((*w)->close(true));
-
-  auto t = Trial::open(dir.path() / "t");  // every step's values are its own, reused buffers or not
-  ASSERT_TRUE(t);
-  for (int64_t step = 0; step < 4; ++step)
-    for (int i = 0; i < 3; ++i) {
-      auto v = (*t)->value("v" + std::to_string(i), step);
-      ASSERT_TRUE(v) << step << " " << i;
-      EXPECT_EQ(v->as<float>().front(), float(10 * step + i));
-      EXPECT_EQ(v->as<float>().back(), float(10 * step + i));
-    }
-}
-
 TEST(QueuedWriter, TheFirstErrorStopsTheThreadAndIsReported) {
   ScratchDir dir;
   auto w = QueuedWriter::create(dir.path() / "t", options_with_budget(1 << 20));
