@@ -102,6 +102,13 @@ def test_the_pool_stays_within_its_bound_reuses_buffers_and_says_when_it_is_full
     c = pool.acquire(600)
     assert c.numel() == 600 and pool.allocated_bytes <= 1000 and allocated == [400, 500, 600]
     assert pool.acquire(2000) is None  # never more than the bound, whatever is free
+    # Buffers of other sizes before the one that fits (tensors are told apart by identity, never
+    # compared element by element)
+    pool = StagingPool(10000, lambda n: torch.empty(n, dtype=torch.uint8))
+    small, large = pool.acquire(4), pool.acquire(128)
+    pool.release(small)
+    pool.release(large)
+    assert pool.acquire(100) is large and pool.acquire(4) is small and pool.in_use == 2
 
 
 def test_staged_steps_reach_the_writer_whole_in_order_once_their_copies_are_done(tmp_path):

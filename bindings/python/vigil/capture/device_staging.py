@@ -41,10 +41,10 @@ class StagingPool:
     def acquire(self, nbytes):
         nbytes = max(int(nbytes), 1)
         with self._lock:
-            fits = [b for b in self._free if b.numel() >= nbytes]
+            fits = [i for i, b in enumerate(self._free) if b.numel() >= nbytes]
             if fits:
-                buffer = min(fits, key=lambda b: b.numel())
-                self._free.remove(buffer)
+                # By position: list.remove would compare tensors with ==, element by element
+                buffer = self._free.pop(min(fits, key=lambda i: self._free[i].numel()))
                 self.in_use += 1
                 return buffer
             while self.allocated_bytes + nbytes > self.max_bytes and self._free:
