@@ -89,6 +89,7 @@ class BaseHook(ABC):
         self.last_saved_step = None
         self.exported_collections = False
         self._policy = None  # the capture core, given the collections when the first step begins
+        self._due = None  # its due collections at this step and mode, once asked (every module hook asks)
         self.written_tensor_name_for_step = {}
         self.scalar_cache = []
         self.custom_tensors_to_save = {}
@@ -199,6 +200,7 @@ class BaseHook(ABC):
         self.mode = key
         if self._policy is not None:
             self._policy.set_mode(int(key))
+            self._due = None
 
     @property
     def prepared_collections(self):
@@ -218,11 +220,13 @@ class BaseHook(ABC):
 
     def _increment_step(self):
         self._policy.begin_step()
+        self._due = None
         self.written_tensor_name_for_step = {}
 
     def _set_step(self, step):
         """A step the framework numbers itself (an XGBoost round): the global and the mode step."""
         self._policy.set_step(step, step)
+        self._due = None
         self.written_tensor_name_for_step = {}
 
     # ---- collections -----------------------------------------------------------------------------------
@@ -260,6 +264,7 @@ class BaseHook(ABC):
             c.reduction_config = ReductionConfig.from_dict(done["reduction_config"])
             c.save_config = SaveConfig.from_dict(done["save_config"])
         self._policy = policy
+        self._due = None
 
     @property
     def tensor_to_collections(self):
@@ -274,8 +279,12 @@ class BaseHook(ABC):
         return out
 
     def _get_collections_to_save_for_step(self):
-        """The names of the included collections due at this step."""
-        return self._policy.due_collections()
+        """The names of the included collections due at this step (asked of the core once per step
+        and mode: the step, the mode and the core's collections change only where ``_due`` is reset)."""
+        due = self._due
+        if due is None:
+            due = self._due = tuple(self._policy.due_collections())
+        return due
 
     def _sync_tensor_names(self):
         """The Collection objects list the names the core recorded in them."""

@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 from .. import _vigil
+from . import device_staging as _staging
 from . import framework_profiler as _profiling
 from . import hook as _hook
 from .hook import CallbackHook, hook_singleton, never_raises
@@ -207,6 +208,13 @@ def _run_as_python(fn):
     return disable(fn) if disable is not None else fn
 
 
+def _cuda_initialized():
+    """Whether this process has initialised CUDA (a model or tensor on a GPU); False on a torch
+    without CUDA."""
+    cuda = getattr(torch, "cuda", None)
+    return bool(cuda is not None and cuda.is_initialized() and cuda.is_available())
+
+
 # torch.compiler.is_compiling (torch >= 2.3): True only while dynamo traces the code that asks.
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
 
@@ -264,6 +272,7 @@ class Hook(CallbackHook):
         self._sharded_model = None  # an FSDP2 or FSDP1 model, once seen (_watch_sharded)
         self._sharded_handle = None  # its optimizer step pre-hook
         self._sharded_saved_step = None
+        self._staging = None  # the writer with device values staged, once CUDA is in use (_initialize_writers)
         self._open_writer_now()  # torch.distributed is initialised by now: the worker is known
         self._start_profiler()
         set_hook(self)
@@ -394,6 +403,40 @@ class Hook(CallbackHook):
     @staticmethod
     def _make_numpy_array(value):
         return make_numpy_array(value)
+
+    # ---- device values (vigil/capture/device_staging.py, docs/capture.md "GPU capture") ------------------------
+    @staticmethod
+    def _device_copies():
+        """The device side of staging when this process uses CUDA, else None (CPU values are copied
+        into the writer's queue directly)."""
+        return _staging.CudaCopies() if _cuda_initialized() else None
+
+    def _initialize_writers(self):
+        # Between steps (none is open): from the first saving step on which CUDA is in use, the
+        # writer's steps go through the staging of device values.
+        if self._staging is None and not self._step_open and self.step >= 0 and self._ensure_writer():
+            copies = self._device_copies()
+            if copies is not None:
+                self._staging = self._writer = _staging.StagedWriter(
+                    self._writer, copies, self._max_queue_bytes, self._max_queue_bytes, make_numpy_array)
+        super()._initialize_writers()
+
+    def _write_for_tensor(self, tensor_name, tensor_value, plan, layout=None):
+        staging = self._staging
+        if (staging is None or self._writer is not staging or not isinstance(tensor_value, torch.Tensor)
+                or not staging.copies.handles(tensor_value) or self._tb_writer(self.mode) is not None):
+            return super()._write_for_tensor(tensor_name, tensor_value, plan, layout)
+        # A device value (TensorBoard, which needs the values now, takes the direct path)
+        value = tensor_value.detach()
+        if type(value) is not torch.Tensor and hasattr(value, "to_local"):
+            value = value.to_local()  # a DTensor: this rank's shard
+        if value.dtype not in _NUMPY_DTYPES or type(value) is not torch.Tensor:
+            return super()._write_for_tensor(tensor_name, tensor_value, plan, layout)
+        _, save_raw, save_shape, reductions, _, _ = plan
+        size = value.numel()
+        if (size or save_shape) and self._step_open and not self.dry_run:
+            staging.write_device(tensor_name, value, save_shape, list(reductions) if size else [], save_raw and size > 0)
+        self._note_shard_layout(tensor_name, tensor_value, layout)
 
     def _prepare_collections(self):
         # The modules become regexes first: a collection configured only by add_module_tensors is
@@ -538,7 +581,8 @@ class Hook(CallbackHook):
     def forward_pre_hook(self, module, inputs):
         if self._profiler is not None:  # the step boundary: never raises
             self._profiler.release_deferred_hooks()
-            self._profiler.step_start(self.mode, self.mode_steps.get(self.mode, self.init_step) + 1, self.step + 1,
+            mode_step = self._policy.mode_step(int(self.mode)) if self._policy is not None else self.init_step
+            self._profiler.step_start(self.mode, mode_step + 1, self.step + 1,
                                       self.module_maps.get(module, type(module).__name__))
         self._close_writers(scalars_wait_for_a_saved_step=True)
         if not self.prepared_collections:
