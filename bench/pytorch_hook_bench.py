@@ -36,6 +36,7 @@ VARIANT = r"""
 import cProfile, json, pstats, resource, sys, time, torch
 torch.manual_seed(0); torch.set_num_threads(1)
 model_kind, variant, out_dir, steps, count_calls = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1"
+hook_module = sys.argv[6]  # vigil.pytorch, or smdebug.pytorch for the real smdebug's figure
 layers = []
 for _ in range(24):
     layers += [torch.nn.Linear(136, 136), torch.nn.ReLU()]
@@ -47,7 +48,8 @@ if model_kind == "bf16":
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 hook = None
 if variant != "none":
-    import vigil.pytorch as smd
+    import importlib
+    smd = importlib.import_module(hook_module)
     hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=1 if variant == "every" else 100),
                     include_collections=["weights", "biases", "gradients", "losses"])
     hook.register_module(model); hook.register_loss(crit)
@@ -84,18 +86,20 @@ def trial_bytes(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
-def run(model_kind, variant, steps, tmp, count_calls=False):
+def run(model_kind, variant, steps, tmp, count_calls=False, python=sys.executable, hook_module="vigil.pytorch"):
     out = os.path.join(tmp, model_kind + "-" + variant)
     cache = os.path.join(tmp, "inductor-cache")
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(cache, ignore_errors=True)
     env = dict(os.environ, OMP_NUM_THREADS="1", TORCHINDUCTOR_COMPILE_THREADS="1", TORCHINDUCTOR_CACHE_DIR=cache)
-    r = subprocess.run([sys.executable, "-c", VARIANT, model_kind, variant, out, str(steps), "1" if count_calls else "0"],
-                       env=env, capture_output=True, text=True)
+    r = subprocess.run([python, "-c", VARIANT, model_kind, variant, out, str(steps), "1" if count_calls else "0",
+                        hook_module], env=env, capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit("{} {} failed:\n{}".format(model_kind, variant, r.stderr[-4000:]))
     result = json.loads(r.stdout.strip().splitlines()[-1])
     result["trial_bytes"] = trial_bytes(out) if os.path.isdir(out) else 0
+    if variant != "none" and result["trial_bytes"] == 0:  # the hook stepped aside: its time means nothing
+        raise SystemExit("{} {} with {} wrote no trial:\n{}".format(model_kind, variant, hook_module, r.stderr[-4000:]))
     return result
 
 
@@ -103,13 +107,15 @@ def load():
     return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
-def bench_model(model_kind, runs, steps, tmp):
+def bench_model(model_kind, runs, steps, tmp, python=sys.executable, hook_module="vigil.pytorch", label=None):
+    """The model's three variants; the added wall time in % of each hooked variant."""
     samples = {v: [] for v in VARIANTS}
-    print("{} ({} steps timed, {} runs; {})".format(model_kind, steps - 2, runs, load()), flush=True)
+    print("{} ({} steps timed, {} runs; {})".format(label or model_kind, steps - 2, runs, load()), flush=True)
     for _ in range(runs):
         for variant in VARIANTS:
-            samples[variant].append(run(model_kind, variant, steps, tmp))
+            samples[variant].append(run(model_kind, variant, steps, tmp, python=python, hook_module=hook_module))
     base = {key: statistics.median(r[key] for r in samples["none"]) for key in ("seconds", "thread_cpu", "process_cpu")}
+    added_wall = {}
     for variant in VARIANTS:
         rs = samples[variant]
         med = {key: statistics.median(r[key] for r in rs) for key in base}
@@ -121,11 +127,18 @@ def bench_model(model_kind, runs, steps, tmp):
         print(line, flush=True)
         if variant in TARGETS:
             added = {key: 100 * (med[key] - base[key]) / base[key] for key in base}
+            added_wall[variant] = added["seconds"]
             print("  {:<12} added: wall {:+.1f} %, training thread CPU {:+.1f} %, process CPU {:+.1f} % "
                   "(target <= {:g} %: wall {})".format(
                       "", added["seconds"], added["thread_cpu"], added["process_cpu"], TARGETS[variant],
                       "met" if added["seconds"] <= TARGETS[variant] else "NOT met"), flush=True)
     print("  ({})".format(load()), flush=True)
+    return added_wall
+
+
+def torch_version(python):
+    return subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 def count_hook_calls(steps, tmp):
@@ -142,13 +155,31 @@ def main():
     parser.add_argument("--steps", type=int, default=120, help="training steps, default 120 (the first two untimed)")
     parser.add_argument("--models", default="eager,bf16,compile", help="comma-separated: eager, bf16, compile")
     parser.add_argument("--calls", action="store_true", help="also count the Python calls the hook adds (cProfile)")
+    parser.add_argument("--smdebug-python", help="a Python with smdebug 1.0.34 and its torch (1.13): the eager model "
+                        "also runs with smdebug's hook there, for smdebug's figure")
+    parser.add_argument("--rows", help="append the summary rows here (bench/rows.py)")
     args = parser.parse_args()
     import torch  # noqa: F401 - the version is part of the figures
     print("torch {}, Python {}".format(torch.__version__, sys.version.split()[0]))
     tmp = tempfile.mkdtemp(prefix="vigil-hook-bench-")
     try:
+        added = {}
         for model_kind in args.models.split(","):
-            bench_model(model_kind, args.runs, args.steps, tmp)
+            added[model_kind] = bench_model(model_kind, args.runs, args.steps, tmp)
+        theirs = {}
+        if args.smdebug_python:
+            version = torch_version(args.smdebug_python)
+            theirs = bench_model("eager", args.runs, args.steps, tmp, python=args.smdebug_python,
+                                 hook_module="smdebug.pytorch", label="eager, smdebug 1.0.34's hook on torch " + version)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import rows
+        for model_kind, by_variant in added.items():
+            for variant, what in (("every", "every step"), ("interval100", "save_interval=100")):
+                smdebug = theirs.get(variant) if model_kind == "eager" else None
+                rows.add(args.rows, "hook on torch {}, {}, {} (+% wall)".format(torch.__version__, model_kind, what),
+                         round(by_variant[variant], 1), "%", smdebug=None if smdebug is None else round(smdebug, 1),
+                         target="<= {:g} %".format(TARGETS[variant]), met=by_variant[variant] <= TARGETS[variant],
+                         note="smdebug's figure is on torch 1.13, the last it supports" if smdebug is not None else "")
         if args.calls:
             count_hook_calls(args.steps, tmp)
     finally:
