@@ -8,9 +8,11 @@ tests/support/s3_test_server.py (s3rver behind the request-counting, SigV4-check
 s3://bench/trial:
 
   open + steps()   time and requests of create_trial() and its first steps(), cold (its own empty
-                   cache), then again with the cache warm (the index objects come from disk)
+                   cache), then again with the cache warm (the index objects come from disk), and
+                   the most requests in flight at once (index objects are read side by side)
   first status     `vigil evaluate --rule AllZero`: time to its first status line, and to its end
-  full scan        every value of every step: values/s and MB/s (tensor bytes), and requests
+  full scan        every value of every step: values/s and MB/s (tensor bytes), requests and the
+                   most in flight at once (the next steps' event files are opened ahead)
   idle refresh     requests of a refresh with nothing new, on a copy without the end marker (its
                    collections and index objects only: refresh lists, it reads no event file)
 
@@ -79,7 +81,10 @@ class Counter:
         return self
 
     def __exit__(self, *exc):
-        self.requests = len(self.server.requests()) if self.counting else None
+        log = self.server.requests() if self.counting else None
+        self.requests = len(log) if self.counting else None
+        # the most requests the proxy was answering at once (issue 29: bounded parallel reads)
+        self.most_in_flight = max((r["in_flight"] or 0 for r in log), default=0) if self.counting else None
 
 
 def open_and_list(location):
@@ -188,15 +193,17 @@ def main():
                 first_s, eval_s, verdict = evaluate(args.vigil, location, env, tmp)
                 idle, ended = idle_refresh_requests(live_location, server, counted)
                 assert not ended
-                rows[kind] = dict(open_s=open_s, open_req=c.requests, first_s=first_s, eval_s=eval_s, verdict=verdict,
+                rows[kind] = dict(open_s=open_s, open_req=c.requests, open_most=c.most_in_flight,
+                                  scan_most=scan_c.most_in_flight, first_s=first_s, eval_s=eval_s, verdict=verdict,
                                   scan_s=scan_s, values=values, mb_s=nbytes / 1e6 / scan_s, vps=values / scan_s,
                                   scan_req=scan_c.requests, idle=idle, reopen_s=reopen_s, reopen_req=reopen_c.requests)
 
         print()
-        print("%-34s %14s %14s" % ("", "local", "s3 (loopback)"))
+        print("%-34s %14s %14s   %s" % ("", "local", "s3 (loopback)", "s3 target (issue 29)"))
         lines = [
             ("open + steps(): seconds", "open_s", ".3f"),
             ("open + steps(): requests", "open_req", "d"),
+            ("open + steps(): most in flight", "open_most", "d"),
             ("re-open + steps() (cache warm): s", "reopen_s", ".3f"),
             ("re-open + steps(): requests", "reopen_req", "d"),
             ("evaluate: first status line, s", "first_s", ".3f"),
@@ -204,10 +211,14 @@ def main():
             ("full scan: values/s", "vps", ",.0f"),
             ("full scan: MB/s", "mb_s", ".2f"),
             ("full scan: requests", "scan_req", "d"),
+            ("full scan: most in flight", "scan_most", "d"),
             ("refresh, nothing new: requests", "idle", "d"),
         ]
+        targets = {"open_s": "<= 0.3 (1,000 steps)", "open_most": "<= 32", "vps": ">= 20,000",
+                   "scan_most": "<= 16", "idle": "1"}
         for label, key, spec in lines:
-            print("%-34s %14s %14s" % (label, fmt(rows["local"][key], spec), fmt(rows["s3"][key], spec)))
+            print("%-34s %14s %14s   %s" % (label, fmt(rows["local"][key], spec), fmt(rows["s3"][key], spec),
+                                            targets.get(key, "")))
         print("%-34s %14s %14s" % ("full scan: values", rows["local"]["values"], rows["s3"]["values"]))
         for kind in ("local", "s3"):
             print("verdict (%s): %s" % (kind, rows[kind]["verdict"]))
