@@ -17,7 +17,8 @@ s3://bench/trial:
                    collections and index objects only: refresh lists, it reads no event file)
 
 Run from a build tree: VIGIL_BUILD_DIR (default build) gives bin/vigil and python/. S3 figures
-are loopback figures: they count requests and per-request overheads, not a network.
+are loopback figures: they count requests and per-request overheads, not a network; with
+--latency-ms the proxy adds a round trip to each request, as a network would.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/object_storage_bench.py --steps 1000
 """
@@ -149,6 +150,9 @@ def main():
     ap.add_argument("--steps", type=int, default=1000, help="steps of the trial (default 1000)")
     ap.add_argument("--size", type=int, default=256, help="elements of each tensor but the loss (default 256)")
     ap.add_argument("--no-proxy", action="store_true", help="talk to s3rver directly (no request counts)")
+    ap.add_argument("--latency-ms", type=float, default=0,
+                    help="the proxy answers every request after this many ms once the trial is uploaded: a round "
+                         "trip as to S3 from EC2 (tens of ms), which parallel requests overlap (default 0)")
     ap.add_argument("--vigil", default=os.path.join(BUILD, "bin", "vigil"), help="the vigil executable")
     args = ap.parse_args()
     if not os.path.exists(args.vigil):
@@ -177,6 +181,11 @@ def main():
             with Counter(server, counting) as up:
                 upload_s, report = upload(local, s3_trial)
             upload(live, s3_live)
+            if args.latency_ms:
+                if not counting:
+                    sys.exit("--latency-ms needs the proxy")
+                server.set_faults([{"action": "delay", "seconds": args.latency_ms / 1000, "times": 10 ** 9}])
+                print("every request answered after %.0f ms (a round trip)" % args.latency_ms)
             print("trial: %d steps, %d files, %.1f MB; written in %.2f s; uploaded in %.2f s (%s requests)"
                   % (args.steps, n_files, report["bytes_uploaded"] / 1e6, write_s, upload_s, fmt(up.requests, "d")))
 

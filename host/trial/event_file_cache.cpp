@@ -70,11 +70,13 @@ Result<std::shared_ptr<const storage::StoredObject>> EventFileCache::open(uint32
   return file;
 }
 
-// Called with mu_ held when the reader went on to file `id` from id-1, and to that from id-2: the
-// files after it not open nor on their way are asked for, up to kReadaheadFiles waiting.
+// Called with mu_ held when the reader went on to file `id` from id-1, and to that from id-2: that
+// file and those after it not open nor on their way are asked for, up to kReadaheadFiles waiting.
+// `id` itself is among them, so that the reader waits for the readahead rather than open it beside
+// kReadaheadThreads openings.
 void EventFileCache::read_ahead_locked(uint32_t id) const {
   const uint64_t end = std::min<uint64_t>(uint64_t(id) + 1 + kReadaheadFiles, names_.size());
-  for (uint64_t next = uint64_t(id) + 1; next < end && wanted_.size() < kReadaheadFiles; ++next) {
+  for (uint64_t next = id; next < end && wanted_.size() < kReadaheadFiles; ++next) {
     const auto n = uint32_t(next);
     if (pending_.contains(n) || names_[n].empty()) continue;
     bool is_open = false;

@@ -22,7 +22,7 @@ unless a fault plan says otherwise:
     {"action": "endless_listing"}             a ListObjectsV2 page of one object, truncated, with
                                               a new continuation token each time (pagination forever)
 Every request the proxy sees is logged (method, path with query, status, and in_flight: how many
-requests the proxy was answering when it came, itself included), so tests count requests and see
+requests the proxy was answering when it came, itself included; one counts until its answer starts), so tests count requests and see
 how many a client keeps in flight.
 
 Use as a module (`with S3TestServer(buckets=["trials"]) as s3: ...`) or run it: it prints one JSON
@@ -132,6 +132,7 @@ def _proxy_handler(upstream_port, plan):
             xml = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>%s</Code><Message>from the test "
                    "proxy</Message></Error>" % code).encode()
             plan.record(self.command, self.path, status, self.in_flight)
+            self._leave()
             self.send_response(status)
             self.send_header("Content-Type", "application/xml")
             self.send_header("Content-Length", str(len(xml)))
@@ -141,9 +142,17 @@ def _proxy_handler(upstream_port, plan):
 
         def _forward(self):
             self.in_flight = plan.arrive()
+            self.counted = True
             try:
                 self._answer()
             finally:
+                self._leave()
+
+        def _leave(self):
+            # Before the answer goes out: once the client has it, it may send its next request at
+            # once, and that one must not find this one still counted.
+            if self.counted:
+                self.counted = False
                 plan.leave()
 
         def _answer(self):
@@ -177,6 +186,7 @@ def _proxy_handler(upstream_port, plan):
             data = resp.read()
             conn.close()
             plan.record(self.command, self.path, resp.status, self.in_flight)
+            self._leave()
             send = data
             # A HEAD answer announces the object's length but carries no body.
             announced = int(resp.getheader("Content-Length") or 0) if self.command == "HEAD" else len(data)
