@@ -505,7 +505,8 @@ def test_opening_reads_the_index_objects_side_by_side_at_most_32_at_once(s3env, 
     log = s3env.requests()
     index_gets = [r for r in log if "/index/" in r["path"] and r["method"] == "GET" and "list-type" not in r["path"]]
     assert len(index_gets) == 80 == len({r["path"] for r in index_gets})
-    assert len(log) - 80 <= 5, [r["path"] for r in log if r not in index_gets]
+    # besides them, as test_opening_... counts: open's at most 4, and steps()'s one or two listings
+    assert len(log) - 80 <= 6, [r["path"] for r in log if r not in index_gets]
     most = max(r["in_flight"] for r in index_gets)
     assert 8 <= most <= 32, most
 
