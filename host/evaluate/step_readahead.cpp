@@ -3,10 +3,10 @@
 #include <vigil/vigil.h>
 
 #include <algorithm>
-#include <atomic>
 #include <utility>
 
 #include "common/os.h"
+#include "common/parallel.h"
 #include "trial/reductions.h"
 
 namespace vigil::evaluate {
@@ -100,18 +100,8 @@ void StepReadahead::read(const Job& job) {
   };
   // A local read takes microseconds; a read from an object store is a round trip, so those of one
   // step are made side by side (parallel ranged GETs).
-  const size_t threads = trial_->is_local() ? 1 : std::min(reads.size(), kRemoteReadThreads);
-  if (threads <= 1) {
-    for (const auto& access : reads) read_one(access);
-  } else {
-    std::atomic<size_t> next_read{0};
-    std::vector<std::jthread> readers;
-    for (size_t i = 0; i < threads; ++i)
-      readers.emplace_back([&] {
-        os::block_sigpipe_on_this_thread();
-        for (size_t k; (k = next_read.fetch_add(1)) < reads.size();) read_one(reads[k]);
-      });
-  }
+  for_each_in_parallel(reads.size(), trial_->is_local() ? 1 : kRemoteReadThreads,
+                       [&](size_t k) { read_one(reads[k]); });
   last_job_took_ = std::chrono::steady_clock::now() - started;
 }
 

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -191,13 +192,8 @@ class CachedStore final : public ObjectStore {
   }
 
   Result<std::string> read(std::string_view relpath) const override {
-    std::string version;
-    {
-      std::lock_guard lock(mu_);
-      if (auto it = listed_versions_.find(std::string(relpath)); it != listed_versions_.end()) version = it->second;
-    }
-    if (version.empty()) return remote_->read(relpath);
-    const std::string key = fmt::format("{}\n{}", describe(relpath), version);
+    const std::string key = cache_key(relpath);
+    if (key.empty()) return remote_->read(relpath);
     if (auto hit = cache_->get(key)) return std::move(*hit);
     auto bytes = remote_->read(relpath);
     // The GET may have read a version newer than the one listed; it is still kept under the listed
@@ -205,6 +201,36 @@ class CachedStore final : public ObjectStore {
     // such a listing would read the newer bytes too.
     if (bytes) cache_->put(key, *bytes);
     return bytes;
+  }
+
+  // The listed files found in the cache come from disk; the others are read by the store at once
+  // (in parallel where it can), and kept.
+  std::vector<Result<std::string>> read_many(std::span<const std::string> relpaths) const override {
+    std::vector<std::optional<Result<std::string>>> got(relpaths.size());
+    std::vector<std::string> keys(relpaths.size());
+    std::vector<std::string> missing;
+    std::vector<size_t> missing_at;
+    for (size_t i = 0; i < relpaths.size(); ++i) {
+      keys[i] = cache_key(relpaths[i]);
+      if (!keys[i].empty()) {
+        if (auto hit = cache_->get(keys[i])) {
+          got[i].emplace(std::move(*hit));
+          continue;
+        }
+      }
+      missing.push_back(relpaths[i]);
+      missing_at.push_back(i);
+    }
+    auto fetched = remote_->read_many(missing);
+    for (size_t k = 0; k < fetched.size(); ++k) {
+      const size_t i = missing_at[k];
+      if (fetched[k] && !keys[i].empty()) cache_->put(keys[i], *fetched[k]);  // as read() keeps it
+      got[i].emplace(std::move(fetched[k]));
+    }
+    std::vector<Result<std::string>> out;
+    out.reserve(got.size());
+    for (auto& r : got) out.push_back(std::move(*r));
+    return out;
   }
 
   Result<std::shared_ptr<const StoredObject>> open(std::string_view relpath) const override {
@@ -222,6 +248,15 @@ class CachedStore final : public ObjectStore {
   CacheStats stats() const { return cache_->stats(); }
 
  private:
+  // A whole file's entry: its name and the version the last listing gave; empty when no listing
+  // gave one (nothing to key it by: it is read from the store every time).
+  std::string cache_key(std::string_view relpath) const {
+    std::lock_guard lock(mu_);
+    auto it = listed_versions_.find(std::string(relpath));
+    if (it == listed_versions_.end() || it->second.empty()) return {};
+    return fmt::format("{}\n{}", describe(relpath), it->second);
+  }
+
   std::shared_ptr<ObjectStore> remote_;
   std::shared_ptr<DiskCache> cache_;
   mutable std::mutex mu_;

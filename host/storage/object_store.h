@@ -40,6 +40,9 @@ class StoredObject {
 
 class ObjectStore {
  public:
+  // The most requests read_many keeps in flight.
+  static constexpr size_t kMaxReadsInFlight = 32;
+
   virtual ~ObjectStore() = default;
   // The location as the user named it: "/data/trial" or "s3://bucket/prefix".
   virtual std::string location() const = 0;
@@ -58,6 +61,15 @@ class ObjectStore {
   [[nodiscard]] virtual Result<bool> folder_exists(std::string_view folder) const = 0;
   // The whole file. A missing file is an Io error ("no such file"); `exists` is the test for that.
   [[nodiscard]] virtual Result<std::string> read(std::string_view relpath) const = 0;
+  // Many whole files: out[i] is what read(relpaths[i]) gives, each its own Result (one failure
+  // loses none of the others). An object store keeps several requests in flight, at most
+  // kMaxReadsInFlight; a local folder reads the files in turn.
+  [[nodiscard]] virtual std::vector<Result<std::string>> read_many(std::span<const std::string> relpaths) const {
+    std::vector<Result<std::string>> out;
+    out.reserve(relpaths.size());
+    for (const auto& relpath : relpaths) out.push_back(read(relpath));
+    return out;
+  }
   [[nodiscard]] virtual Result<std::shared_ptr<const StoredObject>> open(std::string_view relpath) const = 0;
   [[nodiscard]] virtual Result<bool> exists(std::string_view relpath) const = 0;
   // Writes the whole file (S3: one PUT with its CRC32C; local: a published file, renamed into place).

@@ -1,15 +1,26 @@
 // The trial's event files: their names, interned to the ids that index entries carry, and the files
 // themselves, kept open between reads (a full scan reads thousands of records from the same files;
 // published event files are complete and never change): a local descriptor, or an S3 object's size
-// and ETag from one HEAD.
+// and ETag with its first bytes, from one GET.
+//
+// Readahead: ids are interned in the order of the index files (step, then worker), so a reader that
+// walks the steps in order opens the files in id order. Once it has opened three files in a row
+// (ids n-2, n-1, n) of an object store, the next kReadaheadFiles files are opened in the background,
+// kReadaheadThreads at a time, and kept with the open files: a scan then waits for one round trip
+// per kReadaheadThreads steps rather than one per step. A reader that jumps about starts none.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -22,8 +33,14 @@ namespace vigil {
 class EventFileCache {
  public:
   static constexpr size_t kMaxOpenFiles = 64;
+  static constexpr size_t kReadaheadFiles = 32;    // files opened ahead of an in-order reader
+  static constexpr size_t kReadaheadThreads = 16;  // of those, opened at once (requests in flight)
+  static_assert(kReadaheadFiles < kMaxOpenFiles);
 
   explicit EventFileCache(const storage::ObjectStore& store) : store_(store) {}
+  ~EventFileCache();  // waits for the openings in flight
+  EventFileCache(const EventFileCache&) = delete;
+  EventFileCache& operator=(const EventFileCache&) = delete;
 
   // The id of an event file named relative to the trial root (the same id for the same name).
   uint32_t intern(const std::string& relpath);
@@ -31,12 +48,28 @@ class EventFileCache {
   // The open file (opened and checked once, then kept while among the most recently used).
   Result<std::shared_ptr<const storage::StoredObject>> open(uint32_t id) const;
 
+  // Files opened by the readahead so far (for tests and benchmarks).
+  size_t files_read_ahead() const;
+
  private:
+  std::shared_ptr<const storage::StoredObject> find_open_locked(uint32_t id) const;
+  void read_ahead_locked(uint32_t id) const;
+  void readahead_work() const;
+
   const storage::ObjectStore& store_;
   mutable std::mutex mu_;  // guards everything below
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> ids_;
   mutable std::list<std::pair<uint32_t, std::shared_ptr<const storage::StoredObject>>> open_;  // most recent first
+  // The readahead.
+  mutable std::optional<uint32_t> last_id_;  // the file opened last
+  mutable size_t in_order_ = 0;              // files opened before it, each the one before the next
+  mutable std::deque<uint32_t> wanted_;                 // to open, in order
+  mutable std::set<uint32_t> pending_;                  // wanted or being opened
+  mutable std::condition_variable changed_;             // wanted_ grew, an opening ended, or stopping_
+  mutable bool stopping_ = false;
+  mutable size_t read_ahead_ = 0;
+  mutable std::vector<std::thread> readers_;  // started when first needed
 };
 
 }  // namespace vigil

@@ -433,33 +433,56 @@ Result<void> Trial::State::load_new_index_files(IndexListing first) {
     std::sort(listed.begin(), listed.end());
     listed.erase(std::unique(listed.begin(), listed.end()), listed.end());
   }
+  // The files to take, in order; those to read are then read a batch at a time (an object store's
+  // GETs side by side, bounded: ObjectStore::read_many; a batch bounds the index text held at once)
+  // and registered in that order.
+  struct NewFile {
+    const std::string* rel;
+    format::StepFileName parsed;
+    bool read;  // false: outside the range asked for, taken without reading it
+  };
+  std::vector<NewFile> new_files;
   for (const auto& rel : listed) {
     if (read_index_files.contains(rel)) continue;
     auto parsed = format::parse_step_file_name(rel);
     if (!parsed) return fail(Error::index_reader("Invalid File Found: " + store->describe(rel), store->describe(rel)));
     auto newest = newest_in_first.find(parsed->worker);
     if (!writers_done && (newest == newest_in_first.end() || parsed->global_step > newest->second)) continue;
-    auto taken = [&] {
-      read_index_files.insert(rel);
-      auto [newest, inserted] = newest_read_step.try_emplace(parsed->worker, parsed->global_step);
-      if (!inserted) newest->second = std::max(newest->second, parsed->global_step);
-    };
-    if ((options.range_begin && parsed->global_step < *options.range_begin) ||
-        (options.range_end && parsed->global_step >= *options.range_end)) {
+    const bool outside = (options.range_begin && parsed->global_step < *options.range_begin) ||
+                         (options.range_end && parsed->global_step >= *options.range_end);
+    new_files.push_back({&rel, std::move(*parsed), !outside});
+  }
+  constexpr size_t kIndexFilesPerBatch = 1024;
+  for (size_t begin = 0; begin < new_files.size(); begin += kIndexFilesPerBatch) {
+    const std::span<const NewFile> batch(new_files.data() + begin, std::min(kIndexFilesPerBatch, new_files.size() - begin));
+    std::vector<std::string> to_read;
+    for (const auto& file : batch)
+      if (file.read) to_read.push_back(*file.rel);
+    auto texts = store->read_many(to_read);
+    size_t next_text = 0;
+    for (const auto& file : batch) {
+      const std::string& rel = *file.rel;
+      auto taken = [&] {
+        read_index_files.insert(rel);
+        auto [newest, inserted] = newest_read_step.try_emplace(file.parsed.worker, file.parsed.global_step);
+        if (!inserted) newest->second = std::max(newest->second, file.parsed.global_step);
+      };
+      if (!file.read) {
+        taken();
+        continue;
+      }
+      const std::string full = store->describe(rel);
+      auto& text = texts[next_text++];
+      if (!text) {
+        // A file that vanished between listing and reading was a writer's rename race; retry later.
+        if (auto exists = store->exists(rel); exists && !*exists) continue;
+        return fail(text.error());
+      }
+      auto index = format::parse_index_json(*text, full);
+      if (!index) return fail(index.error());
+      if (auto r = register_index(*index, file.parsed.global_step, file.parsed.worker, full); !r) return r;
       taken();
-      continue;
     }
-    const std::string full = store->describe(rel);
-    auto text = store->read(rel);
-    if (!text) {
-      // A file that vanished between listing and reading was a writer's rename race; retry later.
-      if (auto exists = store->exists(rel); exists && !*exists) continue;
-      return fail(text.error());
-    }
-    auto index = format::parse_index_json(*text, full);
-    if (!index) return fail(index.error());
-    if (auto r = register_index(*index, parsed->global_step, parsed->worker, full); !r) return r;
-    taken();
   }
   // smdebug §5.3 (b): far-behind incomplete steps are declared complete.
   const int64_t window = options.incomplete_step_wait_window;

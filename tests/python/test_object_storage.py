@@ -10,8 +10,9 @@
   VIGIL_S3_MAX_ATTEMPTS and VIGIL_S3_TIMEOUT_SECONDS; a short ranged body is never taken as a value;
   wrong credentials are a clear error without the secret;
 * request counts: opening a trial reads its index objects and no event file; a refresh with nothing
-  new is one request; a refresh after new steps reads just their index objects; re-reading a value
-  is one ranged GET.
+  new is one request; a refresh after new steps reads just their index objects, side by side (at
+  most 32 in flight); a scan over the steps opens the next event files ahead, side by side;
+  re-reading a value is one ranged GET.
 
 The AWS_* variables reach the process only for a test (monkeypatch) and its subprocesses (their env).
 """
@@ -470,6 +471,70 @@ def test_a_refresh_with_nothing_new_is_one_request_and_new_steps_cost_their_inde
     upload(marker_dir, location)
     trial.refresh()
     assert trial.training_ended and trial.loaded_all_steps and trial.steps() == list(range(30))
+
+
+def write_steps(out, steps):
+    """A trial of `steps` steps of three small tensors, one event file per step, ended."""
+    from vigil.modes import ModeKeys
+    from vigil.writer import TrialWriter
+    w = TrialWriter(str(out), save_interval=1)
+    for step in range(steps):
+        w.begin_step(ModeKeys.TRAIN)
+        w.save_tensor("loss", np.array([1.0 / (1 + step)], dtype=np.float32), collections=["losses"])
+        w.save_tensor("w", np.full(64, step, dtype=np.float32), collections=["weights"])
+        w.save_tensor("g", np.arange(64, dtype=np.float32) * step, collections=["gradients"])
+        w.end_step()
+    w.close()
+    return out
+
+
+def delayed(match, seconds=0.05):
+    """Every GET whose path holds `match` answered after `seconds`: requests made side by side overlap."""
+    return [{"action": "delay", "seconds": seconds, "method": "GET", "match": match, "times": 100000}]
+
+
+def test_opening_reads_the_index_objects_side_by_side_at_most_32_at_once(s3env, tmp_path):
+    # Issue 29: the same requests as one after another (each index object once), but several in
+    # flight at once, never more than 32.
+    location = "s3://%s/counts/parallel-open" % BUCKET
+    upload(write_steps(tmp_path / "t", 80), location)
+    s3env.set_faults(delayed("/parallel-open/index/"))
+    s3env.clear_requests()
+    trial = vigil.create_trial(location)
+    assert trial.steps() == list(range(80)) and trial.training_ended
+    log = s3env.requests()
+    index_gets = [r for r in log if "/index/" in r["path"] and r["method"] == "GET" and "list-type" not in r["path"]]
+    assert len(index_gets) == 80 == len({r["path"] for r in index_gets})
+    # besides them, as test_opening_... counts: open's at most 4, and steps()'s one or two listings
+    assert len(log) - 80 <= 6, [r["path"] for r in log if r not in index_gets]
+    most = max(r["in_flight"] for r in index_gets)
+    assert 8 <= most <= 32, most
+
+
+def test_a_scan_over_the_steps_opens_the_next_event_files_ahead_side_by_side(s3env, tmp_path):
+    # Issue 29: reading the steps in order, the next steps' event files are opened ahead (each
+    # with its one GET, which holds all of its step's records): one request per event file as
+    # before, never one per value, never a file twice, and several in flight at once.
+    local = write_steps(tmp_path / "t", 80)
+    location = "s3://%s/counts/scan" % BUCKET
+    upload(local, location)
+    trial = vigil.create_trial(location)
+    expected = vigil.create_trial(str(local))
+    names = trial.tensor_names()
+    assert names == ["g", "loss", "w"]
+    s3env.set_faults(delayed("/scan/events/"))
+    s3env.clear_requests()
+    values = 0
+    for step in trial.steps():
+        for name in names:
+            assert value_key(trial.tensor(name).value(step)) == value_key(expected.tensor(name).value(step))
+            values += 1
+    log = s3env.requests()
+    event_gets = [r for r in log if "/events/" in r["path"]]
+    assert len(log) == len(event_gets) == 80 == len({r["path"] for r in event_gets}), len(log)
+    assert values == 3 * len(event_gets)
+    most = max(r["in_flight"] for r in event_gets)
+    assert 4 <= most <= 16, most
 
 
 def test_re_reading_a_value_is_one_ranged_get(s3env, tmp_path, local_values):

@@ -32,7 +32,9 @@ class CountingStore final : public ObjectStore {
   }
   Result<std::string> read(std::string_view rel) const override {
     ++reads;
-    return objects.at(std::string(rel)).bytes;
+    auto it = objects.find(std::string(rel));
+    if (it == objects.end()) return fail(Error::io(describe(rel), "no such file"));
+    return it->second.bytes;
   }
   Result<std::shared_ptr<const StoredObject>> open(std::string_view rel) const override {
     return std::shared_ptr<const StoredObject>(std::make_shared<Opened>(this, std::string(rel)));
@@ -87,6 +89,34 @@ TEST(ObjectCache, AListedFileIsReadFromTheStoreOnceThenFromDiskEvenByANewProcess
   EXPECT_EQ(*second.store->read("index/000000000/000000000001_worker_0.json"), "{\"a\": 1}");
   EXPECT_EQ(second.remote->reads, 0);
   EXPECT_EQ(cache_stats(*second.store)->hits, 1u);
+}
+
+// Issue 29: a trial's index files are read many at once; those listed and cached come from disk,
+// the others from the store, each answer its own (a missing file loses none of the others).
+TEST(ObjectCache, ReadManyTakesWhatItHoldsFromDiskAndTheRestFromTheStoreEachOnItsOwn) {
+  test::ScratchDir dir;
+  Cached c(dir.path(), 1 << 20);
+  c.remote->objects["index/000000000/000000000001_worker_0.json"] = {"one", "\"e1\""};
+  c.remote->objects["index/000000000/000000000002_worker_0.json"] = {"two", "\"e2\""};
+  ASSERT_TRUE(c.store->list("index/", ""));
+  ASSERT_TRUE(c.store->read("index/000000000/000000000001_worker_0.json"));
+  ASSERT_EQ(c.remote->reads, 1);
+  const std::vector<std::string> names = {"index/000000000/000000000001_worker_0.json",
+                                          "index/000000000/000000000009_worker_0.json",  // not there
+                                          "index/000000000/000000000002_worker_0.json"};
+  auto got = c.store->read_many(names);
+  ASSERT_EQ(got.size(), 3u);
+  ASSERT_VIGIL_OK(got[0]);
+  EXPECT_EQ(*got[0], "one");
+  ASSERT_FALSE(got[1]);
+  EXPECT_NE(got[1].error().message.find("000000000009_worker_0.json"), std::string::npos) << got[1].error().message;
+  ASSERT_VIGIL_OK(got[2]);
+  EXPECT_EQ(*got[2], "two");
+  EXPECT_EQ(c.remote->reads, 3);  // the first came from disk
+  auto again = c.store->read_many(names);
+  EXPECT_EQ(*again[0], "one");
+  EXPECT_EQ(*again[2], "two");
+  EXPECT_EQ(c.remote->reads, 4);  // only the missing one is asked for again
 }
 
 // Issue 28, item 12: cached trial data is the user's own. The folder is made 0700 (and one already

@@ -6,6 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -590,6 +593,46 @@ TEST_F(S3Test, ConcurrentRangedReadsShareTheClient) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(good.load(), 64);
   EXPECT_EQ(s3_stats(**store)->range_requests, 64u);
+}
+
+// Issue 29: many whole files read at once (a trial's index files): one GET each, as read() makes
+// it, side by side but never more than kMaxReadsInFlight at once; each answer its own, so a
+// missing file and a throttled one lose none of the others.
+TEST_F(S3Test, ReadManyKeepsSeveralGetsInFlightWithinTheBound) {
+  auto store = open_s3_store(S3Uri{"trials", "many"}, server_->config());
+  ASSERT_VIGIL_OK(store);
+  std::vector<std::string> names;
+  for (int i = 0; i < 80; ++i) {
+    names.push_back(fmt::format("index/000000000/{:012d}_worker_0.json", i));
+    ASSERT_VIGIL_OK((*store)->write(names.back(), fmt::format("{{\"step\": {}}}", i)));
+  }
+  names.insert(names.begin() + 40, "index/000000000/missing.json");
+  server_->clear_requests();
+  // Each GET answered after 50 ms, so that those in flight together overlap at the server; the
+  // 7th is throttled once (retried).
+  server_->set_faults(json::array({{{"match", "000000000007_worker_0"}, {"method", "GET"}, {"times", 1},
+                                    {"action", "status"}, {"status", 503}, {"code", "SlowDown"}},
+                                   {{"match", "/many/index/"}, {"method", "GET"}, {"times", 1000},
+                                    {"action", "delay"}, {"seconds", 0.05}}}));
+  const auto before = *s3_stats(**store);
+  auto got = (*store)->read_many(names);
+  const auto after = *s3_stats(**store);
+  ASSERT_EQ(got.size(), 81u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (i == 40) {
+      ASSERT_FALSE(got[i]);
+      EXPECT_TRUE(contains(got[i].error().message, "missing.json")) << got[i].error().message;
+      continue;
+    }
+    ASSERT_VIGIL_OK(got[i]);
+    const int step = int(i < 40 ? i : i - 1);
+    EXPECT_EQ(*got[i], fmt::format("{{\"step\": {}}}", step));
+  }
+  EXPECT_EQ(after.get_requests - before.get_requests, 82u);  // one each, and the retry
+  int most = 0;
+  for (const auto& r : requests_for("/many/index/")) most = std::max(most, r["in_flight"].get<int>());
+  EXPECT_LE(most, int(ObjectStore::kMaxReadsInFlight));
+  EXPECT_GE(most, 8);  // side by side (one at a time: 1)
 }
 
 }  // namespace

@@ -21,7 +21,9 @@ unless a fault plan says otherwise:
                                               hangs up; the server never reads the request's upstream
     {"action": "endless_listing"}             a ListObjectsV2 page of one object, truncated, with
                                               a new continuation token each time (pagination forever)
-Every request the proxy sees is logged (method, path with query, status), so tests count requests.
+Every request the proxy sees is logged (method, path with query, status, and in_flight: how many
+requests the proxy was answering when it came, itself included; one counts until its answer starts), so tests count requests and see
+how many a client keeps in flight.
 
 Use as a module (`with S3TestServer(buckets=["trials"]) as s3: ...`) or run it: it prints one JSON
 line with the addresses once both listen, and serves until its standard input closes.
@@ -88,6 +90,7 @@ class _FaultPlan:
         self.lock = threading.Lock()
         self.rules = []
         self.log = []
+        self.in_flight = 0
 
     def take(self, method, target):
         with self.lock:
@@ -100,9 +103,19 @@ class _FaultPlan:
                 return dict(rule)
         return None
 
-    def record(self, method, target, status):
+    def arrive(self):
+        """A request came in: how many are being answered now, this one included."""
         with self.lock:
-            self.log.append({"method": method, "path": target, "status": status})
+            self.in_flight += 1
+            return self.in_flight
+
+    def leave(self):
+        with self.lock:
+            self.in_flight -= 1
+
+    def record(self, method, target, status, in_flight=None):
+        with self.lock:
+            self.log.append({"method": method, "path": target, "status": status, "in_flight": in_flight})
 
 
 def _proxy_handler(upstream_port, plan):
@@ -118,7 +131,8 @@ def _proxy_handler(upstream_port, plan):
         def _error(self, status, code):
             xml = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>%s</Code><Message>from the test "
                    "proxy</Message></Error>" % code).encode()
-            plan.record(self.command, self.path, status)
+            plan.record(self.command, self.path, status, self.in_flight)
+            self._leave()
             self.send_response(status)
             self.send_header("Content-Type", "application/xml")
             self.send_header("Content-Length", str(len(xml)))
@@ -127,6 +141,21 @@ def _proxy_handler(upstream_port, plan):
                 self.wfile.write(xml)
 
         def _forward(self):
+            self.in_flight = plan.arrive()
+            self.counted = True
+            try:
+                self._answer()
+            finally:
+                self._leave()
+
+        def _leave(self):
+            # Before the answer goes out: once the client has it, it may send its next request at
+            # once, and that one must not find this one still counted.
+            if self.counted:
+                self.counted = False
+                plan.leave()
+
+        def _answer(self):
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             if _signature_error(self.command, self.path, self.headers, SECRET_KEY):
@@ -135,7 +164,7 @@ def _proxy_handler(upstream_port, plan):
             fault = plan.take(self.command, self.path)
             action = fault.get("action") if fault else None
             if action == "reset":
-                plan.record(self.command, self.path, "reset")
+                plan.record(self.command, self.path, "reset", self.in_flight)
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 self.close_connection = True
                 return
@@ -156,7 +185,8 @@ def _proxy_handler(upstream_port, plan):
             resp = conn.getresponse()
             data = resp.read()
             conn.close()
-            plan.record(self.command, self.path, resp.status)
+            plan.record(self.command, self.path, resp.status, self.in_flight)
+            self._leave()
             send = data
             # A HEAD answer announces the object's length but carries no body.
             announced = int(resp.getheader("Content-Length") or 0) if self.command == "HEAD" else len(data)
@@ -177,7 +207,7 @@ def _proxy_handler(upstream_port, plan):
                 self.close_connection = True
 
         def _endless_body(self, fault):
-            plan.record(self.command, self.path, "endless_body")
+            plan.record(self.command, self.path, "endless_body", self.in_flight)
             self.send_response(int(fault.get("status", 200)))
             self.send_header("Content-Type", "application/xml")
             self.send_header("Connection", "close")  # no length: the body runs until the connection closes
@@ -200,7 +230,7 @@ def _proxy_handler(upstream_port, plan):
             xml = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><IsTruncated>true</IsTruncated>"
                    "<Contents><Key>endless/%d</Key><Size>1</Size></Contents>"
                    "<NextContinuationToken>page%d</NextContinuationToken></ListBucketResult>" % (page, page)).encode()
-            plan.record(self.command, self.path, 200)
+            plan.record(self.command, self.path, 200, self.in_flight)
             self.send_response(200)
             self.send_header("Content-Type", "application/xml")
             self.send_header("Content-Length", str(len(xml)))
