@@ -145,7 +145,6 @@ int cmd_generate_steps(const fs::path& dir, int64_t steps) {
   constexpr int64_t kElements = 64;
   const auto pool = make_pool(1 << 16);
   const auto t0 = Clock::now();
-  std::this_thread::sleep_for(std::chrono::milliseconds(startup_ms));
   vigil::writer::WriterOptions options;
   for (auto& m : options.save_config) m.save_interval = 1;
   auto writer = check(vigil::writer::TrialWriter::create(dir, options), "create");
