@@ -467,7 +467,13 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
                          });
     auto slice = options.idle_timeout;
     if (ticking) slice = options.idle_timeout ? std::min(options.tick_interval, *options.idle_timeout) : options.tick_interval;
-    auto waited = trial.wait_for_steps({step}, Mode::Global, stop, slice);
+    // A step that has not arrived yet is waited for after what the once-a-second status write held
+    // back has gone out: a live job's last trigger must not wait for the next step.
+    auto waited = trial.wait_for_steps({step}, Mode::Global, stop, std::chrono::milliseconds(0));
+    if (!waited && waited.error().code == ErrorCode::Timeout) {
+      (void)board->flush_if_unwritten();
+      waited = trial.wait_for_steps({step}, Mode::Global, stop, slice);
+    }
     for (auto idle = slice.value_or(std::chrono::milliseconds(0));
          ticking && !waited && waited.error().code == ErrorCode::Timeout; idle += *slice) {
       if (options.idle_timeout && idle >= *options.idle_timeout) break;  // the real --idle-timeout
