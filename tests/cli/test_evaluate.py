@@ -4,6 +4,7 @@ Python plugin, and the status file's Triggers are exactly smdebug's triggered_st
 raises, and a file that does not compile, give that rule Error with the traceback's last line; the
 other rules go on."""
 import json
+import os
 import shutil
 import subprocess
 import textwrap
@@ -193,6 +194,23 @@ def test_python_rules_under_isolate_give_the_same_statuses(vigil_exe, tmp_path):
     assert isolated["VG"]["RuleEvaluationStatus"] == isolated["BuiltinVG"]["RuleEvaluationStatus"] == "IssuesFound"
 
 
+def publish_trial(source, trial):
+    """Copies a finished trial into a followed folder as a writer publishes it: each file whole (by
+    rename), event files first, then index files, then the collection files the trial opens with,
+    then the end marker."""
+    def rank(rel):
+        for i, top in enumerate(("events", "index", "collections")):
+            if rel.startswith(top + os.sep):
+                return i
+        return 3
+    files = [os.path.relpath(os.path.join(d, f), source) for d, _, names in os.walk(source) for f in names]
+    for rel in sorted(files, key=lambda r: (rank(r), r)):
+        dst = os.path.join(str(trial), rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(os.path.join(source, rel), dst + ".part")
+        os.replace(dst + ".part", dst)
+
+
 def test_python_rule_files_are_imported_before_the_trial_exists(vigil_exe, tmp_path):
     """The Python plugin's preparation (ABI 1.4): `vigil evaluate` runs each rule file, and finds its
     class, as soon as it knows the job, while the trial folder is still empty; each file runs once,
@@ -240,7 +258,7 @@ def test_python_rule_files_are_imported_before_the_trial_exists(vigil_exe, tmp_p
             assert time.monotonic() < deadline, "the rule files were not run before the trial existed"
             time.sleep(0.05)
         assert list(trial.iterdir()) == []
-        shutil.copytree(trial_dir("vanishing_gradient"), trial, dirs_exist_ok=True)
+        publish_trial(trial_dir("vanishing_gradient"), trial)
         out, _ = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
