@@ -18,6 +18,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1024 * 1024
+LIVE_TARGET_MS = 10  # issue 29: every step, the first included, judged within 10 ms of being published
 
 
 def run(cmd, env=None):
@@ -154,6 +155,9 @@ def main():
     ap.add_argument("--runs", type=int, default=5, help="runs per workload; the median is reported (default 5)")
     ap.add_argument("--workers", default="1,2", help="trial variants by worker count (default 1,2; \"\" skips them)")
     ap.add_argument("--live-steps", type=int, default=100, help="steps of the live-latency runs (0 skips them)")
+    ap.add_argument("--live-startup-ms", type=int, default=1000,
+                    help="the live runs' pause between starting the evaluator and the first step: the training "
+                         "script's own start (default 1000)")
     ap.add_argument("--many-steps", default="1000,10000,100000",
                     help="steps of the many-small-steps trials, comma-separated (11 small tensors per step; "
                          "default 1000,10000,100000; 0 skips them)")
@@ -262,14 +266,15 @@ def main():
         for label, extra in [("plugin rule (FullScan)", []),
                              ("Python rule", ["--python-rule", os.path.join(HERE, "live_rule.py")])]:
             _, _, out = run([bench, "live", os.path.join(args.cache, "live"), "--vigil", vigil, "--plugins", plugins,
-                             "--steps", str(args.live_steps)] + extra, env=env)
+                             "--steps", str(args.live_steps), "--startup-ms", str(args.live_startup_ms)] + extra, env=env)
             live = last_json(out)
-            live["met"] = live["latency_ms_max"] <= 50
+            live["met"] = live["latency_ms_max"] <= LIVE_TARGET_MS
             results["live"][live["workload"]] = live
-            print("\n== live, %s: step published -> its trigger in the status file, %d steps: first %.1f ms, "
-                  "median %.1f ms, p90 %.1f ms, max %.1f ms (target max <= 50 ms) %s" % (
-                      label, live["steps"], live["latency_ms_first"], live["latency_ms_median"],
-                      live["latency_ms_p90"], live["latency_ms_max"], "met" if live["met"] else "MISSED"))
+            print("\n== live, %s: step published -> its trigger in the status file, %d steps, %d ms startup: "
+                  "first %.1f ms, median %.1f ms, p90 %.1f ms, max %.1f ms (target: every step <= %d ms) %s" % (
+                      label, live["steps"], live["startup_ms"], live["latency_ms_first"], live["latency_ms_median"],
+                      live["latency_ms_p90"], live["latency_ms_max"], LIVE_TARGET_MS,
+                      "met" if live["met"] else "MISSED"))
 
     if args.json:
         with open(args.json, "w") as f:

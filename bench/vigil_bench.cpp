@@ -6,7 +6,7 @@
 //   vigil_bench raw-read DIR                               read every event file into a buffer
 //   vigil_bench scan DIR                                   mean(|x|) of every value through the C++ API
 //   vigil_bench raw-write FROM OUT                         write FROM's event bytes with plain write()
-//   vigil_bench live DIR --vigil EXE --plugins DIR [--steps N] [--python-rule FILE]
+//   vigil_bench live DIR --vigil EXE --plugins DIR [--steps N] [--python-rule FILE] [--startup-ms N]
 //                                                          index file -> rule status latency
 #include <fcntl.h>
 #include <poll.h>
@@ -305,13 +305,17 @@ std::vector<int64_t> triggered_steps(const fs::path& status_file) {
 // rule's trigger for it. A step can be judged once its index file is published (end_step()
 // returned), step 0 once the collection files are there too: the writer publishes them as the
 // second step begins, as smdebug does. `python_rule`: a Python rule file with class
-// FireAtEveryStep instead of the FullScan plugin rule.
+// FireAtEveryStep instead of the FullScan plugin rule. The trial folder exists (empty) when the
+// evaluator starts, as SageMaker's rule container finds the job's output path; `startup_ms` passes
+// before the first step, the training script's own start (its imports, model and data) while the
+// evaluator gets its rules ready.
 int cmd_live(const fs::path& dir, const std::string& vigil_exe, const std::string& plugins, int steps,
-             const std::string& python_rule) {
+             const std::string& python_rule, int startup_ms) {
   if (steps < 2) die("live needs at least 2 steps");
   fs::remove_all(dir);
   fs::create_directories(dir);
   const fs::path trial = dir / "trial";
+  fs::create_directories(trial);
   const fs::path status_dir = dir / "status";
   fs::create_directories(status_dir);
   const fs::path status_file = status_dir / "status.json";
@@ -357,6 +361,7 @@ int cmd_live(const fs::path& dir, const std::string& vigil_exe, const std::strin
     return seconds_since(t0) * 1000;
   };
 
+  std::this_thread::sleep_for(std::chrono::milliseconds(startup_ms));
   vigil::writer::WriterOptions options;
   for (auto& m : options.save_config) m.save_interval = 1;
   auto writer = check(vigil::writer::TrialWriter::create(trial, options), "create");
@@ -389,6 +394,7 @@ int cmd_live(const fs::path& dir, const std::string& vigil_exe, const std::strin
   auto at = [&](double q) { return latencies_ms[size_t(q * double(latencies_ms.size() - 1))]; };
   std::printf("%s\n", nlohmann::json{{"workload", python_rule.empty() ? "live" : "live_python"},
                                      {"steps", latencies_ms.size()},
+                                     {"startup_ms", startup_ms},
                                      {"latency_ms_first", first_ms},
                                      {"latency_ms_median", at(0.5)},
                                      {"latency_ms_p90", at(0.9)},
@@ -406,7 +412,7 @@ void usage() {
       "       vigil_bench raw-read DIR\n"
       "       vigil_bench scan DIR\n"
       "       vigil_bench raw-write FROM OUT\n"
-      "       vigil_bench live DIR --vigil EXE --plugins DIR [--steps N] [--python-rule FILE]\n"
+      "       vigil_bench live DIR --vigil EXE --plugins DIR [--steps N] [--python-rule FILE] [--startup-ms N]\n"
       "\n"
       "The workloads of bench/run_bench.py (scripts/bench.sh runs them all); each prints one JSON line.");
 }
@@ -434,7 +440,7 @@ int main(int argc, char** argv) {
   if (cmd == "raw-write" && args.size() == 3) return cmd_raw_write(args[1], args[2]);
   if (cmd == "live" && args.size() >= 2)
     return cmd_live(args[1], option("--vigil", ""), option("--plugins", ""), std::stoi(option("--steps", "100")),
-                    option("--python-rule", ""));
+                    option("--python-rule", ""), std::stoi(option("--startup-ms", "1000")));
   usage();
   return 2;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -31,6 +32,8 @@ struct ConfiguredRule {
   RuleType type;
   BoundParams params;
   std::unique_ptr<RuleInstance> instance;
+  // Ready once the plugin's preparation of the rule returned (ABI 1.4); not valid without a preparer.
+  std::shared_future<void> prepared;
   bool finished = false;
   bool fired = false;
   std::optional<int64_t> last_step;  // the last step the rule was invoked at
@@ -77,6 +80,11 @@ struct Evaluator::Impl {
   Result<std::shared_ptr<Trial>> open_trial(const std::string& path, std::stop_token stop);
   void run_group(const std::string& base_path, std::vector<ConfiguredRule*> group, std::stop_token stop);
   void run_profiler_rule(ConfiguredRule& r, std::stop_token stop);
+  std::jthread start_preparing(std::stop_token stop);
+  Result<std::unique_ptr<RuleInstance>> create_instance(ConfiguredRule& r, std::vector<std::shared_ptr<Trial>> trials,
+                                                        std::shared_ptr<plugin_host::StepValueCache> cache,
+                                                        std::stop_token stop,
+                                                        std::shared_ptr<plugin_host::ProfilerSource> profiler = nullptr);
   std::filesystem::path output_directory() const {
     return options.output_directory.value_or(options.status_file ? options.status_file->parent_path() : fs::path());
   }
@@ -232,7 +240,51 @@ Result<std::unique_ptr<Evaluator>> Evaluator::create(const plugin_host::PluginRe
 
 std::vector<RuleStatus> Evaluator::statuses() const { return impl_->board->all(); }
 
+// ABI 1.4: the rules whose plugins prepare them (the Python plugin: interpreter, imports, the rule
+// file and its class) get ready on a thread of their own, in job order, while the trials may not
+// exist yet; rules of other plugins do not wait for it, and each rule's creation waits for its own
+// preparation only. A failed preparation is logged and the rule is created as without one: create()
+// reports the failure as it always did.
+std::jthread Evaluator::Impl::start_preparing(std::stop_token stop) {
+  std::vector<std::pair<ConfiguredRule*, std::promise<void>>> work;
+  for (auto& r : rules)
+    if (r->type.preparer) {
+      std::promise<void> done;
+      r->prepared = done.get_future().share();
+      work.emplace_back(r.get(), std::move(done));
+    }
+  if (work.empty()) return {};
+  return std::jthread([this, stop, work = std::move(work)]() mutable {
+    os::block_sigpipe_on_this_thread();
+    for (auto& item : work) {
+      ConfiguredRule* r = item.first;
+      if (!stop.stop_requested()) {
+        auto prepared = watched(*r, RuleCall::Create, r->config.start_step, [&] {
+          return prepare_rule(r->type, r->params, r->config.configuration_name);
+        });
+        if (!prepared && options.on_log)
+          options.on_log(r->config.configuration_name, VIGIL_LOG_DEBUG,
+                         fmt::format("preparing the rule failed (its creation will report it): {}",
+                                     prepared.error().message));
+      }
+      item.second.set_value();
+    }
+  });
+}
+
+// Creates the rule through its plugin once its preparation, if any, has returned.
+Result<std::unique_ptr<RuleInstance>> Evaluator::Impl::create_instance(
+    ConfiguredRule& r, std::vector<std::shared_ptr<Trial>> trials, std::shared_ptr<plugin_host::StepValueCache> cache,
+    std::stop_token stop, std::shared_ptr<plugin_host::ProfilerSource> profiler) {
+  if (r.prepared.valid()) r.prepared.wait();
+  return watched(r, RuleCall::Create, r.config.start_step, [&] {
+    return RuleInstance::create(r.type, r.params, r.config.configuration_name, std::move(trials), std::move(cache),
+                                stop, rule_log(r), output_directory(), std::move(profiler));
+  });
+}
+
 void Evaluator::run(std::stop_token stop) {
+  std::jthread preparing = impl_->start_preparing(stop);
   for (auto& r : impl_->rules)
     if (impl_->options.on_status) impl_->options.on_status(impl_->board->get(r->index));
   std::map<std::string, std::vector<ConfiguredRule*>> groups;
@@ -253,6 +305,7 @@ void Evaluator::run(std::stop_token stop) {
           impl_->run_profiler_rule(*rule, stop);
         });
   }
+  if (preparing.joinable()) preparing.join();
   for (auto& r : impl_->rules)  // destroy the rule instances
     if (r->instance)
       impl_->watched(*r, RuleCall::Destroy, r->config.start_step, [&] { r->instance.reset(); });
@@ -381,10 +434,7 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
       trial_list.push_back(*t);
     }
     if (!ok) continue;
-    auto instance = watched(*r, RuleCall::Create, r->config.start_step, [&] {
-      return RuleInstance::create(r->type, r->params, r->config.configuration_name, trial_list, cache, stop,
-                                  rule_log(*r), output_directory());
-    });
+    auto instance = create_instance(*r, std::move(trial_list), cache, stop);
     if (!instance) {
       fail_rule(*r, InvokeOutcome{.status = static_cast<vigil_status>(instance.error().code), .error = instance.error()}
                         .details());
@@ -417,7 +467,13 @@ void Evaluator::Impl::run_group(const std::string& base_path, std::vector<Config
                          });
     auto slice = options.idle_timeout;
     if (ticking) slice = options.idle_timeout ? std::min(options.tick_interval, *options.idle_timeout) : options.tick_interval;
-    auto waited = trial.wait_for_steps({step}, Mode::Global, stop, slice);
+    // A step that has not arrived yet is waited for after what the once-a-second status write held
+    // back has gone out: a live job's last trigger must not wait for the next step.
+    auto waited = trial.wait_for_steps({step}, Mode::Global, stop, std::chrono::milliseconds(0));
+    if (!waited && waited.error().code == ErrorCode::Timeout) {
+      (void)board->flush_if_unwritten();
+      waited = trial.wait_for_steps({step}, Mode::Global, stop, slice);
+    }
     for (auto idle = slice.value_or(std::chrono::milliseconds(0));
          ticking && !waited && waited.error().code == ErrorCode::Timeout; idle += *slice) {
       if (options.idle_timeout && idle >= *options.idle_timeout) break;  // the real --idle-timeout
@@ -490,10 +546,7 @@ void Evaluator::Impl::run_profiler_rule(ConfiguredRule& r, std::stop_token stop)
   }
   auto source = std::make_shared<plugin_host::ProfilerSource>(std::move(*trial), options.follow,
                                                               std::max(options.poll_interval, std::chrono::milliseconds(200)));
-  auto instance = watched(r, RuleCall::Create, r.config.start_step, [&] {
-    return RuleInstance::create(r.type, r.params, r.config.configuration_name, {}, nullptr, stop, rule_log(r),
-                                output_directory(), source);
-  });
+  auto instance = create_instance(r, {}, nullptr, stop, source);
   if (!instance) {
     fail_rule(r, InvokeOutcome{.status = static_cast<vigil_status>(instance.error().code), .error = instance.error()}
                      .details());

@@ -56,6 +56,30 @@ std::string InvokeOutcome::details() const {
   return cls + ": " + error.message;
 }
 
+Result<void> prepare_rule(const plugin_host::RuleType& type, const plugin_host::BoundParams& params,
+                          const std::string& configuration_name) {
+  if (!type.preparer) return {};
+  vigil_prepare_context ctx{};
+  ctx.struct_size = sizeof(ctx);
+  ctx.host = plugin_host::host_api();
+  ctx.params = params.data();
+  ctx.param_count = params.size();
+  ctx.instance_name = configuration_name.c_str();
+  ctx.extra_param_names = params.extra_names();
+  ctx.extra_param_values = params.extra_values();
+  ctx.extra_param_count = params.extra_count();
+  vigil_error err{};
+  err.struct_size = sizeof(err);
+  vigil_status st;
+  try {
+    st = type.preparer->prepare(type.preparer, type.descriptor->id, &ctx, &err);
+  } catch (...) {
+    return fail(plugin_failure("the plugin threw a C++ exception across the C ABI while preparing the rule"));
+  }
+  if (st != VIGIL_OK) return fail(plugin_host::error_from_abi(st, err));
+  return {};
+}
+
 Result<std::unique_ptr<RuleInstance>> RuleInstance::create(const plugin_host::RuleType& type,
                                                            const plugin_host::BoundParams& params,
                                                            const std::string& configuration_name,

@@ -39,6 +39,13 @@ struct InvokeOutcome {
 
 using RuleLog = std::function<void(vigil_log_level, const std::string&)>;
 
+// ABI 1.4: gets the rule ready through its plugin's preparer (plugin.h) before its trials exist; does
+// nothing for a plugin without one (type.preparer NULL). A C++ exception across the ABI is contained
+// as a PluginFailure. The outcome is for the log only: create() reports whatever went wrong.
+bool has_preparer(const plugin_host::RuleType& type);
+[[nodiscard]] Result<void> prepare_rule(const plugin_host::RuleType& type, const plugin_host::BoundParams& params,
+                                        const std::string& configuration_name);
+
 class RuleInstance {
  public:
   // Creates the rule through its plugin. `trials[0]` is the base trial; a profiler rule gets no

@@ -114,12 +114,14 @@ void StatusBoard::progress(size_t rule, int64_t step) {
 }
 
 void StatusBoard::write_if_due_locked() {
+  unwritten_ = true;
   if (clock_() - last_write_ >= 1.0) (void)write_locked();
 }
 
 void StatusBoard::count_judgement(size_t rule, bool judged, std::string reason, bool reason_from_rule) {
   std::lock_guard lock(mu_);
   auto& j = rules_.at(rule).judgement;
+  unwritten_ = true;
   if (judged) {
     ++j.steps_judged;
     return;
@@ -149,6 +151,12 @@ std::vector<RuleStatus> StatusBoard::all() const {
 
 Result<void> StatusBoard::flush() {
   std::lock_guard lock(mu_);
+  return write_locked();
+}
+
+Result<void> StatusBoard::flush_if_unwritten() {
+  std::lock_guard lock(mu_);
+  if (!unwritten_) return {};
   return write_locked();
 }
 
@@ -185,6 +193,7 @@ uint64_t StatusBoard::writes() const {
 
 Result<void> StatusBoard::write_locked() {
   last_write_ = clock_();
+  unwritten_ = false;
   if (!file_) return {};
   ++writes_;
   return publish_file(*file_, file_->string() + ".tmp", to_json().dump(2) + '\n');

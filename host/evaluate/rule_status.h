@@ -89,6 +89,10 @@ class StatusBoard {
   std::vector<RuleStatus> all() const;
   // Writes the file now (also used for the first write).
   [[nodiscard]] Result<void> flush();
+  // Writes what changed since the last write, if anything: the evaluator calls it before it waits
+  // for a step that has not arrived, so that a change held back by the once-a-second write is not
+  // held while nothing else happens (a live job's last trigger).
+  [[nodiscard]] Result<void> flush_if_unwritten();
   nlohmann::ordered_json to_json() const;
   // How many times the status file was written (tests and bench/ count them).
   uint64_t writes() const;
@@ -102,6 +106,7 @@ class StatusBoard {
   Listener listener_;
   Clock clock_;
   double last_write_ = 0;
+  bool unwritten_ = false;  // a change since the last write
   uint64_t writes_ = 0;
 };
 

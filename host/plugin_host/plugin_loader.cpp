@@ -307,6 +307,16 @@ Result<void> PluginRegistry::load_file(const fs::path& file) {
   if (!factory) return refuse(kBroken, fmt::format("no factory {}", VIGIL_RULE_FACTORY_ID));
   if (!VIGIL_HAS_FIELD(factory, vigil_rule_factory, create) || !factory->count || !factory->descriptor || !factory->create)
     return refuse(kBroken, "the rule factory is incomplete");
+  // ABI 1.4: the optional rule preparer. A plugin built against an older minor never knew its id, so
+  // it is not asked (a get_factory that ignored the id would hand back its factory).
+  const vigil_rule_preparer* preparer = nullptr;
+  if (entry->abi.minor >= 4) {
+    auto preparer_or = call_plugin("get_factory", [&] { return entry->get_factory(VIGIL_RULE_PREPARER_ID); });
+    if (!preparer_or) return refuse(kBroken, preparer_or.error());
+    preparer = static_cast<const vigil_rule_preparer*>(*preparer_or);
+    if (preparer && (!VIGIL_HAS_FIELD(preparer, vigil_rule_preparer, prepare) || !preparer->prepare))
+      return refuse(kBroken, "the rule preparer is incomplete");
+  }
 
   const std::string build_info = entry->build_info ? entry->build_info : "";
   std::vector<RuleType> found;
@@ -325,7 +335,7 @@ Result<void> PluginRegistry::load_file(const fs::path& file) {
                                                             it->plugin_path.string()));
     if (std::any_of(found.begin(), found.end(), clash))
       return refuse(kBroken, fmt::format("rule {} ({}) is declared twice", d->id, d->name));
-    found.push_back(RuleType{d, factory, plugin, file, entry->plugin_id, build_info, entry->abi.minor});
+    found.push_back(RuleType{d, factory, preparer, plugin, file, entry->plugin_id, build_info, entry->abi.minor});
   }
   rules_.insert(rules_.end(), found.begin(), found.end());
   return {};

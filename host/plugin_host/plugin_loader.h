@@ -22,6 +22,8 @@ struct LoadedPlugin;  // the library, its entry and its rule factory; unloaded w
 struct RuleType {
   const vigil_rule_descriptor* descriptor;
   const vigil_rule_factory* factory;
+  // ABI 1.4: the plugin's rule preparer (plugin.h), NULL when it offers none or predates 1.4.
+  const vigil_rule_preparer* preparer = nullptr;
   std::shared_ptr<LoadedPlugin> plugin;
   std::filesystem::path plugin_path;
   std::string plugin_id;

@@ -164,7 +164,9 @@ struct Trial::State {
   bool loaded_all_steps = false;
   bool end_marker_seen = false;
   int refresh_holds = 0;
-  std::unique_ptr<TrialWatcher> watcher;  // created by the first wait_for_steps
+  // A local trial's: created by open when it waits for the collection files, else by the first
+  // wait_for_steps.
+  std::unique_ptr<TrialWatcher> watcher;
   bool assume_ended = false;
 
   // Sharded tensors' layouts (format/shard_layout.h), by worker: read again once new index files
@@ -677,6 +679,8 @@ Result<std::shared_ptr<Trial>> Trial::open(std::shared_ptr<const storage::Object
   std::vector<std::string> files;
   bool parsed_first = false;
   while (true) {
+    const bool event_driven = state->watcher && state->watcher->event_driven() && state->watcher->watching_root();
+    const uint64_t seen = state->watcher ? state->watcher->generation() : 0;
     auto listed = list_collection_files();
     if (!listed) return fail(listed.error());
     files = std::move(*listed);
@@ -698,7 +702,21 @@ Result<std::shared_ptr<Trial>> Trial::open(std::shared_ptr<const storage::Object
       e.file = path.string();
       return fail(std::move(e));
     }
-    std::this_thread::sleep_for(options.poll_interval);
+    // A local trial is watched while its collection files are awaited (a new file ends the wait at
+    // once), then listed again; the watcher serves wait_for_steps later. Polling remains while the
+    // trial folder does not exist, and for object stores.
+    if (!state->watcher && state->store->is_local()) {
+      state->watcher = std::make_unique<TrialWatcher>(path);
+      continue;
+    }
+    auto wait = event_driven ? std::chrono::milliseconds(1000) : options.poll_interval;
+    if (deadline != std::chrono::steady_clock::time_point::max())
+      wait = std::max(std::chrono::milliseconds(1),
+                      std::min(wait, std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())));
+    if (state->watcher)
+      state->watcher->wait_for_change(seen, wait, {});
+    else
+      std::this_thread::sleep_for(wait);
   }
   for (const auto& f : files)
     if (auto w = format::parse_collections_file_name(fs::path(f).filename().string())) state->worker_set.insert(*w);

@@ -34,11 +34,18 @@ void TrialWatcher::add_watches() {
   };
   std::error_code ec;
   watch(root_);
-  const fs::path index = root_ / "index";
-  if (!fs::is_directory(index, ec)) return;
-  watch(index);
-  for (const auto& d : fs::directory_iterator(index, ec))
-    if (d.is_directory(ec)) watch(d.path());
+  for (const char* folder : {"collections", "index"}) {
+    const fs::path dir = root_ / folder;
+    if (!fs::is_directory(dir, ec)) continue;
+    watch(dir);
+    for (const auto& d : fs::directory_iterator(dir, ec))
+      if (d.is_directory(ec)) watch(d.path());
+  }
+}
+
+bool TrialWatcher::watching_root() {
+  std::lock_guard lock(mu_);
+  return watched_.contains(root_.string());
 }
 
 bool TrialWatcher::drain() {
@@ -64,6 +71,7 @@ void TrialWatcher::wait_for_change(uint64_t seen, std::chrono::milliseconds time
     cv_.wait_until(lock, stop, deadline, [] { return false; });
     return;
   }
+  if (!watched_.contains(root_.string())) add_watches();  // the trial folder may have appeared since
   while (generation_ == seen && !stop.stop_requested()) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return;

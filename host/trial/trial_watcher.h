@@ -1,6 +1,7 @@
 // Wakes waiters when a trial changes on disk: inotify watches on the trial folder, index/ and each
-// index/<step9>/ folder (new index files and the end marker appear there by rename). Without
-// inotify it degrades to waiting for the poll interval.
+// index/<step9>/ folder (new index files and the end marker appear there by rename), collections/ and
+// its folders (the collection files a trial opens with). Without inotify it degrades to waiting for
+// the poll interval.
 #pragma once
 
 #include <chrono>
@@ -29,6 +30,9 @@ class TrialWatcher {
   // With inotify unavailable it simply waits `timeout`.
   void wait_for_change(uint64_t seen, std::chrono::milliseconds timeout, std::stop_token stop);
   bool event_driven() const { return bool(fd_); }
+  // Whether the trial folder itself is watched: false while it does not exist (each wait_for_change
+  // tries again), and then nothing inside it can wake a waiter.
+  bool watching_root();
 
  private:
   void add_watches();  // caller holds mu_

@@ -1,8 +1,8 @@
 // The Python rule plugin: serves smdebug-style Python rule files (RuleParameters source_s3_uri +
 // rule_to_invoke) through the same C ABI as every other rule plugin.
 //
-// It embeds CPython: the interpreter starts once, on the first Python rule created (so evaluations
-// without Python rules never start it), and is never finalized (the library is flagged
+// It embeds CPython: the interpreter starts once, on the first Python rule prepared or created (so
+// evaluations without Python rules never start it), and is never finalized (the library is flagged
 // VIGIL_PLUGINF_NO_UNLOAD). Rule files run unmodified: `vigil._plugin` installs smdebug's import
 // names, and each rule's trials are vigil.trials.Trial objects over this host's vigil_host_api
 // (vigil._vigil.ApiTrialCore), so Python rules read the evaluator's shared trial and per-step cache.
@@ -281,10 +281,33 @@ vigil_status VIGIL_CALL rule_invoke_at_step(vigil_rule* r, vigil_step step, bool
 
 // ---- the factory ----
 
-std::string param_text(const vigil_rule_context* ctx, uint32_t index) {
+template <class Context>
+std::string param_text(const Context* ctx, uint32_t index) {
   if (!ctx->params || index >= ctx->param_count) return {};
   const vigil_param_value& v = ctx->params[index];
   return v.is_set && v.text ? std::string(v.text) : std::string();
+}
+
+// The preparation (ABI 1.4), before the trials exist: the interpreter, the vigil package and the rule
+// file's class, which create_rule then finds ready. Its errors are create_rule's: a failure to start
+// Python is sticky (start_python) and a rule file that raised raises the same again
+// (vigil._plugin._load_module), so create_rule reports them as it would have without preparation.
+[[nodiscard]] vigil_status prepare_rule(const vigil_prepare_context* ctx, vigil_error* err) {
+  std::string source = param_text(ctx, 0);
+  std::string class_name = param_text(ctx, 1);
+  if (source.empty() || class_name.empty())
+    return report(err, VIGIL_E_INVALID_ARGUMENT, "a Python rule needs source_s3_uri and rule_to_invoke");
+  std::string why;
+  if (!start_python(&why)) return report(err, VIGIL_E_PLUGIN_FAILURE, why);
+  Gil gil;
+  try {
+    py::module_::import("vigil._plugin").attr("prepare_rule")(source, class_name);
+    return ok(err);
+  } catch (py::error_already_set& e) {
+    return report_python(e, err);
+  } catch (const std::exception& e) {
+    return report(err, VIGIL_E_PLUGIN_FAILURE, e.what());
+  }
 }
 
 [[nodiscard]] vigil_status create_rule(const vigil_rule_context* ctx, vigil_rule** out, vigil_error* err) {
@@ -370,6 +393,22 @@ vigil_status VIGIL_CALL factory_create(const vigil_rule_factory*, const char* ru
 
 const vigil_rule_factory kFactory = {sizeof(vigil_rule_factory), factory_count, factory_descriptor, factory_create};
 
+vigil_status VIGIL_CALL preparer_prepare(const vigil_rule_preparer*, const char* rule_id,
+                                         const vigil_prepare_context* ctx, vigil_error* err) {
+  if (!ctx || !rule_id) return report(err, VIGIL_E_INVALID_ARGUMENT, "prepare: NULL argument");
+  if (std::strcmp(rule_id, kRule.id) != 0)
+    return report(err, VIGIL_E_INVALID_ARGUMENT, std::string("unknown rule id ") + rule_id);
+  try {
+    return prepare_rule(ctx, err);
+  } catch (const std::exception& e) {
+    return report(err, VIGIL_E_PLUGIN_FAILURE, e.what());
+  } catch (...) {
+    return report(err, VIGIL_E_PLUGIN_FAILURE, "unknown exception");
+  }
+}
+
+const vigil_rule_preparer kPreparer = {sizeof(vigil_rule_preparer), preparer_prepare};
+
 vigil_status VIGIL_CALL plugin_init(const vigil_host_api* host, const char* plugin_path, vigil_error* err) {
   if (!VIGIL_HAS_FIELD(host, vigil_host_api, collection_tensor_names))
     return report(err, VIGIL_E_VERSION_MISMATCH, "the host's service table is too old for Python rules");
@@ -378,13 +417,16 @@ vigil_status VIGIL_CALL plugin_init(const vigil_host_api* host, const char* plug
   } catch (...) {
     return report(err, VIGIL_E_OUT_OF_MEMORY, "out of memory");
   }
-  return ok(err);  // Python itself starts with the first Python rule
+  return ok(err);  // Python itself starts with the first Python rule prepared or created
 }
 
 void VIGIL_CALL plugin_deinit(void) {}  // never finalize an embedded interpreter
 
 const void* VIGIL_CALL plugin_get_factory(const char* id) {
-  return id && std::strcmp(id, VIGIL_RULE_FACTORY_ID) == 0 ? &kFactory : nullptr;
+  if (!id) return nullptr;
+  if (std::strcmp(id, VIGIL_RULE_FACTORY_ID) == 0) return &kFactory;
+  if (std::strcmp(id, VIGIL_RULE_PREPARER_ID) == 0) return &kPreparer;
+  return nullptr;
 }
 
 const vigil_plugin_entry kEntry = {

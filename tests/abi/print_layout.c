@@ -413,6 +413,25 @@ static void print_extensions(void) {
 #endif
 }
 
+/* ABI 1.4: rule preparation (plugin.h). */
+static void print_rule_preparer(void) {
+#ifdef VIGIL_RULE_PREPARER_ID
+  STRING(VIGIL_RULE_PREPARER_ID);
+  STRUCT(vigil_prepare_context);
+  FIELD(vigil_prepare_context, struct_size);
+  FIELD(vigil_prepare_context, host);
+  FIELD(vigil_prepare_context, params);
+  FIELD(vigil_prepare_context, param_count);
+  FIELD(vigil_prepare_context, instance_name);
+  FIELD(vigil_prepare_context, extra_param_names);
+  FIELD(vigil_prepare_context, extra_param_values);
+  FIELD(vigil_prepare_context, extra_param_count);
+  STRUCT(vigil_rule_preparer);
+  FIELD(vigil_rule_preparer, struct_size);
+  FIELD(vigil_rule_preparer, prepare);
+#endif
+}
+
 int main(void) {
   print_header();
   print_version();
@@ -421,5 +440,6 @@ int main(void) {
   print_structs();
   print_constants();
   print_extensions();
+  print_rule_preparer();
   return 0;
 }

@@ -4,8 +4,11 @@ Python plugin, and the status file's Triggers are exactly smdebug's triggered_st
 raises, and a file that does not compile, give that rule Error with the traceback's last line; the
 other rules go on."""
 import json
+import os
+import shutil
 import subprocess
 import textwrap
+import time
 
 import pytest
 
@@ -13,10 +16,13 @@ from conftest import expected, fixture_names, trial_dir
 from rule_files import write_rule_file
 
 
+IMAGE = "759209512951.dkr.ecr.us-west-2.amazonaws.com/sagemaker-debugger-rule-evaluator:latest"
+
+
 def evaluate(vigil_exe, trial, rules, tmp_path, extra_args=()):
     job = {"DebugRuleConfigurations": [
         {"RuleConfigurationName": name,
-         "RuleEvaluatorImage": "759209512951.dkr.ecr.us-west-2.amazonaws.com/sagemaker-debugger-rule-evaluator:latest",
+         "RuleEvaluatorImage": IMAGE,
          "RuleParameters": params} for name, params in rules]}
     job_path = tmp_path / "job.json"
     status_path = tmp_path / "status.json"
@@ -186,3 +192,83 @@ def test_python_rules_under_isolate_give_the_same_statuses(vigil_exe, tmp_path):
     assert isolated["Boom"]["StatusDetails"] == "ZeroDivisionError: division by zero"
     assert [t["step"] for t in isolated["Skips"]["Triggers"]] == [10, 12]
     assert isolated["VG"]["RuleEvaluationStatus"] == isolated["BuiltinVG"]["RuleEvaluationStatus"] == "IssuesFound"
+
+
+def publish_trial(source, trial):
+    """Copies a finished trial into a followed folder as a writer publishes it: each file whole (by
+    rename), event files first, then index files, then the collection files the trial opens with,
+    then the end marker."""
+    def rank(rel):
+        for i, top in enumerate(("events", "index", "collections")):
+            if rel.startswith(top + os.sep):
+                return i
+        return 3
+    files = [os.path.relpath(os.path.join(d, f), source) for d, _, names in os.walk(source) for f in names]
+    for rel in sorted(files, key=lambda r: (rank(r), r)):
+        dst = os.path.join(str(trial), rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copyfile(os.path.join(source, rel), dst + ".part")
+        os.replace(dst + ".part", dst)
+
+
+def test_python_rule_files_are_imported_before_the_trial_exists(vigil_exe, tmp_path):
+    """The Python plugin's preparation (ABI 1.4): `vigil evaluate` runs each rule file, and finds its
+    class, as soon as it knows the job, while the trial folder is still empty; each file runs once,
+    and a file that raises gives every rule of it the same Error as without preparation."""
+    imported = tmp_path / "imported.txt"
+    good = tmp_path / "marker_rule.py"
+    good.write_text(textwrap.dedent('''
+        from smdebug.rules.rule import Rule
+
+        with open({marker!r}, "a") as f:
+            f.write("marker_rule\\n")
+
+        class FiresAtTwo(Rule):
+            def __init__(self, base_trial):
+                super().__init__(base_trial, action_str="")
+
+            def invoke_at_step(self, step):
+                return step == 2
+    ''').format(marker=str(imported)))
+    raising = tmp_path / "raising_rule.py"
+    raising.write_text(textwrap.dedent('''
+        with open({marker!r}, "a") as f:
+            f.write("raising_rule\\n")
+        raise ValueError("this rule file cannot be used")
+    ''').format(marker=str(imported)))
+    trial = tmp_path / "trial"
+    trial.mkdir()
+    job = {"DebugRuleConfigurations": [
+        {"RuleConfigurationName": name, "RuleEvaluatorImage": IMAGE, "RuleParameters": params} for name, params in [
+            ("Fires", {"source_s3_uri": str(good), "rule_to_invoke": "FiresAtTwo"}),
+            ("Raising1", {"source_s3_uri": str(raising), "rule_to_invoke": "X"}),
+            ("Raising2", {"source_s3_uri": str(raising), "rule_to_invoke": "Y"}),
+        ]]}
+    job_path = tmp_path / "job.json"
+    job_path.write_text(json.dumps(job))
+    status_path = tmp_path / "status.json"
+    proc = subprocess.Popen([vigil_exe, "evaluate", "--trial", str(trial), "--job", str(job_path), "--status-file",
+                             str(status_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        # Both files run while the trial is empty (a guard against a hang, not a speed check: without
+        # the preparation no rule file runs before the trial has its collection files).
+        deadline = time.monotonic() + 120
+        while not (imported.exists() and sorted(imported.read_text().split()) == ["marker_rule", "raising_rule"]):
+            assert proc.poll() is None, proc.stdout.read()
+            assert time.monotonic() < deadline, "the rule files were not run before the trial existed"
+            time.sleep(0.05)
+        assert list(trial.iterdir()) == []
+        publish_trial(trial_dir("vanishing_gradient"), trial)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out
+    statuses = {s["RuleConfigurationName"]: s for s in json.loads(status_path.read_text())["DebugRuleEvaluationStatuses"]}
+    assert statuses["Fires"]["RuleEvaluationStatus"] == "IssuesFound", statuses
+    assert [t["step"] for t in statuses["Fires"]["Triggers"]] == [2]
+    for name in ("Raising1", "Raising2"):
+        assert statuses[name]["RuleEvaluationStatus"] == "Error"
+        assert statuses[name]["StatusDetails"] == "ValueError: this rule file cannot be used"
+    assert sorted(imported.read_text().split()) == ["marker_rule", "raising_rule"]  # each file ran once

@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
 #include <thread>
 
@@ -208,6 +209,58 @@ TEST(Evaluator, FollowsALiveTrial) {
   EXPECT_EQ(trigger_steps(statuses[0]), (std::vector<int64_t>{5, 17, 39}));
   EXPECT_EQ(statuses[0].status, RuleEvaluationStatus::IssuesFound);
   EXPECT_EQ(seen.front(), RuleEvaluationStatus::InProgress);
+}
+
+// A live trial's collection files are awaited on inotify, not at the poll interval: with a poll
+// interval of ten minutes, the evaluation still ends once the writer has written its trial (without
+// inotify on open, the wait for the collection files would sleep those ten minutes).
+TEST(Evaluator, AwaitsALiveTrialsCollectionFilesOnInotify) {
+  auto registry = registry_with({"good"});
+  ScratchDir dir;
+  std::filesystem::create_directories(dir.path());  // the trial folder exists, empty
+  evaluate::JobConfig job;
+  job.rules.push_back(rule("live", "StepsRule", dir.path().string(), {{"fire_at", "1"}}));
+  evaluate::EvaluatorOptions options;
+  options.poll_interval = std::chrono::minutes(10);
+  auto ev = evaluate::Evaluator::create(registry, job, options);
+  ASSERT_VIGIL_OK(ev);
+  std::jthread evaluation([&] { (*ev)->run({}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let it wait for the collection files
+  ASSERT_TRUE(test::list_files(dir.path()).empty());
+  test::write_worker(dir.path(), "worker_0", 1, test::range_steps(0, 3), /*end_marker=*/true);
+  evaluation.join();
+  const auto statuses = (*ev)->statuses();
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_EQ(statuses[0].status, RuleEvaluationStatus::IssuesFound);
+  EXPECT_EQ(trigger_steps(statuses[0]), (std::vector<int64_t>{1}));
+}
+
+// ABI 1.4: a rule whose plugin offers a preparer is created only after its preparation returned
+// (the "prepares" plugin refuses to create a rule that was not prepared), and a failed preparation
+// leaves the rule's status as it would have been: create() reports what matters, the log says why.
+TEST(Evaluator, CreatesPreparedRulesAfterTheirPreparation) {
+  auto registry = registry_with({"prepares"});
+  ASSERT_TRUE(registry.refused().empty()) << registry.refused().front().reason;
+  const std::string trial = (test::real_fixtures() / "vanishing_gradient").string();  // saved steps 0, 2, ..., 38
+  evaluate::JobConfig job;
+  job.rules.push_back(rule("a", "StepsRule", trial, {{"fire_at", "2"}}));
+  job.rules.push_back(rule("fail-prepare-b", "StepsRule", trial, {{"fire_at", "4"}}));
+  std::mutex mu;
+  std::vector<std::string> logs;
+  evaluate::EvaluatorOptions options;
+  options.on_log = [&](const std::string& rule, int, const std::string& message) {
+    std::lock_guard lock(mu);
+    logs.push_back(rule + ": " + message);
+  };
+  auto statuses = evaluate_job(registry, job, options);
+  ASSERT_EQ(statuses.size(), 2u);
+  EXPECT_EQ(statuses[0].status, RuleEvaluationStatus::IssuesFound) << statuses[0].details;
+  EXPECT_EQ(trigger_steps(statuses[0]), (std::vector<int64_t>{2}));
+  EXPECT_EQ(statuses[1].status, RuleEvaluationStatus::IssuesFound) << statuses[1].details;
+  EXPECT_EQ(trigger_steps(statuses[1]), (std::vector<int64_t>{4}));
+  EXPECT_TRUE(std::any_of(logs.begin(), logs.end(), [](const std::string& l) {
+    return l.starts_with("fail-prepare-b: ") && l.find("deliberate prepare failure") != std::string::npos;
+  })) << ::testing::PrintToString(logs);
 }
 
 TEST(Evaluator, NoFollowAndIdleTimeoutEndTrialsWithoutMarker) {

@@ -16,6 +16,27 @@ struct ManualClock {
   double now = 1000.0;
 };
 
+// What the once-a-second write held back goes out when the evaluator is about to wait for a step
+// (flush_if_unwritten), and only then: nothing is written twice.
+TEST(StatusBoard, HeldBackChangesAreWrittenBeforeAWaitAndOnlyOnce) {
+  test::ScratchDir dir;
+  ManualClock clock;
+  StatusBoard board({RuleStatus{.configuration_name = "r"}}, dir / "status.json", {}, [&] { return clock.now; });
+  ASSERT_VIGIL_OK(board.flush());
+  const uint64_t writes_before = board.writes();
+  ASSERT_VIGIL_OK(board.flush_if_unwritten());  // nothing changed
+  EXPECT_EQ(board.writes(), writes_before);
+  board.add_trigger(0, Trigger{.step = 3});  // within the second: held back
+  board.count_judgement(0, true);
+  EXPECT_EQ(board.writes(), writes_before);
+  EXPECT_EQ(test::read_file(dir / "status.json").find("\"step\": 3"), std::string::npos);
+  ASSERT_VIGIL_OK(board.flush_if_unwritten());
+  EXPECT_EQ(board.writes(), writes_before + 1);
+  EXPECT_NE(test::read_file(dir / "status.json").find("\"step\": 3"), std::string::npos);
+  ASSERT_VIGIL_OK(board.flush_if_unwritten());
+  EXPECT_EQ(board.writes(), writes_before + 1);
+}
+
 TEST(StatusBoard, ARuleFiringAtEveryStepKeepsTheFirstTriggersAndACount) {
   test::ScratchDir dir;
   ManualClock clock;

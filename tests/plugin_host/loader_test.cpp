@@ -34,6 +34,30 @@ TEST(PluginLoader, LoadsAGoodPlugin) {
   EXPECT_EQ(steps->plugin_id, "vigil.test.variant.good");
 }
 
+// ABI 1.4's rule preparer is looked up once, at load, and only from plugins built for 1.4 or later.
+TEST(PluginLoader, FindsTheRulePreparerOfAPluginThatOffersOne) {
+  auto prepares = registry_with({"prepares"});
+  ASSERT_TRUE(prepares.refused().empty()) << prepares.refused().front().reason;
+  ASSERT_EQ(prepares.rules().size(), 5u);
+  for (const auto& r : prepares.rules()) {
+    ASSERT_NE(r.preparer, nullptr) << r.descriptor->id;
+    EXPECT_NE(r.preparer->prepare, nullptr);
+  }
+  auto good = registry_with({"good"});  // answers NULL for the preparer's id
+  for (const auto& r : good.rules()) EXPECT_EQ(r.preparer, nullptr) << r.descriptor->id;
+}
+
+TEST(PluginLoader, APluginBuiltForAnOlderMinorIsNotAskedForAPreparer) {
+  // Its get_factory answers its factory to any id: asked for the preparer, it would hand the factory.
+  auto registry = registry_with({"sloppy_old_minor"});
+  ASSERT_TRUE(registry.refused().empty()) << registry.refused().front().reason;
+  ASSERT_EQ(registry.rules().size(), 5u);
+  for (const auto& r : registry.rules()) {
+    EXPECT_EQ(r.abi_minor, 3u);
+    EXPECT_EQ(r.preparer, nullptr) << r.descriptor->id;
+  }
+}
+
 struct RefusalCase {
   const char* variant;
   std::string reason_contains;

@@ -170,6 +170,40 @@ typedef struct vigil_rule_factory {
 
 #define VIGIL_RULE_FACTORY_ID "vigil.rule-factory/1"
 
+/* ABI 1.4: rule preparation, an optional table a plugin offers through
+ * get_factory(VIGIL_RULE_PREPARER_ID) (NULL: it has none). A rule whose create() must do slow work
+ * that needs no trial (start an interpreter, import a rule file) can do it here: the host calls
+ * prepare() as soon as it knows the job, before the trials exist, on a thread of its own, so that
+ * the rule is ready when the first step arrives. The host asks only plugins built against ABI 1.4 or
+ * later (entry->abi.minor >= 4), so an older plugin's get_factory never sees this id.
+ *
+ * The host calls prepare() at most once per rule configuration, and calls create() for that
+ * configuration only after prepare() returned. prepare() is a head start, not a check: whatever it
+ * returns, the host goes on to create() as it would have without it (a failure is only logged, at
+ * debug level), so a plugin reports a problem found while preparing from create(), with the status
+ * and message create() would have given. */
+typedef struct vigil_prepare_context {
+  uint32_t struct_size;
+  const vigil_host_api *host;
+  const vigil_param_value *params; /* same order as the descriptor's params, as create() gets them */
+  uint32_t param_count;
+  const char *instance_name;       /* the RuleConfigurationName */
+  const char *const *extra_param_names; /* as vigil_rule_context's, with VIGIL_RULEF_EXTRA_PARAMS */
+  const char *const *extra_param_values;
+  uint32_t extra_param_count;
+} vigil_prepare_context;
+
+typedef struct vigil_rule_preparer {
+  uint32_t struct_size;
+  /* [any-thread] Gets rule `rule_id` ready for a create() with these parameters. The context is
+   * host-owned and valid only during the call. May take long (the host does not wait for it before
+   * rules of other plugins run); must not call the host's trial queries (there is no trial yet). */
+  vigil_status(VIGIL_CALL *prepare)(const struct vigil_rule_preparer *preparer, const char *rule_id,
+                                    const vigil_prepare_context *context, vigil_error *err);
+} vigil_rule_preparer;
+
+#define VIGIL_RULE_PREPARER_ID "vigil.rule-preparer/1"
+
 enum {
   VIGIL_PLUGINF_NO_UNLOAD = 1u,     /* never dlclose the library (e.g. an embedded interpreter) */
   VIGIL_PLUGINF_NOT_FORK_SAFE = 2u  /* the library must not be used in a child forked (without exec)

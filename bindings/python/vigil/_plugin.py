@@ -1,7 +1,8 @@
 """The Python side of the evaluator's Python rule plugin (plugins/python/).
 
 The plugin embeds CPython, imports this module, and for each rule configuration with a
-``source_s3_uri`` calls ``create_rule``: the rule file is run as a module (with smdebug's import
+``source_s3_uri`` calls ``prepare_rule`` as soon as the job is known (the host's ABI 1.4 preparation,
+before the trials exist), then ``create_rule`` once they do: the rule file is run as a module (with smdebug's import
 names resolving to Vigil), the class ``rule_to_invoke`` is instantiated on trials that call back
 into the host through the plugin ABI (``_vigil.ApiTrialCore``), and the returned ``RuleRunner``
 serves the plugin's required_tensors / invoke_at_step. Exceptions map to host status codes through
@@ -11,6 +12,7 @@ import importlib.util
 import logging
 import os
 import sys
+import threading
 
 from . import _vigil, compat
 from .exceptions import RuleEvaluationConditionMet, error_record
@@ -41,27 +43,52 @@ def _local_path(uri):
     return os.path.abspath(os.path.expanduser(uri))
 
 
-_loaded_files: dict = {}  # (path, mtime) -> the rule file run as a module
+_loaded_files: dict = {}  # (path, mtime) -> the rule file run as a module, or the exception it raised
+_load_lock = threading.Lock()  # a file is run once, whichever thread (preparation, creation) asks first
 
 
 def _load_module(path):
     key = (path, os.stat(path).st_mtime_ns)
-    module = _loaded_files.get(key)
-    if module is not None:
-        return module
-    name = "vigil_rule_file_{}".format(len(_loaded_files))
+    with _load_lock:
+        loaded = _loaded_files.get(key)
+        if loaded is None:
+            loaded = _run_file(path, "vigil_rule_file_{}".format(len(_loaded_files)))
+            _loaded_files[key] = loaded
+    if isinstance(loaded, BaseException):
+        raise loaded  # the same error for every rule of the file, without running it again
+    return loaded
+
+
+def _run_file(path, name):
+    """The module, or the exception running the file raised."""
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise ImportError("cannot load rule file " + path)
+        return ImportError("cannot load rule file " + path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+    except Exception as e:
+        del sys.modules[name]
+        return e
     except BaseException:
         del sys.modules[name]
         raise
-    _loaded_files[key] = module
     return module
+
+
+def _rule_class(source, class_name):
+    module = _load_module(_local_path(source))
+    cls = getattr(module, class_name, None)
+    if cls is None:
+        raise AttributeError("rule file {} has no class {}".format(source, class_name))
+    return cls
+
+
+def prepare_rule(source, class_name):
+    """The plugin's preparation (ABI 1.4), before the trials exist: runs the rule file and finds the
+    class, raising what create_rule would raise; create_rule then reuses the file's module."""
+    _rule_class(source, class_name)
 
 
 class RuleRunner:
@@ -116,10 +143,7 @@ def host_trial(host_capsule, trial_capsule, name=""):
 def create_rule(source, class_name, trials, params, instance_name, log_sink=None, evidence_sink=None):
     """Loads ``class_name`` from the rule file ``source`` and instantiates it as SageMaker's rule
     container does: ``cls(base_trial, [other_trials=...], **params)`` with string parameters."""
-    module = _load_module(_local_path(source))
-    cls = getattr(module, class_name, None)
-    if cls is None:
-        raise AttributeError("rule file {} has no class {}".format(source, class_name))
+    cls = _rule_class(source, class_name)
     kwargs = dict(params)
     if len(trials) > 1:
         kwargs["other_trials"] = list(trials[1:])
@@ -134,4 +158,4 @@ def create_rule(source, class_name, trials, params, instance_name, log_sink=None
     return RuleRunner(rule)
 
 
-__all__ = ["create_rule", "host_trial", "RuleRunner", "error_record"]
+__all__ = ["create_rule", "prepare_rule", "host_trial", "RuleRunner", "error_record"]

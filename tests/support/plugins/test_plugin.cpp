@@ -6,7 +6,10 @@
 // The "probes_extensions" variant asks for host extensions in init and reports every init and
 // deinit call to the test-only probe extension when the host offers it. The "not_fork_safe" variant
 // is flagged VIGIL_PLUGINF_NOT_FORK_SAFE and ends, with status 86, any child forked from a process
-// that initialised it.
+// that initialised it. The "prepares" variant offers a rule preparer (ABI 1.4): its StepsRule refuses
+// to be created unless its configuration was prepared first, and a configuration named
+// "fail-prepare..." fails its preparation (the rule is still created). The "sloppy_old_minor"
+// variant is built for ABI 1.3 and its get_factory hands back its factory whatever the id asked.
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -21,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -49,6 +53,8 @@
 #define VARIANT_MISBEHAVES 19
 #define VARIANT_PROBES_EXTENSIONS 20
 #define VARIANT_NOT_FORK_SAFE 21
+#define VARIANT_PREPARES 22
+#define VARIANT_SLOPPY_OLD_MINOR 23
 
 #ifndef VARIANT
 #error "define VARIANT"
@@ -251,6 +257,32 @@ const vigil_rule_descriptor* factory_descriptor(const vigil_rule_factory*, uint3
   return i < kRuleCount ? &kRules[i] : nullptr;
 }
 
+#if VARIANT == VARIANT_PREPARES
+std::mutex g_prepared_mu;
+std::set<std::string> g_prepared;  // the configurations whose preparation returned
+
+bool was_prepared(const char* instance_name) {
+  std::lock_guard lock(g_prepared_mu);
+  return instance_name && g_prepared.contains(instance_name);
+}
+
+vigil_status preparer_prepare(const vigil_rule_preparer*, const char*, const vigil_prepare_context* ctx,
+                              vigil_error* err) {
+  const std::string name = ctx && ctx->instance_name ? ctx->instance_name : "";
+  {
+    std::lock_guard lock(g_prepared_mu);
+    g_prepared.insert(name);
+  }
+  if (name.starts_with("fail-prepare")) {
+    set_error(err, VIGIL_E_INTERNAL, "deliberate prepare failure");
+    return VIGIL_E_INTERNAL;
+  }
+  return VIGIL_OK;
+}
+
+const vigil_rule_preparer kPreparer = {sizeof(vigil_rule_preparer), preparer_prepare};
+#endif
+
 vigil_status factory_create(const vigil_rule_factory*, const char* rule_id, const vigil_rule_context* ctx,
                             vigil_rule** out, vigil_error* err) {
 #if VARIANT == VARIANT_THROW_IN_CREATE
@@ -266,6 +298,13 @@ vigil_status factory_create(const vigil_rule_factory*, const char* rule_id, cons
   self->session = ctx->session;
   const std::string id = rule_id;
   const std::string name = id.substr(id.rfind('.') + 1);
+#if VARIANT == VARIANT_PREPARES
+  if (!was_prepared(ctx->instance_name)) {
+    delete self;
+    set_error(err, VIGIL_E_INTERNAL, std::string("created before it was prepared: ") + ctx->instance_name);
+    return VIGIL_E_INTERNAL;
+  }
+#endif
   if (name == "StepsRule") {
     self->kind = kStepsRule;
     for (size_t i = 0; i < ctx->params[0].list_count; ++i) self->fire_at.insert(std::stoll(ctx->params[0].list[i]));
@@ -341,12 +380,21 @@ const void* plugin_get_factory(const char* id) {
 #if VARIANT == VARIANT_THROW_IN_GET_FACTORY
   deliberate_throw("get_factory");
 #endif
+#if VARIANT == VARIANT_SLOPPY_OLD_MINOR
+  (void)id;
+  return &kFactory;  // whatever was asked: what an ABI 1.3 plugin could do, never asked for anything else
+#else
+#if VARIANT == VARIANT_PREPARES
+  if (std::strcmp(id, VIGIL_RULE_PREPARER_ID) == 0) return &kPreparer;
+#endif
   return std::strcmp(id, VIGIL_RULE_FACTORY_ID) == 0 ? &kFactory : nullptr;
+#endif
 }
 
 const vigil_plugin_entry kEntry = {
     sizeof(vigil_plugin_entry),
-    {VARIANT == VARIANT_ABI_MAJOR_2 ? uint16_t(2) : uint16_t(VIGIL_ABI_MAJOR), VIGIL_ABI_MINOR, 0},
+    {VARIANT == VARIANT_ABI_MAJOR_2 ? uint16_t(2) : uint16_t(VIGIL_ABI_MAJOR),
+     VARIANT == VARIANT_SLOPPY_OLD_MINOR ? uint16_t(3) : uint16_t(VIGIL_ABI_MINOR), 0},
     VARIANT == VARIANT_NOT_FORK_SAFE ? uint32_t{VIGIL_PLUGINF_NOT_FORK_SAFE} : 0u,
     "vigil.test.variant" VIGIL_TEST_VARIANT_NAME,
     "1.0",
