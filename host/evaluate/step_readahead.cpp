@@ -73,6 +73,7 @@ void StepReadahead::read(const Job& job) {
   const auto previous_mode = trial_->mode_modestep(job.previous);
   const auto next_mode = trial_->mode_modestep(job.next);
   std::vector<plugin_host::StepValueCache::Access> reads;  // the pattern, moved to job.next
+  reads.reserve(job.pattern.size());
   for (auto access : job.pattern) {
     auto& [trial, name, worker, step, mode] = access.key;
     if (trial != trial_.get()) continue;

@@ -75,6 +75,7 @@ void StepValueCache::put_reduction(const Key& key, int reduction, bool abs, doub
 std::vector<StepValueCache::Access> StepValueCache::advance(int64_t generation) {
   std::lock_guard lock(mu_);
   std::vector<Access> read;
+  read.reserve(values_.size() + reductions_.size());  // one allocation per step, not one per doubling
   for (auto it = values_.begin(); it != values_.end();) {
     if (it->second.generation == generation_) read.push_back({.key = it->first});
     if (it->second.generation < generation) {
