@@ -180,7 +180,7 @@ InvokeOutcome RuleInstance::prefetch(int64_t step) {
     for (const auto& name : names)
       for (int64_t s : req.steps.empty() ? std::vector<int64_t>{step} : req.steps) {
         auto value = t.value(name, s);
-        if (value) cache->put({&t, name, s, Mode::Global, ""}, std::move(*value));
+        if (value) cache->put(cache->key(&t, name, s, Mode::Global), std::move(*value));
       }
   }
   return out;

@@ -73,8 +73,9 @@ void StepReadahead::read(const Job& job) {
   const auto previous_mode = trial_->mode_modestep(job.previous);
   const auto next_mode = trial_->mode_modestep(job.next);
   std::vector<plugin_host::StepValueCache::Access> reads;  // the pattern, moved to job.next
+  reads.reserve(job.pattern.size());
   for (auto access : job.pattern) {
-    auto& [trial, name, step, mode, worker] = access.key;
+    auto& [trial, name, worker, step, mode] = access.key;
     if (trial != trial_.get()) continue;
     if (mode == Mode::Global) {
       if (step != job.previous) continue;
@@ -83,11 +84,14 @@ void StepReadahead::read(const Job& job) {
       if (!previous_mode || !next_mode || *previous_mode != std::pair{mode, step} || next_mode->first != mode) continue;
       step = next_mode->second;
     }
-    reads.push_back(std::move(access));
+    reads.push_back(access);
   }
   auto read_one = [&](const plugin_host::StepValueCache::Access& access) {
-    const auto& [trial, name, step, mode, worker] = access.key;
-    const std::optional<std::string_view> w = worker.empty() ? std::nullopt : std::optional<std::string_view>(worker);
+    const auto& [trial, name_id, worker_id, step, mode] = access.key;
+    const std::string_view name = cache_->text(name_id);
+    const std::optional<std::string_view> w = worker_id == plugin_host::StepValueCache::kDefaultWorker
+                                                  ? std::nullopt
+                                                  : std::optional<std::string_view>(cache_->text(worker_id));
     if (access.reduction == plugin_host::StepValueCache::kValue) {
       if (cache_->find(access.key)) return;
       if (auto v = trial_->value(name, step, mode, w)) cache_->put(access.key, std::move(*v), job.next);

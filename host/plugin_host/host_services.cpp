@@ -59,16 +59,18 @@ std::optional<std::string_view> worker_of(const vigil_tensor_key* key) {
 
 // The session's step cache (null when it has none) and a tensor key's place in it.
 StepValueCache* step_cache(vigil_trial* t) { return t->session ? t->session->cache.get() : nullptr; }
-StepValueCache::Key cache_key_of(vigil_trial* t, const vigil_tensor_key* key) {
-  return {t->trial.get(), key->name, key->step, to_mode(key->mode), key->worker ? key->worker : ""};
+StepValueCache::Key cache_key_of(StepValueCache& cache, vigil_trial* t, const vigil_tensor_key* key) {
+  return cache.key(t->trial.get(), key->name, key->step, to_mode(key->mode), key->worker ? key->worker : "");
 }
 
 // The value at a key, through the session's per-step cache when there is one.
 [[nodiscard]] Result<std::shared_ptr<const TensorValue>> read_value(vigil_trial* t, const vigil_tensor_key* key) {
-  const StepValueCache::Key cache_key = cache_key_of(t, key);
   auto* cache = step_cache(t);
-  if (cache)
+  StepValueCache::Key cache_key;
+  if (cache) {
+    cache_key = cache_key_of(*cache, t, key);
     if (auto hit = cache->find(cache_key)) return hit;
+  }
   auto v = t->trial->value(key->name, key->step, to_mode(key->mode), worker_of(key));
   if (!v) return fail(v.error());
   if (cache) return cache->put(cache_key, std::move(*v));
@@ -336,12 +338,14 @@ void VIGIL_CALL not_judged(vigil_session* s, const char* reason) {
     const auto op = kAllReductionOps[reduction - VIGIL_RED_MIN];
     // Through the step's cache: rules asking for the same reduction share one computation.
     auto* cache = step_cache(t);
-    const StepValueCache::Key cache_key = cache_key_of(t, key);
-    if (cache)
+    StepValueCache::Key cache_key;
+    if (cache) {
+      cache_key = cache_key_of(*cache, t, key);
       if (auto hit = cache->find_reduction(cache_key, reduction, abs)) {
         *out = *hit;
         return VIGIL_OK;
       }
+    }
     auto r = t->trial->reduction_value(key->name, key->step, reduction_name(op), abs, to_mode(key->mode), worker_of(key));
     if (!r) return fail_with(r.error(), err);
     if (cache) cache->put_reduction(cache_key, reduction, abs, r->value);

@@ -5,20 +5,41 @@
 
 namespace vigil::plugin_host {
 
+StepValueCache::StepValueCache(size_t budget_bytes) : budget_bytes_(budget_bytes) {
+  intern_locked("");  // kDefaultWorker
+}
+
+uint32_t StepValueCache::intern_locked(std::string_view text) {
+  if (auto it = ids_.find(text); it != ids_.end()) return it->second;
+  const auto id = uint32_t(texts_.size());
+  const std::string& kept = texts_.emplace_back(text);
+  ids_.emplace(kept, id);
+  return id;
+}
+
+StepValueCache::Key StepValueCache::key(const vigil::Trial* trial, std::string_view name, int64_t step, Mode mode,
+                                        std::string_view worker) {
+  std::lock_guard lock(mu_);
+  return Key{.trial = trial, .name = intern_locked(name), .worker = intern_locked(worker), .step = step, .mode = mode};
+}
+
+std::string_view StepValueCache::text(uint32_t id) {
+  std::lock_guard lock(mu_);
+  return texts_.at(id);
+}
+
 size_t StepValueCache::KeyHash::operator()(const Key& k) const noexcept {
-  const auto& [trial, name, step, mode, worker] = k;
-  size_t h = std::hash<std::string>{}(name);
+  size_t h = std::hash<const void*>{}(k.trial);
   auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
-  mix(std::hash<const void*>{}(trial));
-  mix(std::hash<int64_t>{}(step));
-  mix(size_t(mode));
-  if (!worker.empty()) mix(std::hash<std::string>{}(worker));
+  mix(k.name);
+  mix(std::hash<int64_t>{}(k.step));
+  mix(size_t(k.mode));
+  mix(k.worker);
   return h;
 }
 
-size_t StepValueCache::KeyHash::operator()(const std::tuple<Key, int, bool>& k) const noexcept {
-  const auto& [key, reduction, abs] = k;
-  return (*this)(key) * 31 + size_t(reduction) * 2 + size_t(abs);
+size_t StepValueCache::KeyHash::operator()(const ReductionKey& k) const noexcept {
+  return (*this)(k.key) * 31 + size_t(k.reduction) * 2 + size_t(k.abs);
 }
 
 std::shared_ptr<const TensorValue> StepValueCache::find(const Key& key) {
@@ -54,6 +75,7 @@ void StepValueCache::put_reduction(const Key& key, int reduction, bool abs, doub
 std::vector<StepValueCache::Access> StepValueCache::advance(int64_t generation) {
   std::lock_guard lock(mu_);
   std::vector<Access> read;
+  read.reserve(values_.size() + reductions_.size());  // one allocation per step, not one per doubling
   for (auto it = values_.begin(); it != values_.end();) {
     if (it->second.generation == generation_) read.push_back({.key = it->first});
     if (it->second.generation < generation) {

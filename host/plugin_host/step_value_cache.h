@@ -3,11 +3,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <tuple>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -27,7 +28,17 @@ namespace vigil::plugin_host {
 // few bytes each and always kept.
 class StepValueCache {
  public:
-  using Key = std::tuple<const vigil::Trial*, std::string, int64_t, Mode, std::string>;  // worker "" = default
+  // A tensor at a step: its name and worker as ids of the cache's interned text (text()), so that a
+  // lookup that hits allocates nothing. Made by key().
+  struct Key {
+    const vigil::Trial* trial = nullptr;
+    uint32_t name = 0;
+    uint32_t worker = 0;  // kDefaultWorker: the default worker
+    int64_t step = 0;
+    Mode mode = Mode::Global;
+    friend bool operator==(const Key&, const Key&) = default;
+  };
+  static constexpr uint32_t kDefaultWorker = 0;  // the id of "" (no worker named)
   static constexpr size_t kDefaultBudgetBytes = size_t(256) << 20;
   static constexpr int kValue = -1;  // the reduction slot of a value in Access
 
@@ -38,7 +49,13 @@ class StepValueCache {
     bool abs = false;
   };
 
-  explicit StepValueCache(size_t budget_bytes = kDefaultBudgetBytes) : budget_bytes_(budget_bytes) {}
+  explicit StepValueCache(size_t budget_bytes = kDefaultBudgetBytes);
+
+  // The key of a tensor at a step; worker "" = the default worker. Interns the name and the worker
+  // (kept for the cache's life: a trial's tensor names are few).
+  Key key(const vigil::Trial* trial, std::string_view name, int64_t step, Mode mode, std::string_view worker = {});
+  // The text of an interned id (stable for the cache's life).
+  std::string_view text(uint32_t id);
 
   std::shared_ptr<const TensorValue> find(const Key& key);
   // Keeps `value` when it fits in the budget; returns it either way. Untagged: the current generation.
@@ -63,13 +80,22 @@ class StepValueCache {
   size_t budget_bytes_;
   size_t bytes_ = 0;
   int64_t generation_ = 0;
+  struct ReductionKey {
+    Key key;
+    int reduction;
+    bool abs;
+    friend bool operator==(const ReductionKey&, const ReductionKey&) = default;
+  };
   // Hashed: every rule looks up every tensor it reads, at every step.
   struct KeyHash {
     size_t operator()(const Key& k) const noexcept;
-    size_t operator()(const std::tuple<Key, int, bool>& k) const noexcept;
+    size_t operator()(const ReductionKey& k) const noexcept;
   };
+  uint32_t intern_locked(std::string_view text);
+  std::deque<std::string> texts_;                      // by id; a deque keeps each string in place
+  std::unordered_map<std::string_view, uint32_t> ids_;  // views of texts_
   std::unordered_map<Key, Entry<std::shared_ptr<const TensorValue>>, KeyHash> values_;
-  std::unordered_map<std::tuple<Key, int, bool>, Entry<double>, KeyHash> reductions_;
+  std::unordered_map<ReductionKey, Entry<double>, KeyHash> reductions_;
 };
 
 }  // namespace vigil::plugin_host

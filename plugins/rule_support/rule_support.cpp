@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 #include <utility>
 
@@ -63,21 +64,29 @@ Result<std::vector<std::string>> selected_tensors(const sdk::Trial& trial, const
 
 Result<std::vector<std::string>> selected_at_step(const sdk::Trial& trial, const Selection& selection,
                                                   vigil_step step, bool all_if_empty) {
-  std::set<std::string> out;
+  // Called at every step: the answers are gathered in one vector (the first taken whole), then
+  // sorted and made unique, with no set built per step.
+  std::vector<std::string> out;
+  auto add = [&out](std::vector<std::string> names) {
+    if (out.empty()) out = std::move(names);
+    else out.insert(out.end(), std::make_move_iterator(names.begin()), std::make_move_iterator(names.end()));
+  };
   if (selection.empty()) {
-    if (!all_if_empty) return std::vector<std::string>{};
+    if (!all_if_empty) return out;
     VIGIL_TRY(auto names, trial.tensor_names({.step = step}));
-    out.insert(names.begin(), names.end());
+    add(std::move(names));
   }
   for (const auto& c : selection.collections) {
     VIGIL_TRY(auto names, trial.tensor_names({.step = step, .collection = c}));
-    out.insert(names.begin(), names.end());
+    add(std::move(names));
   }
   if (!selection.regexes.empty()) {
     VIGIL_TRY(auto names, trial.tensor_names({.step = step, .regex = selection.regexes}));
-    out.insert(names.begin(), names.end());
+    add(std::move(names));
   }
-  return std::vector<std::string>(out.begin(), out.end());
+  if (!std::is_sorted(out.begin(), out.end())) std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 bool is_missing(const Error& e) noexcept {

@@ -29,22 +29,22 @@ void repeats_the_previous_steps_reads(std::chrono::steady_clock::duration in_pla
   readahead.begin_step(0, 1);  // nothing read before: nothing to repeat
   EXPECT_EQ(readahead.steps_read_ahead(), 0u);
   // A rule reads w's value and its mean(|w|) at step 0, and the TRAIN mode step 0.
-  cache->put({t, "w", 0, Mode::Global, ""}, *(*trial)->value("w", 0));
-  cache->put_reduction({t, "w", 0, Mode::Global, ""}, VIGIL_RED_MEAN, true, 0.25);
-  cache->put({t, "w", 0, Mode::Train, ""}, *(*trial)->value("w", 0, Mode::Train));
-  cache->put({t, "w", 5, Mode::Global, ""}, *(*trial)->value("w", 5));  // a look at another step: not repeated
+  cache->put(cache->key(t, "w", 0, Mode::Global), *(*trial)->value("w", 0));
+  cache->put_reduction(cache->key(t, "w", 0, Mode::Global), VIGIL_RED_MEAN, true, 0.25);
+  cache->put(cache->key(t, "w", 0, Mode::Train), *(*trial)->value("w", 0, Mode::Train));
+  cache->put(cache->key(t, "w", 5, Mode::Global), *(*trial)->value("w", 5));  // a look at another step: not repeated
 
   readahead.begin_step(1, 2);  // step 0's reads are repeated for step 2
   readahead.begin_step(2, 3);  // waits for it
   EXPECT_EQ(readahead.steps_read_ahead(), 1u);
   EXPECT_EQ(readahead.steps_read_in_place(), in_place);
-  auto v = cache->find({t, "w", 2, Mode::Global, ""});
+  auto v = cache->find(cache->key(t, "w", 2, Mode::Global));
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->as<float>()[0], 2.0f);
   EXPECT_EQ(v->as<float>()[1], 2.5f);
-  ASSERT_NE(cache->find({t, "w", 2, Mode::Train, ""}), nullptr);
-  EXPECT_EQ(cache->find_reduction({t, "w", 2, Mode::Global, ""}, VIGIL_RED_MEAN, true), 2.25);  // mean(|[2, 2.5]|)
-  EXPECT_EQ(cache->find({t, "w", 7, Mode::Global, ""}), nullptr);
+  ASSERT_NE(cache->find(cache->key(t, "w", 2, Mode::Train)), nullptr);
+  EXPECT_EQ(cache->find_reduction(cache->key(t, "w", 2, Mode::Global), VIGIL_RED_MEAN, true), 2.25);  // mean(|[2, 2.5]|)
+  EXPECT_EQ(cache->find(cache->key(t, "w", 7, Mode::Global)), nullptr);
   // No next step (the last one, or a live trial's step not complete yet): nothing is started.
   readahead.begin_step(5, std::nullopt);
   EXPECT_EQ(readahead.steps_read_ahead(), 1u);
