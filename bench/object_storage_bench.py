@@ -25,6 +25,7 @@ are loopback figures: they count requests and per-request overheads, not a netwo
 import argparse
 import os
 import shutil
+import json
 import subprocess
 import sys
 import tempfile
@@ -42,6 +43,8 @@ from vigil import _vigil  # noqa: E402
 from vigil.exceptions import TensorUnavailableForStep  # noqa: E402
 from vigil.modes import ModeKeys  # noqa: E402
 from vigil.writer import TrialWriter  # noqa: E402
+
+import rows as bench_rows  # noqa: E402 (bench/rows.py)
 
 MARKER = "training_job_end.ts"
 
@@ -153,6 +156,8 @@ def main():
     ap.add_argument("--latency-ms", type=float, default=0,
                     help="the proxy answers every request after this many ms once the trial is uploaded: a round "
                          "trip as to S3 from EC2 (tens of ms), which parallel requests overlap (default 0)")
+    ap.add_argument("--smdebug-python", help="a Python with smdebug 1.0.34 (.venv-smdebug): its figures beside Vigil's")
+    ap.add_argument("--rows", help="append issue 29's summary rows here (bench/rows.py)")
     ap.add_argument("--vigil", default=os.path.join(BUILD, "bin", "vigil"), help="the vigil executable")
     args = ap.parse_args()
     if not os.path.exists(args.vigil):
@@ -207,6 +212,29 @@ def main():
                                   scan_s=scan_s, values=values, mb_s=nbytes / 1e6 / scan_s, vps=values / scan_s,
                                   scan_req=scan_c.requests, idle=idle, reopen_s=reopen_s, reopen_req=reopen_c.requests)
 
+            theirs = {}
+            if args.smdebug_python:  # the real smdebug on the same S3 trial (boto3 reads AWS_ENDPOINT_URL_S3)
+                side = [args.smdebug_python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "smdebug_side.py")]
+                t0 = time.perf_counter()
+                opened = subprocess.run(side + ["open-list", s3_trial], env=env, capture_output=True, text=True)
+                if opened.returncode != 0:
+                    sys.exit("smdebug could not open %s:\n%s" % (s3_trial, opened.stderr[-3000:]))
+                theirs["open_s"] = time.perf_counter() - t0
+                out = subprocess.run(side + ["scan", s3_trial], env=env, check=True, capture_output=True, text=True)
+                scan = json.loads(out.stdout.strip().splitlines()[-1])
+                theirs["vps"] = scan["values"] / scan["seconds"]
+                print("smdebug 1.0.34 on the same S3 trial: open + list %.2f s (whole process), full scan %.0f values/s"
+                      % (theirs["open_s"], theirs["vps"]))
+
+        bench_rows.add(args.rows, "open an S3 trial of %d steps (loopback, s)" % args.steps, round(rows["s3"]["open_s"], 3),
+                       "s", smdebug=None if "open_s" not in theirs else round(theirs["open_s"], 2),
+                       target="<= 0.3 s", met=rows["s3"]["open_s"] <= 0.3,
+                       note="%d requests, at most %d in flight; smdebug's time includes its process start" % (
+                           rows["s3"]["open_req"], rows["s3"]["open_most"]))
+        bench_rows.add(args.rows, "full scan of an S3 trial of %d steps (values/s)" % args.steps, round(rows["s3"]["vps"]),
+                       "values/s", smdebug=None if "vps" not in theirs else round(theirs["vps"]),
+                       target=">= 20,000 values/s", met=rows["s3"]["vps"] >= 20000,
+                       note="%d requests, at most %d in flight" % (rows["s3"]["scan_req"], rows["s3"]["scan_most"]))
         print()
         print("%-34s %14s %14s   %s" % ("", "local", "s3 (loopback)", "s3 target (issue 29)"))
         lines = [

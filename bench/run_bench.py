@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 
+import rows
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1024 * 1024
 LIVE_TARGET_MS = 10  # issue 29: every step, the first included, judged within 10 ms of being published
@@ -58,6 +60,16 @@ def machine():
 
 # Per-step targets of issue 29 (whole process, divided by the steps).
 MANY_STEPS_TARGETS = {"inspect": 10.0, "evaluate_builtin": 25.0}
+
+
+def smdebug_seconds(args, command, trial):
+    """The median whole-process time of bench/smdebug_side.py COMMAND on `trial` under the real
+    smdebug (--smdebug-python), or None without it."""
+    if not args.smdebug_python:
+        return None
+    walls = [run([args.smdebug_python, os.path.join(HERE, "smdebug_side.py"), command, trial])[0]
+             for _ in range(1)]  # one run: smdebug takes seconds to minutes per run
+    return statistics.median(walls)
 
 
 def many_steps_one(args, steps_wanted, vigil, bench, plugins, env):
@@ -116,6 +128,22 @@ def many_steps_one(args, steps_wanted, vigil, bench, plugins, env):
         ok = value <= bound
         out["targets"].append({"target": label, "value": value, "bound": "%s %g" % (op, bound), "met": ok})
         print("  %-66s %6.2f  (target %s %g)  %s" % (label, value, op, bound, "met" if ok else "MISSED"))
+    # smdebug beside: up to 10,000 steps (at 100,000 its open alone takes minutes).
+    theirs = {}
+    if steps <= 10000:
+        theirs = {"inspect": smdebug_seconds(args, "open-list", trial),
+                  "evaluate_builtin": smdebug_seconds(args, "vanishing", trial)}
+        if theirs["inspect"] is not None:
+            print("  smdebug 1.0.34: open + list %.3f s (%.1f us per step), VanishingGradient %.3f s (%.1f us per step)" % (
+                theirs["inspect"], theirs["inspect"] / steps * 1e6, theirs["evaluate_builtin"],
+                theirs["evaluate_builtin"] / steps * 1e6), flush=True)
+    out["smdebug"] = theirs
+    for name, what in (("inspect", "open + list"), ("evaluate_builtin", "evaluate VanishingGradient")):
+        per = med[name] / steps * 1e6
+        smd = theirs.get(name)
+        rows.add(args.rows, "%s, %d steps of 11 small tensors (us per step)" % (what, steps), round(per, 1), "us",
+                 smdebug=None if smd is None else round(smd / steps * 1e6, 1),
+                 target="<= %g us" % MANY_STEPS_TARGETS[name], met=per <= MANY_STEPS_TARGETS[name])
     return out
 
 
@@ -161,6 +189,8 @@ def main():
     ap.add_argument("--many-steps", default="1000,10000,100000",
                     help="steps of the many-small-steps trials, comma-separated (11 small tensors per step; "
                          "default 1000,10000,100000; 0 skips them)")
+    ap.add_argument("--smdebug-python", help="a Python with smdebug 1.0.34 (.venv-smdebug): its figures beside Vigil's")
+    ap.add_argument("--rows", help="append issue 29's summary rows here (bench/rows.py)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
 
@@ -256,6 +286,20 @@ def main():
             ok = value >= bound if op == ">=" else value <= bound
             variant["targets"].append({"target": label, "value": value, "bound": "%s %g" % (op, bound), "met": ok})
             print("  %-60s %6.3f  (target %s %g)  %s" % (label, value, op, bound, "met" if ok else "MISSED"))
+        if workers == 1:  # issue 29's row: the built-in rule over the big trial, smdebug beside
+            theirs = smdebug_seconds(args, "vanishing", trial)
+            variant["smdebug_vanishing_s"] = theirs
+            ratio = med["evaluate_builtin"] / med["raw_read"]
+            if theirs is not None:
+                print("  smdebug 1.0.34: VanishingGradient %.3f s (Vigil %.1fx faster; target >= 25x)" % (
+                    theirs, theirs / med["evaluate_builtin"]), flush=True)
+            rows.add(args.rows, "VanishingGradient over a %.0f MB trial (whole process, s)" % (meta["tensor_bytes"] / 1e6),
+                     round(med["evaluate_builtin"], 3), "s", smdebug=None if theirs is None else round(theirs, 3),
+                     target=">= 25x smdebug, <= 1.2x raw read",
+                     met=ratio <= 1.2 and (theirs is None or theirs / med["evaluate_builtin"] >= 25),
+                     note="raw read of the event files %.3f s: %.2fx%s" % (
+                         med["raw_read"], ratio, "" if theirs is None else "; %.1fx faster than smdebug" % (
+                             theirs / med["evaluate_builtin"])))
         results["variants"]["%d_workers" % workers] = variant
 
     if any(int(n) > 0 for n in args.many_steps.split(",")):
@@ -269,6 +313,26 @@ def main():
                              "--steps", str(args.live_steps), "--startup-ms", str(args.live_startup_ms)] + extra, env=env)
             live = last_json(out)
             live["met"] = live["latency_ms_max"] <= LIVE_TARGET_MS
+            theirs = None
+            if args.smdebug_python and not extra:  # smdebug's rule loop polls: one figure, for the plugin row
+                folder = os.path.join(args.cache, "live-smdebug")
+                shutil.rmtree(folder, ignore_errors=True)
+                os.makedirs(folder)
+                trial, publish = os.path.join(folder, "trial"), os.path.join(folder, "published.json")
+                _, _, sout = run([args.smdebug_python, os.path.join(HERE, "smdebug_side.py"), "live", trial, "--steps",
+                                  str(args.live_steps), "--publish", publish, "--", python,
+                                  os.path.join(HERE, "live_writer.py"), trial, "--steps", str(args.live_steps),
+                                  "--publish", publish], env=env)
+                theirs = last_json(sout)
+                live["smdebug"] = theirs
+                print("  smdebug 1.0.34 (its own rule loop, same writer pattern): first %.0f ms, median %.0f ms, "
+                      "max %.0f ms" % (theirs["latency_ms_first"], theirs["latency_ms_median"], theirs["latency_ms_max"]))
+            rows.add(args.rows, "live, %s: step written -> verdict, worst step (first %.1f ms, median %.1f ms)" % (
+                label, live["latency_ms_first"], live["latency_ms_median"]), round(live["latency_ms_max"], 1), "ms",
+                smdebug=None if theirs is None else round(theirs["latency_ms_max"], 1),
+                target="every step <= %d ms" % LIVE_TARGET_MS, met=live["met"],
+                note="" if theirs is None else "smdebug: first %.0f ms, median %.0f ms (it sleeps 2 s between polls)" % (
+                    theirs["latency_ms_first"], theirs["latency_ms_median"]))
             results["live"][live["workload"]] = live
             print("\n== live, %s: step published -> its trigger in the status file, %d steps, %d ms startup: "
                   "first %.1f ms, median %.1f ms, p90 %.1f ms, max %.1f ms (target: every step <= %d ms) %s" % (
