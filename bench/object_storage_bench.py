@@ -217,14 +217,16 @@ def main():
                 side = [args.smdebug_python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "smdebug_side.py")]
                 t0 = time.perf_counter()
                 opened = subprocess.run(side + ["open-list", s3_trial], env=env, capture_output=True, text=True)
-                if opened.returncode != 0:
-                    sys.exit("smdebug could not open %s:\n%s" % (s3_trial, opened.stderr[-3000:]))
-                theirs["open_s"] = time.perf_counter() - t0
-                out = subprocess.run(side + ["scan", s3_trial], env=env, check=True, capture_output=True, text=True)
-                scan = json.loads(out.stdout.strip().splitlines()[-1])
-                theirs["vps"] = scan["values"] / scan["seconds"]
-                print("smdebug 1.0.34 on the same S3 trial: open + list %.2f s (whole process), full scan %.0f values/s"
-                      % (theirs["open_s"], theirs["vps"]))
+                if opened.returncode != 0:  # seen at 1,000 steps: "IndexReaderException: Empty/Corrupt Index File"
+                    print("smdebug 1.0.34 could not open the S3 trial (no smdebug figure): "
+                          + opened.stderr.strip().splitlines()[-1])
+                else:
+                    theirs["open_s"] = time.perf_counter() - t0
+                    out = subprocess.run(side + ["scan", s3_trial], env=env, check=True, capture_output=True, text=True)
+                    scan = json.loads(out.stdout.strip().splitlines()[-1])
+                    theirs["vps"] = scan["values"] / scan["seconds"]
+                    print("smdebug 1.0.34 on the same S3 trial: open + list %.2f s (whole process), full scan %.0f "
+                          "values/s" % (theirs["open_s"], theirs["vps"]))
 
         bench_rows.add(args.rows, "open an S3 trial of %d steps (loopback, s)" % args.steps, round(rows["s3"]["open_s"], 3),
                        "s", smdebug=None if "open_s" not in theirs else round(theirs["open_s"], 2),
