@@ -56,18 +56,29 @@ std::string InvokeOutcome::details() const {
   return cls + ": " + error.message;
 }
 
-Result<void> prepare_rule(const plugin_host::RuleType& type, const plugin_host::BoundParams& params,
-                          const std::string& configuration_name) {
-  if (!type.preparer) return {};
-  vigil_prepare_context ctx{};
+namespace {
+
+// What vigil_prepare_context and vigil_rule_context both carry: the host, the rule's parameters and its
+// configuration name (the strings stay owned by the caller for the call).
+template <class Context>
+void fill_rule_parameters(Context& ctx, const plugin_host::BoundParams& params, const char* instance_name) {
   ctx.struct_size = sizeof(ctx);
   ctx.host = plugin_host::host_api();
   ctx.params = params.data();
   ctx.param_count = params.size();
-  ctx.instance_name = configuration_name.c_str();
+  ctx.instance_name = instance_name;
   ctx.extra_param_names = params.extra_names();
   ctx.extra_param_values = params.extra_values();
   ctx.extra_param_count = params.extra_count();
+}
+
+}  // namespace
+
+Result<void> prepare_rule(const plugin_host::RuleType& type, const plugin_host::BoundParams& params,
+                          const std::string& configuration_name) {
+  if (!type.preparer) return {};
+  vigil_prepare_context ctx{};
+  fill_rule_parameters(ctx, params, configuration_name.c_str());
   vigil_error err{};
   err.struct_size = sizeof(err);
   vigil_status st;
@@ -104,17 +115,10 @@ Result<std::unique_ptr<RuleInstance>> RuleInstance::create(const plugin_host::Ru
   for (auto& h : r->handles_) r->handle_ptrs_.push_back(&h);
 
   vigil_rule_context ctx{};
-  ctx.struct_size = sizeof(ctx);
-  ctx.host = plugin_host::host_api();
+  fill_rule_parameters(ctx, params, r->session_->rule_name.c_str());
   ctx.session = r->session_.get();
   ctx.trials = r->handle_ptrs_.data();
   ctx.trial_count = uint32_t(r->handle_ptrs_.size());
-  ctx.params = params.data();
-  ctx.param_count = params.size();
-  ctx.instance_name = r->session_->rule_name.c_str();
-  ctx.extra_param_names = params.extra_names();
-  ctx.extra_param_values = params.extra_values();
-  ctx.extra_param_count = params.extra_count();
   vigil_error err{};
   err.struct_size = sizeof(err);
   vigil_status st;
