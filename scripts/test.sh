@@ -10,6 +10,21 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 
 jobs="$(nproc)"
 status=0
+# What failed, repeated at the very end: CI shows only the tail of a long log.
+failures=()
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+failed() {  # WHAT [LOG_FILE_OF_FAILED_NAMES]
+  status=1
+  failures+=("$1")
+  if [ -n "${2:-}" ] && [ -s "$2" ]; then
+    while IFS= read -r line; do failures+=("    $line"); done <"$2"
+  fi
+}
+# ctest's list of the tests that failed in its last run of BUILD_DIR.
+ctest_failed() { echo "$1/Testing/Temporary/LastTestsFailed.log"; }
+# pytest's summary lines of failures and errors (-rfE), kept from its output.
+pytest_summary() { tee "$1"; grep -E '^(FAILED|ERROR) ' "$1" >"$1.failed" || true; }
 # Each stage's heading says when it started, for CI's time figures (docs/install.md).
 stage() { echo "== $* [$(date +%T), ${SECONDS}s into scripts/test.sh]"; }
 
@@ -24,7 +39,7 @@ check_suites_ran() {  # BUILD_DIR SUITE...
     count="$(ctest --test-dir "$build" -N -L "^suite:$suite\$" | sed -n 's/^Total Tests: //p')"
     if [ "${count:-0}" -eq 0 ]; then
       echo "test.sh: suite '$suite' has no tests in $build" >&2
-      status=1
+      failed "suite '$suite' has no tests in $build"
     else
       echo "suite $suite: $count tests"
     fi
@@ -40,20 +55,22 @@ stage "Python environments, Vigil installed into them with pip"
 # After build/: the wheel's compiles are then ccache hits.
 "$root/scripts/python-envs.sh"
 stage "tests"
-ctest --test-dir "$root/build" --output-on-failure --no-tests=error -j "$jobs" || status=1
+ctest --test-dir "$root/build" --output-on-failure --no-tests=error -j "$jobs" ||
+  failed "ctest (build/)" "$(ctest_failed "$root/build")"
 mapfile -t all_suites < <(cd "$root/tests" && ls -d */ | tr -d /)
 check_suites_ran "$root/build" "${all_suites[@]}"
 
 stage "Python tests (the installed package and the vigil command's end-to-end scenarios, torch 2.13: .venv)"
 # pytest exits with 5 when it collects no test, which fails the run like any other failure. The tests
 # import the installed vigil, never build/python (tests/conftest.py refuses it).
-VIGIL_BUILD_DIR="$root/build" "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider "$root/tests/python" \
-  "$root/tests/cli" || status=1
+VIGIL_BUILD_DIR="$root/build" "$root/.venv/bin/python" -m pytest -q -rfE -p no:cacheprovider "$root/tests/python" \
+  "$root/tests/cli" 2>&1 | pytest_summary "$logs/pytest" || failed "pytest (.venv, torch 2.13)" "$logs/pytest.failed"
 stage "Python hook suites again on Debian's torch 1.13 (.venv-torch1), the last torch smdebug supported"
 hook_suites=(test_pytorch_hook.py test_hook_fidelity.py test_hook_misuse.py test_hook_surface.py
              test_hook_vs_smdebug.py test_xgboost_hook.py test_profiler.py test_compat.py)
-VIGIL_BUILD_DIR="$root/build" "$root/.venv-torch1/bin/python" -m pytest -q -p no:cacheprovider \
-  "${hook_suites[@]/#/$root/tests/python/}" || status=1
+VIGIL_BUILD_DIR="$root/build" "$root/.venv-torch1/bin/python" -m pytest -q -rfE -p no:cacheprovider \
+  "${hook_suites[@]/#/$root/tests/python/}" 2>&1 | pytest_summary "$logs/pytest1" ||
+  failed "pytest (.venv-torch1, torch 1.13)" "$logs/pytest1.failed"
 
 stage "build (ASan + UBSan)"
 sanitized_suites="common;format;storage;trial;trial_scenarios;writer;plugin_host;evaluate;profiler;jobs;remote_debug;sdk;abi;reliability"
@@ -65,11 +82,16 @@ sanitized_suites="common;format;storage;trial;trial_scenarios;writer;plugin_host
   -DVIGIL_BUILD_TESTS=ON -DVIGIL_TEST_SUITES="$sanitized_suites"
 stage "tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir "$root/build-sanitize" --output-on-failure --no-tests=error -j "$jobs" || status=1
+  ctest --test-dir "$root/build-sanitize" --output-on-failure --no-tests=error -j "$jobs" ||
+  failed "ctest under ASan + UBSan (build-sanitize/)" "$(ctest_failed "$root/build-sanitize")"
 check_suites_ran "$root/build-sanitize" ${sanitized_suites//;/ }
 
 stage "fuzzing (short; scripts/fuzz.sh --seconds 3600 for a long run)"
-"$root/scripts/fuzz.sh" --seconds 10 || status=1
+"$root/scripts/fuzz.sh" --seconds 10 || failed "fuzzing (a harness crashed: see its row above)"
 
+if [ ${#failures[@]} -gt 0 ]; then
+  echo "== what failed:"
+  printf '  %s\n' "${failures[@]}"
+fi
 stage "done: exit status $status"
 exit $status
