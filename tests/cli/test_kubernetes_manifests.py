@@ -210,6 +210,7 @@ def test_evaluators_use_the_contract_mount_points():
         assert option_value(args, "--status-file") == OUTPUT_DIR + "/rule-statuses.json", name
         assert option_value(args, "--output-dir") == OUTPUT_DIR, name
         assert OUTPUT_DIR in mounts and not mounts[OUTPUT_DIR].get("readOnly"), name
+        assert "--no-follow" not in args, "both patterns follow the training live: " + name
         trial = option_value(args, "--trial")
         assert trial.startswith("s3://") or trial == TRIAL_DIR, (name, trial)
         if trial == TRIAL_DIR:
@@ -221,7 +222,6 @@ def test_evaluators_use_the_contract_mount_points():
             out = option_value(vigil_arguments(training[0]), "--out")
             writer_mounts = {m["mountPath"]: m["name"] for m in training[0]["volumeMounts"]}
             assert out in writer_mounts and writer_mounts[out] == trial_volume, (name, out)
-            assert "--no-follow" not in args, "the sidecar follows the training live: " + name
             # An ordinary container: a native sidecar is stopped (SIGTERM) when training ends.
             assert c in pod["containers"], name
 
@@ -269,7 +269,10 @@ def local_command(vigil_exe, pod, container, tmp_path):
                 return folder + arg[len(mount):]
         assert not arg.startswith("/opt/vigil/"), "{} is under no volume of {}".format(arg, container["name"])
         return arg
-    env = dict(os.environ)
+    # Never the machine's AWS credentials or a real endpoint: the S3 trial is checked, not read.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "no-credentials"),
+               AWS_CONFIG_FILE=str(tmp_path / "no-config"), AWS_ENDPOINT_URL_S3="http://127.0.0.1:9")
     for e in container.get("env", []):
         env[e["name"]] = move(e["value"])
     return [vigil_exe] + [move(a) for a in vigil_arguments(container)], env
@@ -288,7 +291,8 @@ def test_the_sidecar_evaluator_ends_at_the_end_of_training_marker(vigil_exe, tmp
     """The sidecar's evaluator follows the empty trial folder and ends by itself, exit status 0, when
     the training's capture publishes its last files and the end-of-training marker; each rule of the
     ConfigMap's job has then judged the whole trial (none left InProgress or Stopped)."""
-    sidecars = [(name, pod, c) for name, pod, c in containers(EVALUATOR) if option_value(c["args"], "--trial") == TRIAL_DIR]
+    sidecars = [(name, pod, c) for name, pod, c in containers(EVALUATOR)
+                if option_value(c["args"], "--trial") == TRIAL_DIR]
     assert len(sidecars) == 1, sidecars
     name, pod, c = sidecars[0]
     command, env = local_command(vigil_exe, pod, c, tmp_path)
