@@ -113,7 +113,7 @@ def test_fifty_local_trials_on_two_workers_equal_each_alone_and_bad_trials_are_r
     bad = table[~table["trial"].isin(paths)].set_index("trial")
     assert list(bad.index) == [corrupt, missing]
     assert bad.loc[missing, "status"] == "Error" and bad.loc[missing, "error"].startswith("missing"), bad.loc[missing]
-    assert bad.loc[corrupt, "status"] == "Error" and "index" in bad.loc[corrupt, "error"], bad.loc[corrupt]
+    assert bad.loc[corrupt, "status"] == "Error" and "corrupt index" in bad.loc[corrupt, "error"].lower(), bad.loc[corrupt]
     # every evaluated trial has its own folder with its status file, which the summary page links
     page = (out / "index.html").read_text()
     for d in table["output_dir"].unique():
@@ -184,15 +184,24 @@ def test_a_transient_s3_failure_is_retried_and_without_retries_reported(s3env, s
     locations, _ = s3_trials
     picked = locations[:3]
     monkeypatch.setenv("VIGIL_S3_MAX_ATTEMPTS", "2")
-    # the first evaluation of the second trial meets 503 SlowDown on both attempts of a GET (its own
-    # retries spent); the fault is then used up, so the task's second run succeeds
-    fault = [{"match": "/sweep/job01/debug-output/index/", "method": "GET", "times": 2, "action": "status",
-              "status": 503, "code": "SlowDown"}]
+    target = "/sweep/job01/debug-output/events/000000000003/"
+    # How many GETs of that event file one evaluation makes when each answers 503 SlowDown (the
+    # client's two attempts, and whatever the reader tries above it) before its rules end in Error
+    s3env.set_faults([{"match": target, "method": "GET", "times": 100000, "action": "status", "status": 503,
+                       "code": "SlowDown"}])
+    s3env.clear_requests()
+    assert alone(vigil_exe, picked[1], tmp_path)[0][2] == "Error"
+    failing = sum(1 for r in s3env.requests() if target in r["path"] and r["method"] == "GET")
+    assert failing >= 2
+    # that many: the task's first evaluation fails on the transient error, its second run succeeds
+    fault = [{"match": target, "method": "GET", "times": failing, "action": "status", "status": 503, "code": "SlowDown"}]
     s3env.set_faults(fault)
     table = fleet.run(picked, rules=RULES, output_dir=str(tmp_path / "retried"), n_workers=2, retries=1)
+    s3env.set_faults([])
     check_fleet(table, picked, vigil_exe, tmp_path)
     s3env.set_faults(fault)
     table = fleet.run(picked, rules=RULES, output_dir=str(tmp_path / "not-retried"), n_workers=2, retries=0)
+    s3env.set_faults([])
     row = table[table["trial"] == picked[1]]
     assert len(row) == 1 and row.iloc[0]["status"] == "Error", row
     assert "TransientS3Error" in row.iloc[0]["error"] and "503" in row.iloc[0]["error"], row.iloc[0]["error"]

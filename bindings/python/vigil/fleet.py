@@ -16,7 +16,7 @@ transient S3 error (the evaluator's own retries spent) is run again, at most ``r
 (``python -m vigil.fleet``). Needs the ``fleet`` extra (``pip install vigil[fleet]``). docs/fleet.md.
 """
 import argparse
-import collections
+import contextlib
 import fnmatch
 import glob
 import html
@@ -25,7 +25,9 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
+import uuid
 
 from . import installation
 
@@ -119,7 +121,7 @@ def _error_row(trial, out_dir, error, elapsed=0.0):
 
 
 def _tail(text):
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("(see vigil evaluate --help")]
     message = "; ".join(lines[-3:])
     return message if len(message) <= _MAX_ERROR else "..." + message[-_MAX_ERROR:]
 
@@ -136,6 +138,14 @@ def evaluate_trial(trial, evaluate_args, out_dir, timeout=None):
     if not trial.startswith("s3://") and not os.path.isdir(trial):
         return [_error_row(trial, out_dir, "missing: no such folder" if not os.path.exists(trial)
                            else "unreadable: not a folder")]
+    if trial.startswith("s3://"):
+        from . import _vigil
+        try:
+            exists = _vigil.location_exists(trial)
+        except Exception:  # credentials, the endpoint: the evaluator says what is wrong, after its retries
+            exists = True
+        if not exists:  # the evaluator would wait for its files, then fail on a time-out
+            return [_error_row(trial, out_dir, "missing: no object under the prefix")]
     exe = os.environ.get("VIGIL_EXECUTABLE") or installation.executable()
     if not exe:
         return [_error_row(trial, out_dir, "no vigil command on this worker (install vigil, or set VIGIL_EXECUTABLE)")]
@@ -165,14 +175,17 @@ def evaluate_trial(trial, evaluate_args, out_dir, timeout=None):
             doc = json.load(f)
         for key in _STATUS_LISTS:
             statuses.extend(doc.get(key) or [])
-    transient = _TRANSIENT.search(proc.stderr) or any(
-        s.get("RuleEvaluationStatus") == "Error" and _TRANSIENT.search(s.get("StatusDetails") or "") for s in statuses)
-    if transient:
-        raise TransientS3Error("{}: {}".format(trial, transient.group(0) if hasattr(transient, "group") else
-                                               "a rule failed on a transient S3 error"))
+    for text in [proc.stderr] + [s.get("StatusDetails") or "" for s in statuses if s.get("RuleEvaluationStatus") == "Error"]:
+        if _TRANSIENT.search(text):
+            raise TransientS3Error(_tail(text))
     if proc.returncode != 0 or not statuses:
         reason = _tail(proc.stderr) or "vigil evaluate exited with status {}".format(proc.returncode)
         return [_error_row(trial, out_dir, reason, elapsed)]
+    # Every rule stopped by the same error: the trial itself could not be read (a corrupt index, an
+    # unreadable event file), one row for it as for a missing one. A rule's own error keeps its row.
+    details = {s.get("StatusDetails") for s in statuses}
+    if all(s.get("RuleEvaluationStatus") == "Error" for s in statuses) and len(details) == 1 and None not in details:
+        return [_error_row(trial, out_dir, details.pop(), elapsed)]
     return [{"trial": trial, "rule_configuration_name": s.get("RuleConfigurationName"), "rule": s.get("RuleToInvoke"),
              "status": s.get("RuleEvaluationStatus"), "status_details": s.get("StatusDetails"),
              "last_step": s.get("CurrentStep"), "elapsed_s": round(elapsed, 3), "error": None, "output_dir": out_dir}
@@ -233,8 +246,10 @@ def _check_job(evaluate_args, out_dir):
         with open(path, "w") as f:
             f.write(args[1])
         args = ["--job", path] + args[2:]
-    proc = subprocess.run([exe, "evaluate", "--check"] + args, stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, errors="replace")
+    # --check wants the trials to exist: an empty folder stands for every trial
+    with tempfile.TemporaryDirectory(prefix="vigil-fleet-check-") as empty:
+        proc = subprocess.run([exe, "evaluate", "--check", "--trial", empty, "--profiler-trial", empty] + args,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
     if proc.returncode != 0:
         raise UsageError(_tail(proc.stderr) or "vigil evaluate --check exited with status {}".format(proc.returncode))
 
@@ -261,27 +276,28 @@ def run(trials, job=None, rules=None, output_dir="vigil-fleet", scheduler=None, 
     if scheduler is None:
         import logging
         cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR)
+                               dashboard_address=None, silence_logs=logging.CRITICAL)
         client = Client(cluster)
     elif isinstance(scheduler, str):
         client = Client(scheduler)
     else:
         client = scheduler
     try:
-        futures = [client.submit(evaluate_trial, t, evaluate_args, d, timeout, key="vigil-fleet-{}-{}".format(i, _slug(t)),
-                                 retries=retries, pure=False)
+        token = uuid.uuid4().hex[:12]  # keys unique on a shared cluster, fleet after fleet
+        futures = [client.submit(evaluate_trial, t, evaluate_args, d, timeout, retries=retries,
+                                 key="vigil-fleet-{}-{:05d}-{}".format(token, i, _slug(t)))
                    for i, (t, d) in enumerate(zip(trial_list, out_dirs))]
         if progress:
             from dask.distributed import progress as show_progress
-            show_progress(futures)
-            sys.stdout.write("\n")
+            with contextlib.redirect_stdout(sys.stderr):  # Dask's bar writes to stdout: the table's place
+                show_progress(futures)
         rows = []
         for trial, out_dir, future in zip(trial_list, out_dirs, futures):
             try:
                 rows.extend(future.result())
             except Exception as e:  # retries spent, or the task itself failed: the trial's row says so
                 rows.append(_error_row(trial, out_dir, "{}: {}{}".format(
-                    type(e).__name__, e, " (after {} retries)".format(retries) if isinstance(e, TransientS3Error) else "")))
+                    type(e).__name__, e, " (retries: {})".format(retries) if isinstance(e, TransientS3Error) else "")))
     finally:
         if client is not scheduler:
             client.close()
@@ -293,7 +309,7 @@ def run(trials, job=None, rules=None, output_dir="vigil-fleet", scheduler=None, 
 
 
 def counts(table):
-    """Per rule configuration, how many trials got each status (a DataFrame; failed trials under '(trial)')."""
+    """Per rule configuration, how many trials got each status (a DataFrame; failed trials under '(trial failed)')."""
     import pandas as pd
     names = table["rule_configuration_name"].fillna("(trial failed)")
     return pd.crosstab(names, table["status"]).rename_axis(index="rule_configuration_name", columns=None)
@@ -325,20 +341,22 @@ def write_summary(table, output_dir):
     count_html.append("</table>")
     lines = ["<table><tr><th>trial</th><th>rule configuration</th><th>status</th><th>details</th><th>last step</th>"
              "<th>seconds</th><th>files</th></tr>"]
-    for r in table.itertuples(index=False):
-        rel = os.path.relpath(r.output_dir, output_dir) if r.output_dir else None
+    for record in table.to_dict("records"):
+        r = {k: (None if not isinstance(v, str) and v != v else v) for k, v in record.items()}  # NaN: none
+        rel = os.path.relpath(r["output_dir"], output_dir) if r["output_dir"] else None
+        name = r["rule_configuration_name"]
         links = []
         if rel:
-            for name, label in (("statuses.json", "statuses"), ("evaluate.log", "log")):
-                if os.path.exists(os.path.join(r.output_dir, name)):
-                    links.append('<a href="{}">{}</a>'.format(html.escape(rel + "/" + name), label))
-            if r.rule_configuration_name and os.path.isdir(os.path.join(r.output_dir, r.rule_configuration_name)):
-                links.append('<a href="{}/">outputs</a>'.format(html.escape(rel + "/" + r.rule_configuration_name)))
-        detail = r.error if isinstance(r.error, str) else (r.status_details if isinstance(r.status_details, str) else "")
-        step = "" if r.last_step is None or r.last_step != r.last_step else str(int(r.last_step))
+            for file, label in (("statuses.json", "statuses"), ("evaluate.log", "log")):
+                if os.path.exists(os.path.join(r["output_dir"], file)):
+                    links.append('<a href="{}">{}</a>'.format(html.escape(rel + "/" + file), label))
+            if name and os.path.isdir(os.path.join(r["output_dir"], name)):
+                links.append('<a href="{}/">outputs</a>'.format(html.escape(rel + "/" + name)))
+        detail = r["error"] or r["status_details"] or ""
+        step = "" if r["last_step"] is None else str(int(r["last_step"]))
         lines.append("<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
-            html.escape(r.trial), html.escape(r.rule_configuration_name or ""), html.escape(r.status),
-            html.escape(r.status), html.escape(detail), step, r.elapsed_s, " ".join(links)))
+            html.escape(r["trial"]), html.escape(name or ""), html.escape(r["status"]), html.escape(r["status"]),
+            html.escape(detail), step, r["elapsed_s"], " ".join(links)))
     lines.append("</table>")
     failed = int(table["rule_configuration_name"].isna().sum())
     path = os.path.join(output_dir, "index.html")
