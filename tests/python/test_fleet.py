@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import dask.distributed  # noqa: F401 (in .venv: scripts/python-envs.sh; a missing one fails the suite)
@@ -87,7 +88,7 @@ def alone(vigil_exe, trial, tmp_path):
 
 def fleet_rows(table, trial):
     rows = table[table["trial"] == trial]
-    return sorted((r.rule_configuration_name, r.rule, r.status, None if r.last_step != r.last_step else int(r.last_step))
+    return sorted((r.rule_configuration_name, r.rule, r.status, None if pd.isna(r.last_step) else int(r.last_step))
                   for r in rows.itertuples(index=False))
 
 

@@ -304,6 +304,7 @@ def run(trials, job=None, rules=None, output_dir="vigil-fleet", scheduler=None, 
         if cluster is not None:
             cluster.close()
     table = pd.DataFrame(rows, columns=COLUMNS)
+    table["last_step"] = table["last_step"].astype("Int64")  # a step is a whole number, missing in failed rows
     write_summary(table, output_dir)
     return table
 
@@ -332,6 +333,7 @@ td,th{{border:1px solid #ccc;padding:.25em .6em;text-align:left}}.IssuesFound,.E
 def write_summary(table, output_dir):
     """``OUTPUT_DIR/index.html``: the per-rule counts and one line per row, linking each trial's status
     file, evaluator log and rule outputs (relative links: the folder can be moved or served)."""
+    import pandas as pd
     c = counts(table)
     count_html = ["<table><tr><th>rule configuration</th>"] + ["<th>{}</th>".format(html.escape(str(s))) for s in c.columns]
     count_html.append("</tr>")
@@ -342,7 +344,7 @@ def write_summary(table, output_dir):
     lines = ["<table><tr><th>trial</th><th>rule configuration</th><th>status</th><th>details</th><th>last step</th>"
              "<th>seconds</th><th>files</th></tr>"]
     for record in table.to_dict("records"):
-        r = {k: (None if not isinstance(v, str) and v != v else v) for k, v in record.items()}  # NaN: none
+        r = {k: (None if not isinstance(v, str) and pd.isna(v) else v) for k, v in record.items()}  # NaN, NA: none
         rel = os.path.relpath(r["output_dir"], output_dir) if r["output_dir"] else None
         name = r["rule_configuration_name"]
         links = []
@@ -353,7 +355,7 @@ def write_summary(table, output_dir):
             if name and os.path.isdir(os.path.join(r["output_dir"], name)):
                 links.append('<a href="{}/">outputs</a>'.format(html.escape(rel + "/" + name)))
         detail = r["error"] or r["status_details"] or ""
-        step = "" if r["last_step"] is None else str(int(r["last_step"]))
+        step = "" if r["last_step"] is None or pd.isna(r["last_step"]) else str(int(r["last_step"]))
         lines.append("<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>".format(
             html.escape(r["trial"]), html.escape(name or ""), html.escape(r["status"]), html.escape(r["status"]),
             html.escape(detail), step, r["elapsed_s"], " ".join(links)))
