@@ -12,7 +12,8 @@
 #                  integrations' tests: torch stays pinned
 #                  in the same pip command, so neither pulls another torch), kubernetes-validate (the
 #                  Kubernetes API's JSON schemas, shipped in the package: tests/cli/test_kubernetes_manifests.py
-#                  validates deploy/kubernetes/ offline), and Vigil. The main job and the Python tests run here.
+#                  validates deploy/kubernetes/ offline),
+#                  dask[distributed] and pyarrow (vigil.fleet, the `fleet` extra), and Vigil. The main job and the Python tests run here.
 #   .venv-torch1   Debian's torch 1.13 (the last torch smdebug supported), numpy, pandas and xgboost
 #                  through --system-site-packages, and the same Vigil wheel: the hook suites run here
 #                  a second time.
@@ -42,7 +43,7 @@ make_env() {  # NAME VENV_FLAGS REQUIREMENT...
 # The build requirements (pyproject.toml's build-system.requires) live in .venv, and the wheel is built
 # without build isolation: the same pybind11 path each time, so ccache hits.
 make_env .venv "" "torch==2.13.0" numpy pandas xgboost pytest tensorboard mypy "scikit-build-core>=1.0" "pybind11>=2.12" \
-  transformers accelerate lightning kubernetes-validate
+  transformers accelerate lightning kubernetes-validate "dask[distributed]" pyarrow
 make_env .venv-torch1 "--system-site-packages" "pytest>=7"
 make_env .venv-smdebug "--system-site-packages" "smdebug==1.0.34" "numpy<2" "pandas<2.3" requests psutil boto3
 

@@ -1,6 +1,7 @@
 // _vigil.TrialUploader: writer::TrialUploader for the hooks (vigil/capture/upload.py), which write a trial
 // bound for a store (s3://) into a local staging folder. Its faults are kept here for Python to
-// log (take_messages): the uploader's thread never calls into Python.
+// log (take_messages): the uploader's thread never calls into Python. Also _vigil.list_files and
+// _vigil.location_exists, a store's listing (vigil.fleet's s3:// patterns and missing trials).
 #include <algorithm>
 #include <chrono>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "bindings.h"
+#include "storage/object_store.h"
 #include "writer/trial_uploader.h"
 
 namespace vigil::python {
@@ -125,6 +127,31 @@ class PyTrialUploader {
 }  // namespace
 
 void register_uploader(py::module_& m) {
+  // vigil.fleet's s3:// patterns: the trials under a prefix are found by listing it through the
+  // project's own store (no second S3 client in Python).
+  m.def(
+      "list_files",
+      [](const std::string& location) {
+        std::vector<std::string> out;
+        {
+          py::gil_scoped_release release;
+          auto store = unwrap(storage::open_object_store(location));
+          for (auto& info : unwrap(store->list(""))) out.push_back(std::move(info.relpath));
+        }
+        return out;
+      },
+      py::arg("location"),
+      "The files under a location (a folder or s3://bucket/prefix), at any depth, sorted, relative to it");
+  m.def(
+      "location_exists",
+      [](const std::string& location) {
+        py::gil_scoped_release release;
+        auto store = storage::open_object_store(location);
+        if (!store) return false;  // a local folder that is not there
+        return unwrap((*store)->folder_exists(""));
+      },
+      py::arg("location"),
+      "Whether a location holds anything: a folder that exists, an s3:// prefix with an object under it (one request)");
   m.def("needs_staging", &writer::needs_staging, py::arg("location"),
         "Whether a hook stages `location` locally and uploads it (s3://) instead of writing it in place");
   m.def(

@@ -18,8 +18,9 @@ int run_evaluate(const std::vector<std::string>& args);
 int run_rules(const std::vector<std::string>& args);
 int run_image_uri(const std::vector<std::string>& args);
 int run_monitor(const std::vector<std::string>& args);
-// run_command.cpp: forwards to `python -m vigil.run`
-int run_run(const std::vector<std::string>& args);
+// run_command.cpp: `vigil run` and `vigil fleet`, forwarded to `python -m vigil.<command>` (the
+// command's name is the module's)
+int run_python_command(const std::string& command, const std::vector<std::string>& args);
 // training_job_commands.cpp
 int run_train(const std::vector<std::string>& args);
 int run_describe_training_job(const std::vector<std::string>& args);

@@ -22,6 +22,8 @@ commands:
   monitor         sample this machine (CPU, memory, disk, network, GPU) into SageMaker's system metrics files
   run [OPTIONS] -- COMMAND...
                   run an unmodified PyTorch training command with capture on, rules evaluated live
+  fleet TRIAL...  evaluate rules over many trials (paths, a glob, s3://bucket/prefix/*/debug-output)
+                  on a Dask cluster, into one table (needs the vigil[fleet] extra)
 
 training jobs (docs/training-jobs.md, docs/remote-debug.md):
   train JOB.json -- COMMAND...   run a CreateTrainingJob here, with Debugger's rules beside it
@@ -43,7 +45,7 @@ int run_command(const std::string& command, const std::vector<std::string>& args
   if (command == "rules") return vigil::cli::run_rules(args);
   if (command == "image-uri") return vigil::cli::run_image_uri(args);
   if (command == "monitor") return vigil::cli::run_monitor(args);
-  if (command == "run") return vigil::cli::run_run(args);
+  if (command == "run" || command == "fleet") return vigil::cli::run_python_command(command, args);
   if (command == "train") return vigil::cli::run_train(args);
   if (command == "describe-training-job") return vigil::cli::run_describe_training_job(args);
   if (command == "list-training-jobs") return vigil::cli::run_list_training_jobs(args);

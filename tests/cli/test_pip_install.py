@@ -196,8 +196,8 @@ def test_the_wheel_holds_the_prefix_and_its_metadata():
                      "lib/cmake/Vigil/VigilTargets.cmake", "share/pkgconfig/vigil-abi.pc"):
             assert data + part in names, part
         assert "vigil/__init__.py" in names and "vigil/__main__.py" in names
-        # vigil run's start-up hook and the trainer integrations
-        assert {"vigil/_autostart/sitecustomize.py", "vigil/run.py", "vigil/integrations/transformers.py",
+        # vigil run's start-up hook, vigil fleet and the trainer integrations
+        assert {"vigil/_autostart/sitecustomize.py", "vigil/run.py", "vigil/fleet.py", "vigil/integrations/transformers.py",
                 "vigil/integrations/lightning.py"} <= set(names)
         assert [n for n in names if re.fullmatch(r"vigil/_vigil\..*\.so", n)]
         assert not [n for n in names if "test" in n.lower() and n.endswith(".so")], "test binaries in the wheel"
@@ -211,4 +211,5 @@ def test_the_wheel_holds_the_prefix_and_its_metadata():
     assert any(r.startswith("xgboost>=") and 'extra == "xgboost"' in r for r in requires), requires
     assert any(r.startswith("transformers>=") and 'extra == "transformers"' in r for r in requires), requires
     assert any(r.startswith("lightning>=") and 'extra == "lightning"' in r for r in requires), requires
+    assert any(r.startswith("dask[distributed]>=") and 'extra == "fleet"' in r for r in requires), requires
     assert "Vigil" in meta.get_payload()  # the README as the long description
