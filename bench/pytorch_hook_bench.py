@@ -132,6 +132,13 @@ def bench_model(model_kind, runs, steps, tmp, python=sys.executable, hook_module
                   "(target <= {:g} %: wall {})".format(
                       "", added["seconds"], added["thread_cpu"], added["process_cpu"], TARGETS[variant],
                       "met" if added["seconds"] <= TARGETS[variant] else "NOT met"), flush=True)
+            # Each run against the no-hook run beside it (the runs are interleaved): the spread of these
+            # is the noise a median's added % sits in; an added % inside it is not the hook's.
+            paired = {key: [100 * (r[key] - b[key]) / b[key] for r, b in zip(rs, samples["none"])]
+                      for key in ("seconds", "thread_cpu")}
+            print("  {:<12} run by run: wall {} %, training thread CPU {} %".format(
+                "", " ".join("{:+.1f}".format(a) for a in paired["seconds"]),
+                " ".join("{:+.1f}".format(a) for a in paired["thread_cpu"])), flush=True)
     print("  ({})".format(load()), flush=True)
     return added_wall
 
