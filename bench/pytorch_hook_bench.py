@@ -4,7 +4,8 @@ thread; the loop without a hook, with vigil.pytorch.Hook saving weights, biases,
 losses at every step, and with save_interval=100, beside the targets (issue 29: <= +10 % at every
 step, <= +1 % at save_interval=100). Each run is a process of its own (peak RSS is per process; the
 compiled model compiles from nothing, in a fresh inductor cache); the runs of a model's three
-variants are interleaved so that the machine's load drifts over all of them alike.
+variants are interleaved, in an order that turns from run to run, after os.sync() (no run pays for the
+writeback of the last one's trial), so that the machine's load drifts over all of them alike.
 
   eager    the fp32 model as it is
   bf16     the same model and batch in bfloat16 (weights, gradients and activations: the hook
@@ -19,7 +20,8 @@ usage: PYTHONPATH=<vigil's package> python bench/pytorch_hook_bench.py [--runs N
 Prints per model and variant the medians of the wall time (and its spread), of the training thread's
 CPU time (what the hook takes from the loop's thread: less moved by other processes than the wall
 time) and of the process's CPU time (the writer's thread too), each added time in %, the trial size
-and peak RSS, with the load average at the start and end of each model. --calls also
+and peak RSS, with the load average at the start and end of each model, and each run's added % against the
+no-hook run beside it (the spread a median's added % must clear to be the hook's). --calls also
 counts the Python function calls the hook adds per step (cProfile, one run of each hooked eager
 variant): a figure that does not move with the machine's load.
 """
@@ -111,8 +113,12 @@ def bench_model(model_kind, runs, steps, tmp, python=sys.executable, hook_module
     """The model's three variants; the added wall time in % of each hooked variant."""
     samples = {v: [] for v in VARIANTS}
     print("{} ({} steps timed, {} runs; {})".format(label or model_kind, steps - 2, runs, load()), flush=True)
-    for _ in range(runs):
-        for variant in VARIANTS:
+    for i in range(runs):
+        # The order turns from run to run, and the dirty pages a run leaves (432 MB at every step) are
+        # written back before the next starts: the kernel's writeback otherwise lands in whichever
+        # variant follows the every-step one (it was always save_interval=100's run).
+        for variant in VARIANTS[i % len(VARIANTS):] + VARIANTS[:i % len(VARIANTS)]:
+            os.sync()
             samples[variant].append(run(model_kind, variant, steps, tmp, python=python, hook_module=hook_module))
     base = {key: statistics.median(r[key] for r in samples["none"]) for key in ("seconds", "thread_cpu", "process_cpu")}
     added_wall = {}
@@ -132,6 +138,13 @@ def bench_model(model_kind, runs, steps, tmp, python=sys.executable, hook_module
                   "(target <= {:g} %: wall {})".format(
                       "", added["seconds"], added["thread_cpu"], added["process_cpu"], TARGETS[variant],
                       "met" if added["seconds"] <= TARGETS[variant] else "NOT met"), flush=True)
+            # Each run against the no-hook run beside it (the runs are interleaved): the spread of these
+            # is the noise a median's added % sits in; an added % inside it is not the hook's.
+            paired = {key: [100 * (r[key] - b[key]) / b[key] for r, b in zip(rs, samples["none"])]
+                      for key in ("seconds", "thread_cpu")}
+            print("  {:<12} run by run: wall {} %, training thread CPU {} %".format(
+                "", " ".join("{:+.1f}".format(a) for a in paired["seconds"]),
+                " ".join("{:+.1f}".format(a) for a in paired["thread_cpu"])), flush=True)
     print("  ({})".format(load()), flush=True)
     return added_wall
 

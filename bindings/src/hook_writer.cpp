@@ -62,7 +62,7 @@ class PyQueuedWriter {
         strings.push_back(py::isinstance<py::bytes>(item) ? item.cast<std::string>() : py::str(item).cast<std::string>());
       data.strings = strings;
     } else {
-      if (!(value.flags() & py::array::c_style) || value.dtype().attr("byteorder").cast<std::string>() == ">")
+      if (!(value.flags() & py::array::c_style) || value.dtype().byteorder() == '>')
         contiguous = py::module_::import("numpy").attr("ascontiguousarray")(
             value, py::arg("dtype") = value.dtype().attr("newbyteorder")("<"));
       data.bytes = std::span<const std::byte>(static_cast<const std::byte*>(contiguous.data()),

@@ -142,14 +142,19 @@ py::object numpy_scalar(ElementType dtype, double value) {
 
 std::optional<ElementType> element_type_of_numpy(const py::dtype& dt) {
   // The small floats numpy lacks: ml_dtypes' dtypes by name, or raw bits whose dtype's metadata names
-  // the type (the PyTorch hook's in-place views of bfloat16 and float8 tensors).
-  std::string name = py::str(dt.attr("name"));
+  // the type (the PyTorch hook's in-place views of bfloat16 and float8 tensors). The name is asked only
+  // of those: dtype.name is Python code in numpy, a few microseconds a call, and the hooks call this
+  // for every tensor they save.
+  std::optional<std::string> name;
   if (const py::object meta = dt.attr("metadata"); !meta.is_none())  // a mappingproxy
     if (const py::object tagged = meta.attr("get")(kElementTypeMetadataKey); !tagged.is_none()) name = py::str(tagged);
-  for (const ElementType small : {ElementType::BFloat16, ElementType::Float8E4M3FN, ElementType::Float8E5M2}) {
-    const auto& info = format::element_type_info(small);
-    if (name == info.numpy_name && size_t(dt.itemsize()) == info.item_size) return small;
-  }
+  constexpr int kNumpyUserDefinedTypes = 256;  // NPY_USERDEF: type numbers from here are registered dtypes
+  if (!name && dt.num() >= kNumpyUserDefinedTypes) name = py::str(dt.attr("name")).cast<std::string>();
+  if (name)
+    for (const ElementType small : {ElementType::BFloat16, ElementType::Float8E4M3FN, ElementType::Float8E5M2}) {
+      const auto& info = format::element_type_info(small);
+      if (*name == info.numpy_name && size_t(dt.itemsize()) == info.item_size) return small;
+    }
   const char kind = dt.kind();
   const auto size = dt.itemsize();
   using ET = ElementType;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "trial/trial.h"
@@ -121,6 +122,55 @@ TEST(QueuedWriter, DestroyingAnOpenWriterPublishesWhatWasQueuedWithoutTheEndMark
   auto t = Trial::open(dir.path() / "t");
   ASSERT_TRUE(t);
   EXPECT_EQ((*t)->steps(Mode::Global, true).value().size(), 5u);
+}
+
+// The writer thread is not woken at every value (hooks queue ~100 a step): it is woken when a step
+// ends, and within a step once a few MiB are queued. An ended step is written without waiting for
+// the next one or for close(), and a large step drains while it is still being queued.
+// A new writer whose thread has started and gone to sleep on the empty queue (values queued before it
+// starts are taken without any wake).
+std::unique_ptr<QueuedWriter> idle_writer(const fs::path& dir, uint64_t budget) {
+  using std::chrono_literals::operator""s;
+  const size_t before = test::threads_named("vigil-writer");
+  auto w = QueuedWriter::create(dir, options_with_budget(budget));
+  if (!w || !test::wait_for_threads_named("vigil-writer", before + 1, 30s)) return nullptr;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  return std::move(*w);
+}
+
+bool eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 3000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+TEST(QueuedWriter, AnEndedStepIsWrittenWithoutWaitingForTheNextOrForClose) {
+  ScratchDir dir;
+  auto w = idle_writer(dir.path() / "t", 1 << 20);
+  ASSERT_TRUE(w);
+  const std::vector<float> v(4, 1.0f);
+  w->begin_step(0, Mode::Train, 0);
+  w->write(TensorRequest{"x"}, numeric(ElementType::Float32, {4}, v));
+  w->end_step();
+  EXPECT_TRUE(eventually([&] { return w->stats().written_steps == 1; }));
+  ASSERT_VIGIL_OK(w->close(true));
+}
+
+TEST(QueuedWriter, ALargeStepDrainsWhileItIsStillBeingQueued) {
+  ScratchDir dir;
+  auto w = idle_writer(dir.path() / "t", uint64_t(64) << 20);
+  ASSERT_TRUE(w);
+  const std::vector<float> v(uint64_t(1) << 18, 1.0f);  // 1 MiB
+  w->begin_step(0, Mode::Train, 0);
+  for (int i = 0; i < 6; ++i)
+    w->write(TensorRequest{std::string(1, char('a' + i))}, numeric(ElementType::Float32, {int64_t(v.size())}, v));
+  // The step has not ended: only a wake within the step lets the writer take values from the queue.
+  EXPECT_TRUE(eventually([&] { return w->stats().queued_bytes < (uint64_t(3) << 20); }));
+  w->end_step();
+  ASSERT_VIGIL_OK(w->close(true));
+  EXPECT_TRUE(w->stats().dropped_steps.empty());
 }
 
 // The thread is "vigil-writer" while it runs, and joined by close(), by close() after the first
