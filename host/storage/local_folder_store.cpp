@@ -119,7 +119,7 @@ class LocalFolderStore final : public ObjectStore {
  private:
   // Appends the regular files under the open folder `dir` (named `prefix`, "" or ending in '/') to
   // `out`, recursing into subfolders but not into symbolic links to folders; a symbolic link to a
-  // file is listed with the file's size. A folder whose every name sorts before start_after is not
+  // file is listed as a file. A folder whose every name sorts before start_after is not
   // read (index/<step9>/ folders). A folder that vanishes while listed ends its part short.
   static Result<void> list_folder(os::UniqueFd dir, const std::string& prefix, std::string_view start_after,
                                   std::vector<ObjectInfo>& out) {
@@ -140,15 +140,14 @@ class LocalFolderStore final : public ObjectStore {
       if (name == "." || name == "..") continue;
       rel.assign(prefix).append(name);
       bool folder = e->d_type == DT_DIR;
-      struct stat st {};
-      if (!folder) {
-        // Regular files need their size; links and unknown types their target's type.
+      bool file = e->d_type == DT_REG;
+      if (!folder && !file) {
+        // Links and unknown types need their target's type; the entry gives the others theirs (a
+        // listing reads no sizes: an index file costs no system call here).
+        struct stat st {};
         if (::fstatat(fd, e->d_name, &st, 0) != 0) continue;  // vanished, or a dangling link
-        if (e->d_type == DT_LNK) {
-          if (!S_ISREG(st.st_mode)) continue;  // a link to a folder is not followed
-        } else {
-          folder = S_ISDIR(st.st_mode);
-        }
+        file = S_ISREG(st.st_mode);
+        folder = e->d_type != DT_LNK && S_ISDIR(st.st_mode);  // a link to a folder is not followed
       }
       if (folder) {
         rel.push_back('/');
@@ -161,9 +160,9 @@ class LocalFolderStore final : public ObjectStore {
         if (auto r = list_folder(std::move(sub), rel, start_after, out); !r) return r;
         continue;
       }
-      if (!S_ISREG(st.st_mode)) continue;
+      if (!file) continue;
       if (!start_after.empty() && std::string_view(rel) <= start_after) continue;
-      out.push_back({.relpath = rel, .size = uint64_t(st.st_size), .etag = {}});
+      out.push_back({.relpath = rel, .etag = {}});
     }
   }
 

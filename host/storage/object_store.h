@@ -16,9 +16,10 @@
 
 namespace vigil::storage {
 
+// One listed file. No size: no reader needs it, and a local folder would pay a system call per file
+// for it (StoredObject::size gives it once the file is opened).
 struct ObjectInfo {
   std::string relpath;  // relative to the trial root, '/'-separated
-  uint64_t size = 0;
   std::string etag;     // S3's ETag (quotes kept); local: empty
 };
 

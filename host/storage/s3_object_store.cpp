@@ -79,7 +79,7 @@ class S3ObjectStore final : public ObjectStore {
     out.reserve(listed->size());
     for (auto& object : *listed) {
       if (object.key.ends_with('/') || !object.key.starts_with(root)) continue;  // folder markers
-      out.push_back({object.key.substr(root.size()), object.size, std::move(object.etag)});
+      out.push_back({object.key.substr(root.size()), std::move(object.etag)});
     }
     std::sort(out.begin(), out.end(), [](const ObjectInfo& a, const ObjectInfo& b) { return a.relpath < b.relpath; });
     return out;

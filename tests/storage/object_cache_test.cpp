@@ -27,7 +27,7 @@ class CountingStore final : public ObjectStore {
   bool is_local() const override { return false; }
   Result<std::vector<ObjectInfo>> list(std::string_view, std::string_view) const override {
     std::vector<ObjectInfo> out;
-    for (const auto& [rel, o] : objects) out.push_back({rel, o.bytes.size(), o.etag});
+    for (const auto& [rel, o] : objects) out.push_back({rel, o.etag});
     return out;
   }
   Result<std::string> read(std::string_view rel) const override {
