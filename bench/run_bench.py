@@ -175,6 +175,48 @@ def many_steps(args, vigil, bench, plugins, env):
     return out
 
 
+def many_workers(args, vigil, bench, plugins, env):
+    """Issue 31: one trial with many workers, each writing every step (11 small tensors), at each
+    worker count of --many-workers. Costs per step and per step per worker, and peak RSS: what grows
+    worse than linearly in workers x steps shows as a rising cost per step per worker. The trials
+    are deleted after (256 workers x 1,000 steps is about 512,000 files)."""
+    counts = [int(n) for n in args.many_workers.split(",") if int(n) > 0]
+    steps = args.many_workers_steps
+    out = {"steps": steps, "workers": {}}
+    for workers in counts:
+        trial = os.path.join(args.cache, "trial-%dsteps-%dworkers" % (steps, workers))
+        shutil.rmtree(trial, ignore_errors=True)
+        print("generating %s ..." % trial, flush=True)
+        _, _, gen = run([bench, "generate-steps", trial, "--steps", str(steps), "--workers", str(workers)])
+        try:
+            run([bench, "raw-read", trial])  # warm the page cache
+            workloads = [
+                ("inspect", [vigil, "inspect", trial]),
+                ("evaluate_builtin", [vigil, "evaluate", "--trial", trial, "--rule", "VanishingGradient",
+                                      "--no-follow", "--quiet"]),
+                ("evaluate_idle", [vigil, "evaluate", "--trial", trial, "--plugins", plugins, "--rule", "Idle",
+                                   "--no-follow", "--quiet"]),
+            ]
+            row = {"generated": last_json(gen), "workloads": {}}
+            print("\n== many workers: %d workers x %d steps of 11 small tensors" % (workers, steps), flush=True)
+            for name, cmd in workloads:
+                walls, rss = [], 0
+                for _ in range(args.runs):
+                    wall, peak, _ = run(cmd, env=env)
+                    walls.append(wall)
+                    rss = max(rss, peak)
+                med = statistics.median(walls)
+                row["workloads"][name] = {"median_s": med, "per_step_us": med / steps * 1e6,
+                                          "per_step_worker_us": med / steps / workers * 1e6,
+                                          "peak_rss_mib": rss / MIB}
+                print("  %-18s %8.3f s  %9.1f us per step  %7.2f us per step per worker  peak RSS %7.1f MiB" % (
+                    name, med, med / steps * 1e6, med / steps / workers * 1e6, rss / MIB), flush=True)
+            out["workers"][str(workers)] = row
+        finally:
+            shutil.rmtree(trial, ignore_errors=True)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", required=True, help="the build folder (bin/vigil, bin/vigil_bench, python/)")
@@ -189,6 +231,10 @@ def main():
     ap.add_argument("--many-steps", default="1000,10000,100000",
                     help="steps of the many-small-steps trials, comma-separated (11 small tensors per step; "
                          "default 1000,10000,100000; 0 skips them)")
+    ap.add_argument("--many-workers", default="",
+                    help="issue 31: worker counts of the one-trial-many-workers runs, comma-separated (e.g. "
+                         "8,64,256; default \"\" skips them)")
+    ap.add_argument("--many-workers-steps", type=int, default=1000, help="steps of the many-workers trials (default 1000)")
     ap.add_argument("--smdebug-python", help="a Python with smdebug 1.0.34 (.venv-smdebug): its figures beside Vigil's")
     ap.add_argument("--rows", help="append issue 29's summary rows here (bench/rows.py)")
     ap.add_argument("--json", help="also write the results here")
@@ -304,6 +350,9 @@ def main():
 
     if any(int(n) > 0 for n in args.many_steps.split(",")):
         results["many_steps"] = many_steps(args, vigil, bench, plugins, env)
+
+    if args.many_workers:
+        results["many_workers"] = many_workers(args, vigil, bench, plugins, env)
 
     if args.live_steps > 0:
         results["live"] = {}

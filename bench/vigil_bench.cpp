@@ -2,7 +2,7 @@
 // peak RSS. Each prints one JSON line with what it did (bytes, tensors, a checksum, seconds).
 //
 //   vigil_bench generate DIR [--size-mb N] [--workers W]   write the deterministic benchmark trial
-//   vigil_bench generate-steps DIR [--steps N]             many steps of 11 small tensors each
+//   vigil_bench generate-steps DIR [--steps N] [--workers W] many steps of 11 small tensors each
 //   vigil_bench raw-read DIR                               read every event file into a buffer
 //   vigil_bench scan DIR                                   mean(|x|) of every value through the C++ API
 //   vigil_bench raw-write FROM OUT                         write FROM's event bytes with plain write()
@@ -139,40 +139,48 @@ int cmd_generate(const fs::path& dir, double size_mb, int workers) {
 
 // The many-steps trial: a long job saving scalars and a few small tensors at every step, where the
 // cost per step (index files, the evaluator's walk) matters more than the bytes. 11 tensors per
-// step: 5 weights and 5 gradients of 64 float32, and the loss.
-int cmd_generate_steps(const fs::path& dir, int64_t steps) {
+// step: 5 weights and 5 gradients of 64 float32, and the loss. With W workers, each writes every
+// step (issue 31's one big trial with many workers).
+int cmd_generate_steps(const fs::path& dir, int64_t steps, int workers) {
   constexpr int kTensors = 10;
   constexpr int64_t kElements = 64;
   const auto pool = make_pool(1 << 16);
   const auto t0 = Clock::now();
-  vigil::writer::WriterOptions options;
-  for (auto& m : options.save_config) m.save_interval = 1;
-  auto writer = check(vigil::writer::TrialWriter::create(dir, options), "create");
   uint64_t bytes = 0;
   int64_t tensors = 0;
-  for (int64_t step = 0; step < steps; ++step) {
-    check(writer->begin_step(vigil::Mode::Train), "begin_step");
-    for (int i = 0; i < kTensors; ++i) {
-      const size_t offset = size_t((step * 131 + i * 977) % int64_t(pool.size() - kElements));
-      vigil::writer::TensorData data{.dtype = vigil::ElementType::Float32,
-                                     .shape = {kElements},
-                                     .bytes = std::as_bytes(std::span(pool.data() + offset, size_t(kElements)))};
-      check(writer->save_tensor(tensor_name(false, i), data), "save_tensor");
-      bytes += kElements * 4;
+  for (int w = 0; w < workers; ++w) {
+    vigil::writer::WriterOptions options;
+    if (workers > 1) {
+      options.worker = fmt::format("worker_{}", w);
+      options.num_workers = workers;
+      options.write_end_marker = w == workers - 1;  // the job ends once every worker has written
     }
-    const float loss = 1.0f / float(step + 1);
-    vigil::writer::TensorData data{.dtype = vigil::ElementType::Float32,
-                                   .shape = {},
-                                   .bytes = std::as_bytes(std::span(&loss, 1))};
-    check(writer->save_tensor("CrossEntropyLoss_output_0", data), "save_tensor");  // the losses collection
-    bytes += 4;
-    tensors += kTensors + 1;
-    check(writer->end_step(), "end_step");
+    for (auto& m : options.save_config) m.save_interval = 1;
+    auto writer = check(vigil::writer::TrialWriter::create(dir, options), "create");
+    for (int64_t step = 0; step < steps; ++step) {
+      check(writer->begin_step(vigil::Mode::Train), "begin_step");
+      for (int i = 0; i < kTensors; ++i) {
+        const size_t offset = size_t((step * 131 + i * 977 + w * 7919) % int64_t(pool.size() - kElements));
+        vigil::writer::TensorData data{.dtype = vigil::ElementType::Float32,
+                                       .shape = {kElements},
+                                       .bytes = std::as_bytes(std::span(pool.data() + offset, size_t(kElements)))};
+        check(writer->save_tensor(tensor_name(false, i), data), "save_tensor");
+        bytes += kElements * 4;
+      }
+      const float loss = 1.0f / float(step + 1);
+      vigil::writer::TensorData data{.dtype = vigil::ElementType::Float32,
+                                     .shape = {},
+                                     .bytes = std::as_bytes(std::span(&loss, 1))};
+      check(writer->save_tensor("CrossEntropyLoss_output_0", data), "save_tensor");  // the losses collection
+      bytes += 4;
+      tensors += kTensors + 1;
+      check(writer->end_step(), "end_step");
+    }
+    check(writer->close(), "close");
   }
-  check(writer->close(), "close");
   std::printf("%s\n", nlohmann::json{{"workload", "generate-steps"},
                                      {"steps", steps},
-                                     {"workers", 1},
+                                     {"workers", workers},
                                      {"tensors", tensors},
                                      {"tensor_bytes", bytes},
                                      {"largest_tensor_bytes", kElements * 4},
@@ -408,7 +416,7 @@ int cmd_live(const fs::path& dir, const std::string& vigil_exe, const std::strin
 void usage() {
   std::puts(
       "usage: vigil_bench generate DIR [--size-mb N] [--workers W]\n"
-      "       vigil_bench generate-steps DIR [--steps N]\n"
+      "       vigil_bench generate-steps DIR [--steps N] [--workers W]\n"
       "       vigil_bench raw-read DIR\n"
       "       vigil_bench scan DIR\n"
       "       vigil_bench raw-write FROM OUT\n"
@@ -434,7 +442,7 @@ int main(int argc, char** argv) {
   if (cmd == "generate" && args.size() >= 2)
     return cmd_generate(args[1], std::stod(option("--size-mb", "500")), std::stoi(option("--workers", "1")));
   if (cmd == "generate-steps" && args.size() >= 2)
-    return cmd_generate_steps(args[1], std::stoll(option("--steps", "5000")));
+    return cmd_generate_steps(args[1], std::stoll(option("--steps", "5000")), std::stoi(option("--workers", "1")));
   if (cmd == "raw-read" && args.size() == 2) return cmd_raw_read(args[1]);
   if (cmd == "scan" && args.size() == 2) return cmd_scan(args[1]);
   if (cmd == "raw-write" && args.size() == 3) return cmd_raw_write(args[1], args[2]);
