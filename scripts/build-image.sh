@@ -61,7 +61,7 @@ import numpy, os, sysconfig
 print(sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib") + "/lib-dynload", os.path.dirname(numpy.__file__))')
 copy() {  # copy() PATH...: each path (dereferenced) to the same path in the image, without tests and GUI modules
   tar -C / -chf - --exclude=__pycache__ --exclude='*/test' --exclude='*/tests' --exclude='*/idlelib' \
-    --exclude='*/tkinter' --exclude='*/turtledemo' --exclude='*/ensurepip' --exclude='*/lib2to3' "${@#/}" | tar -C "$stage" -xf -
+    --exclude='*/tkinter' --exclude='*/turtledemo' --exclude='*/ensurepip' --exclude='*/lib2to3' --exclude='*/config-3*' "${@#/}" | tar -C "$stage" -xf -
 }
 copy "$python" /usr/bin/python3 "$stdlib" "$numpy"
 [ -d "$numpy.libs" ] && copy "$numpy.libs"
