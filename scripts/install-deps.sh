@@ -19,6 +19,7 @@ packages=(
   nodejs                                 # the S3 test server (tests/support/s3_test_server.py runs s3rver, an npm package)
   tmux                                   # tests/cli/test_training_jobs.py: vigil attach driven on a terminal (send-keys, capture-pane)
   util-linux                             # setpriv: the remote-debug tests connect as another user
+  buildah file                           # scripts/build-image.sh (the evaluator's OCI image, no daemon) and tests/cli/test_image.py
   chromium                               # the ProfilerReport page's browser test (tests/support/check_html_in_browser.py: headless render + screenshot)
   # scripts/fuzz.sh: libFuzzer + ASan/UBSan runtimes and llvm-symbolizer for readable reports. clang 19,
   # not 14: libstdc++ 12 offers std::expected only to compilers with __cpp_concepts >= 202002L.

@@ -17,6 +17,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -58,6 +59,8 @@ job:
                         "ProfilerRuleConfigurations": [... the same shape ...]}
                         (CreateTrainingJob members CheckpointConfig, ResourceConfig,
                         HyperParameters and Distribution are checked for unsupported setups)
+                        Without --job, --rule and --group, the job JSON is read from the
+                        environment variable VIGIL_JOB_JSON (a container's way to pass it)
   --rule NAME           add a rule by its rule_to_invoke name (repeatable); the built-in profiler
                         rules (vigil rules --group profiler) become profiler rules
   --param KEY=VALUE     a RuleParameters entry for the preceding --rule (start_step, end_step,
@@ -368,7 +371,12 @@ int run_evaluate(const std::vector<std::string>& args) {
     if (!group) return usage_error("unknown rule group '" + g + "' (vigil rules --groups lists them)");
     for (auto name : group->rules) cli_rules.push_back({std::string(name), std::string(name), {}});
   }
-  if (!job_file && cli_rules.empty()) return usage_error("give --job FILE, --group NAME or --rule NAME");
+  // A container (docs/image.md) may hand the job over as a variable rather than a mounted file.
+  std::optional<std::string> job_from_env;
+  if (!job_file && cli_rules.empty())
+    if (const char* env = std::getenv("VIGIL_JOB_JSON"); env != nullptr && *env != '\0') job_from_env = env;
+  if (!job_file && !job_from_env && cli_rules.empty())
+    return usage_error("give --job FILE, --group NAME or --rule NAME (or the job JSON in VIGIL_JOB_JSON)");
   if (!profiler_trial && trial) profiler_trial = profiler_output_beside(*trial);
 
   evaluate::JobConfig job;
@@ -379,6 +387,11 @@ int run_evaluate(const std::vector<std::string>& args) {
     if (!parsed) return usage_error("invalid job " + *job_file + ": " + parsed.error().message);
     job = std::move(*parsed);
     evaluate::anchor_rule_files(job, *job_file);
+  } else if (job_from_env) {
+    // Rule files named relatively resolve against the working directory: there is no job file.
+    auto parsed = evaluate::parse_job_json(*job_from_env, trial.value_or(""), profiler_trial.value_or(""));
+    if (!parsed) return usage_error("invalid job in VIGIL_JOB_JSON: " + parsed.error().message);
+    job = std::move(*parsed);
   }
   for (size_t k = 0; k < cli_rules.size(); ++k) {
     auto params = cli_rules[k].params;
