@@ -300,6 +300,7 @@ Result<void> Trial::State::register_index(const format::StepIndex& index, int64_
 
   // The step is registered with its first tensor (an index without tensors registers nothing).
   GlobalStep* step = nullptr;
+  bool worker_seen_at_step = false;  // this worker's entries of the step may exist already
   auto entry_for = [&](std::string_view tensor_name) -> WorkerStep& {
     if (!step) {
       if (index.mode != Mode::Global) {
@@ -317,8 +318,9 @@ Result<void> Trial::State::register_index(const format::StepIndex& index, int64_
         step->key = key;
         ++registered_steps;
       }
-      if (std::find(step->workers.begin(), step->workers.end(), worker_id) == step->workers.end())
-        step->workers.push_back(worker_id);
+      worker_seen_at_step =
+          std::find(step->workers.begin(), step->workers.end(), worker_id) != step->workers.end();
+      if (!worker_seen_at_step) step->workers.push_back(worker_id);
       if (int64_t(step->workers.size()) >= num_workers && g > last_complete_step) last_complete_step = g;
     }
     auto id_it = tensor_ids.find(tensor_name);
@@ -335,13 +337,26 @@ Result<void> Trial::State::register_index(const format::StepIndex& index, int64_
     }
     if (index.mode != Mode::Global) rec.modes |= uint8_t(1u << slot);
     auto& table = rec.steps[slot];
-    // This step's entries: at the end for an index file in step order, else found in place.
+    // This step's entries: at the end for an index file in step order, else found in place. Only a
+    // worker already seen at this step before this index file can have an entry anywhere among the
+    // step's; a new worker's entry is the step's last one once made (this file may name the tensor
+    // again, for its reductions), so the step's other workers are not walked: a walk per tensor made
+    // registering a step O(workers^2).
     auto at = table.end();
     if (!table.empty() && table.back().mode_step >= index.mode_step) {
-      at = std::lower_bound(table.begin(), table.end(), index.mode_step,
-                            [](const StepEntry& e, int64_t s) { return e.mode_step < s; });
-      for (; at != table.end() && at->mode_step == index.mode_step; ++at)
-        if (at->saved.worker == worker_id) return at->saved;
+      if (worker_seen_at_step) {
+        at = std::lower_bound(table.begin(), table.end(), index.mode_step,
+                              [](const StepEntry& e, int64_t s) { return e.mode_step < s; });
+        for (; at != table.end() && at->mode_step == index.mode_step; ++at)
+          if (at->saved.worker == worker_id) return at->saved;
+      } else {
+        at = std::upper_bound(table.begin(), table.end(), index.mode_step,
+                              [](int64_t s, const StepEntry& e) { return s < e.mode_step; });
+        if (at != table.begin()) {
+          auto last = std::prev(at);
+          if (last->mode_step == index.mode_step && last->saved.worker == worker_id) return last->saved;
+        }
+      }
     }
     return table.insert(at, StepEntry{.mode_step = index.mode_step, .saved = WorkerStep{.worker = worker_id}})->saved;
   };

@@ -6,8 +6,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "format/collections_json.h"
 #include "format/index_json.h"
@@ -39,7 +41,7 @@ class StepTables : public ::testing::Test {
   }
   // One index file: tensors named in `names`, each a record at a distinct offset.
   void index(int64_t global, const std::string& worker, Mode mode, int64_t mode_step,
-             const std::vector<std::string>& names) {
+             const std::vector<std::string>& names, std::optional<std::vector<int64_t>> shape = {}) {
     format::StepIndex ix;
     ix.mode = mode;
     ix.mode_step = mode_step;
@@ -49,6 +51,9 @@ class StepTables : public ::testing::Test {
       ix.tensor_payload.push_back({.tensorname = n, .start_idx = at, .length = 100});
       at += 100;
     }
+    // The same names again in the same file, as their shapes (a second mention of each tensor).
+    if (shape)
+      for (const auto& n : names) ix.shape_payload.push_back({.tensorname = n, .shape = *shape});
     write(fmt::format("index/{:09d}/{:012d}_{}.json", global / 1000, global, worker), format::serialize_index_json(ix));
   }
   void end() { write("training_job_end.ts", ""); }
@@ -188,6 +193,35 @@ TEST_F(StepTables, ManyStepsInOrderStayInOrder) {
   EXPECT_EQ(t->next_step(700).value(), std::optional<int64_t>(707));
   EXPECT_EQ(t->has_passed_step(701).value(), StepState::Unavailable);
   EXPECT_EQ(t->global_step(Mode::Train, 150), std::optional<int64_t>(1050));
+}
+
+TEST_F(StepTables, ManyWorkersKeepTheirOwnEntriesWhateverTheOrderTheyComeIn) {
+  // Each worker's index names its tensors twice (values, then shapes): the shape it gives is its
+  // number, so an entry registered under the wrong worker shows. Workers 4..7 come first, then a
+  // refresh brings workers 0..3 for the same steps, each inserted among the step's entries.
+  const int kWorkers = 8;
+  std::vector<std::string> workers;
+  for (int w = 0; w < kWorkers; ++w) workers.push_back(fmt::format("worker_{}", w));
+  collections(workers);
+  for (int64_t s = 0; s < 4; ++s)
+    for (int w = kWorkers / 2; w < kWorkers; ++w) index(s, workers[w], Mode::Train, s, {"a", "b"}, std::vector<int64_t>{w});
+  auto t = open();
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->tensor_workers("a", 2).value(), (Names(workers.begin() + kWorkers / 2, workers.end())));
+  for (int64_t s = 0; s < 4; ++s)
+    for (int w = 0; w < kWorkers / 2; ++w) index(s, workers[w], Mode::Train, s, {"b", "a"}, std::vector<int64_t>{w});
+  end();
+  ASSERT_TRUE(t->refresh());
+  EXPECT_EQ(t->steps().value(), (Steps{0, 1, 2, 3}));
+  for (int64_t s = 0; s < 4; ++s) {
+    for (const char* name : {"a", "b"}) {
+      auto listed = t->tensor_workers(name, s).value();
+      std::sort(listed.begin(), listed.end());
+      EXPECT_EQ(listed, workers) << name << " at " << s;
+      for (int w = 0; w < kWorkers; ++w)
+        EXPECT_EQ(t->shape(name, s, Mode::Global, workers[w]).value(), (Steps{w})) << name << " at " << s << " of " << workers[w];
+    }
+  }
 }
 
 }  // namespace
