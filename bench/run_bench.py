@@ -230,7 +230,7 @@ def main():
                          "script's own start (default 1000)")
     ap.add_argument("--many-steps", default="1000,10000,100000",
                     help="steps of the many-small-steps trials, comma-separated (11 small tensors per step; "
-                         "default 1000,10000,100000; 0 skips them)")
+                         "default 1000,10000,100000; 0 or \"\" skips them)")
     ap.add_argument("--many-workers", default="",
                     help="issue 31: worker counts of the one-trial-many-workers runs, comma-separated (e.g. "
                          "8,64,256; default \"\" skips them)")
@@ -348,7 +348,7 @@ def main():
                              theirs / med["evaluate_builtin"])))
         results["variants"]["%d_workers" % workers] = variant
 
-    if any(int(n) > 0 for n in args.many_steps.split(",")):
+    if any(int(n) > 0 for n in args.many_steps.split(",") if n.strip()):
         results["many_steps"] = many_steps(args, vigil, bench, plugins, env)
 
     if args.many_workers:

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -63,6 +64,13 @@ void name_this_thread(const char* name) {
 #else
   ::pthread_setname_np(::pthread_self(), truncated);
 #endif
+}
+
+size_t open_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  if (limit.rlim_cur == RLIM_INFINITY) return size_t(1) << 20;
+  return size_t(limit.rlim_cur);
 }
 
 void block_sigpipe_on_this_thread() {

@@ -38,6 +38,9 @@ void block_sigpipe_on_this_thread();
 // "vigil-..." so that one alive at the process's end can be told apart from the framework's.
 void name_this_thread(const char* name);
 
+// The process's soft limit on open descriptors (RLIMIT_NOFILE); 1024 when it cannot be read.
+size_t open_file_limit();
+
 using Deadline = std::optional<std::chrono::steady_clock::time_point>;  // nullopt: none
 
 // An fd this object owns: closed when it is destroyed or reset.

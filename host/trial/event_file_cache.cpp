@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <system_error>
 
 #include "common/os.h"
@@ -34,13 +35,35 @@ size_t EventFileCache::files_read_ahead() const {
   return read_ahead_;
 }
 
+void EventFileCache::keep_open_at_least(size_t files) {
+  const size_t most = std::max(kMinOpenFiles, os::open_file_limit() / 4);
+  std::lock_guard lock(mu_);
+  max_open_ = std::max(max_open_, std::min(files, most));
+}
+
+size_t EventFileCache::max_open_files() const {
+  std::lock_guard lock(mu_);
+  return max_open_;
+}
+
 std::shared_ptr<const storage::StoredObject> EventFileCache::find_open_locked(uint32_t id) const {
-  for (auto it = open_.begin(); it != open_.end(); ++it)
-    if (it->first == id) {
-      open_.splice(open_.begin(), open_, it);
-      return it->second;
-    }
-  return nullptr;
+  auto at = open_by_id_.find(id);
+  if (at == open_by_id_.end()) return nullptr;
+  open_.splice(open_.begin(), open_, at->second);
+  return at->second->second;
+}
+
+void EventFileCache::keep_locked(uint32_t id, std::shared_ptr<const storage::StoredObject> file) const {
+  if (auto at = open_by_id_.find(id); at != open_by_id_.end()) {  // opened twice: keep the newer
+    open_.erase(at->second);
+    open_by_id_.erase(at);
+  }
+  open_.emplace_front(id, std::move(file));
+  open_by_id_.emplace(id, open_.begin());
+  if (open_.size() > max_open_) {  // readers keep their own reference
+    open_by_id_.erase(open_.back().first);
+    open_.pop_back();
+  }
 }
 
 Result<std::shared_ptr<const storage::StoredObject>> EventFileCache::open(uint32_t id) const {
@@ -65,8 +88,7 @@ Result<std::shared_ptr<const storage::StoredObject>> EventFileCache::open(uint32
   if (!opened) return fail(opened.error());
   auto file = std::move(*opened);
   std::lock_guard lock(mu_);
-  open_.emplace_front(id, file);
-  if (open_.size() > kMaxOpenFiles) open_.pop_back();  // readers keep their own reference
+  keep_locked(id, file);
   return file;
 }
 
@@ -79,9 +101,7 @@ void EventFileCache::read_ahead_locked(uint32_t id) const {
   for (uint64_t next = id; next < end && wanted_.size() < kReadaheadFiles; ++next) {
     const auto n = uint32_t(next);
     if (pending_.contains(n) || names_[n].empty()) continue;
-    bool is_open = false;
-    for (const auto& [open_id, file] : open_) is_open = is_open || open_id == n;
-    if (is_open) continue;
+    if (open_by_id_.contains(n)) continue;
     wanted_.push_back(n);
     pending_.insert(n);
   }
@@ -117,8 +137,7 @@ void EventFileCache::readahead_work() const {
     }
     lock.lock();
     if (file) {
-      open_.emplace_front(id, std::move(file));
-      if (open_.size() > kMaxOpenFiles) open_.pop_back();
+      keep_locked(id, std::move(file));
       ++read_ahead_;
     }
     pending_.erase(id);

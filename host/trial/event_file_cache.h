@@ -32,10 +32,11 @@ namespace vigil {
 
 class EventFileCache {
  public:
-  static constexpr size_t kMaxOpenFiles = 64;
+  // Files kept open at least; more when a step has more (keep_open_at_least).
+  static constexpr size_t kMinOpenFiles = 64;
   static constexpr size_t kReadaheadFiles = 32;    // files opened ahead of an in-order reader
   static constexpr size_t kReadaheadThreads = 16;  // of those, opened at once (requests in flight)
-  static_assert(kReadaheadFiles < kMaxOpenFiles);
+  static_assert(kReadaheadFiles < kMinOpenFiles);
 
   explicit EventFileCache(const storage::ObjectStore& store) : store_(store) {}
   ~EventFileCache();  // waits for the openings in flight
@@ -48,11 +49,18 @@ class EventFileCache {
   // The open file (opened and checked once, then kept while among the most recently used).
   Result<std::shared_ptr<const storage::StoredObject>> open(uint32_t id) const;
 
+  // Keeps at least `files` open (within a quarter of the process's descriptor limit): a trial of W
+  // workers has W event files per step, and a rule reads each tensor of a step from every worker
+  // in turn, so fewer than W kept open would reopen every file once per tensor.
+  void keep_open_at_least(size_t files);
+  size_t max_open_files() const;
+
   // Files opened by the readahead so far (for tests and benchmarks).
   size_t files_read_ahead() const;
 
  private:
   std::shared_ptr<const storage::StoredObject> find_open_locked(uint32_t id) const;
+  void keep_locked(uint32_t id, std::shared_ptr<const storage::StoredObject> file) const;
   void read_ahead_locked(uint32_t id) const;
   void readahead_work() const;
 
@@ -60,7 +68,10 @@ class EventFileCache {
   mutable std::mutex mu_;  // guards everything below
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t> ids_;
-  mutable std::list<std::pair<uint32_t, std::shared_ptr<const storage::StoredObject>>> open_;  // most recent first
+  using OpenList = std::list<std::pair<uint32_t, std::shared_ptr<const storage::StoredObject>>>;
+  mutable OpenList open_;                                                // most recent first
+  mutable std::unordered_map<uint32_t, OpenList::iterator> open_by_id_;  // the same files, by id
+  size_t max_open_ = kMinOpenFiles;
   // The readahead.
   mutable std::optional<uint32_t> last_id_;  // the file opened last
   mutable size_t in_order_ = 0;              // files opened before it, each the one before the next

@@ -706,6 +706,7 @@ Result<std::shared_ptr<Trial>> Trial::open(std::shared_ptr<const storage::Object
       if (!parsed) return fail(parsed.error());
       state->collections = std::move(parsed->collections);
       state->num_workers = std::max<int64_t>(1, parsed->num_workers);
+      state->event_files.keep_open_at_least(2 * size_t(state->num_workers));  // this step's and the next's
       parsed_first = true;
     }
     if (parsed_first && int64_t(files.size()) >= state->num_workers) break;
