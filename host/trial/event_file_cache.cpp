@@ -36,7 +36,7 @@ size_t EventFileCache::files_read_ahead() const {
 }
 
 void EventFileCache::keep_open_at_least(size_t files) {
-  const size_t most = std::max(kMinOpenFiles, os::open_file_limit() / 4);
+  const size_t most = store_.is_local() ? std::max(kMinOpenFiles, os::open_file_limit() / 4) : kMaxOpenObjects;
   std::lock_guard lock(mu_);
   max_open_ = std::max(max_open_, std::min(files, most));
 }

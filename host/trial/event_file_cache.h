@@ -34,6 +34,8 @@ class EventFileCache {
  public:
   // Files kept open at least; more when a step has more (keep_open_at_least).
   static constexpr size_t kMinOpenFiles = 64;
+  // An object store's open file holds its first bytes (one GET): at most this many, ≤ 64 MiB.
+  static constexpr size_t kMaxOpenObjects = 256;
   static constexpr size_t kReadaheadFiles = 32;    // files opened ahead of an in-order reader
   static constexpr size_t kReadaheadThreads = 16;  // of those, opened at once (requests in flight)
   static_assert(kReadaheadFiles < kMinOpenFiles);
@@ -49,7 +51,8 @@ class EventFileCache {
   // The open file (opened and checked once, then kept while among the most recently used).
   Result<std::shared_ptr<const storage::StoredObject>> open(uint32_t id) const;
 
-  // Keeps at least `files` open (within a quarter of the process's descriptor limit): a trial of W
+  // Keeps at least `files` open (local files: within a quarter of the process's descriptor limit;
+  // object stores: within kMaxOpenObjects): a trial of W
   // workers has W event files per step, and a rule reads each tensor of a step from every worker
   // in turn, so fewer than W kept open would reopen every file once per tensor.
   void keep_open_at_least(size_t files);

@@ -18,11 +18,12 @@ namespace {
 // A store whose objects are all empty and that counts its openings.
 class OpeningCounter final : public storage::ObjectStore {
  public:
+  explicit OpeningCounter(bool local = true) : local_(local) {}
   mutable std::atomic<int> opened{0};
 
   std::string location() const override { return "/counted"; }
   std::string describe(std::string_view rel) const override { return "/counted/" + std::string(rel); }
-  bool is_local() const override { return true; }  // no readahead: every opening is the reader's
+  bool is_local() const override { return local_; }  // local: no readahead, every opening is the reader's
   Result<std::vector<storage::ObjectInfo>> list(std::string_view, std::string_view) const override { return {}; }
   Result<bool> folder_exists(std::string_view) const override { return true; }
   Result<std::string> read(std::string_view) const override { return std::string(); }
@@ -36,6 +37,7 @@ class OpeningCounter final : public storage::ObjectStore {
   }
 
  private:
+  bool local_;
   struct Empty final : storage::StoredObject {
     explicit Empty(std::string name) : name(std::move(name)) {}
     std::string name, etag;
@@ -82,6 +84,15 @@ TEST(EventFileCache, FilesKeptOpenStayWithinAQuarterOfTheDescriptorLimit) {
   EXPECT_EQ(cache.max_open_files(), std::max(EventFileCache::kMinOpenFiles, os::open_file_limit() / 4));
   cache.keep_open_at_least(10);  // never shrinks
   EXPECT_EQ(cache.max_open_files(), std::max(EventFileCache::kMinOpenFiles, os::open_file_limit() / 4));
+}
+
+TEST(EventFileCache, AnObjectStoresOpenFilesStayWithinTheirMemoryBound) {
+  OpeningCounter store(/*local=*/false);  // each open object holds its first bytes
+  EventFileCache cache(store);
+  cache.keep_open_at_least(2 * 100);
+  EXPECT_EQ(cache.max_open_files(), 200u);
+  cache.keep_open_at_least(2 * 4096);
+  EXPECT_EQ(cache.max_open_files(), EventFileCache::kMaxOpenObjects);
 }
 
 }  // namespace
