@@ -350,8 +350,12 @@ Result<void> Trial::State::register_index(const format::StepIndex& index, int64_
         for (; at != table.end() && at->mode_step == index.mode_step; ++at)
           if (at->saved.worker == worker_id) return at->saved;
       } else {
-        at = std::upper_bound(table.begin(), table.end(), index.mode_step,
-                              [](int64_t s, const StepEntry& e) { return s < e.mode_step; });
+        // The end when the step is the table's last (index files in step order): a binary search of
+        // a table of many workers' steps misses the cache at each probe.
+        at = table.back().mode_step == index.mode_step
+                 ? table.end()
+                 : std::upper_bound(table.begin(), table.end(), index.mode_step,
+                                    [](int64_t s, const StepEntry& e) { return s < e.mode_step; });
         if (at != table.begin()) {
           auto last = std::prev(at);
           if (last->mode_step == index.mode_step && last->saved.worker == worker_id) return last->saved;
