@@ -638,9 +638,10 @@ Result<WorkerStep> Trial::State::locate(std::string_view name, int64_t step, Mod
     if (!rec) return fail(Error::tensor_unavailable(std::string(name)));
   }
   auto pick = [&](std::span<const StepEntry> entries) -> Result<WorkerStep> {
-    if (worker) {
-      for (const auto& e : entries)
-        if (worker_names[e.saved.worker] == *worker) return e.saved;
+    if (worker) {  // compared by id: a name compared per entry made a step of W workers O(W^2) to read
+      if (auto id = worker_ids.find(*worker); id != worker_ids.end())
+        for (const auto& e : entries)
+          if (e.saved.worker == id->second) return e.saved;
       return fail(Error::invalid_worker(std::string(*worker)));
     }
     return std::min_element(entries.begin(), entries.end(), [&](const StepEntry& a, const StepEntry& b) {
