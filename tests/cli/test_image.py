@@ -4,11 +4,13 @@ third-party C plugin built here, the job, an output folder), it gives the status
 gives outside the image: built-in rules, the Python rule plugin with a rule file, the third-party
 plugin. The job also comes as VIGIL_JOB_JSON, and SIGTERM stops the rules (Stopped, exit 0).
 Skipped only where buildah is missing (scripts/install-deps.sh installs it)."""
+import glob
 import json
 import os
 import shutil
 import signal
 import subprocess
+import tarfile
 import time
 
 import pytest
@@ -133,6 +135,26 @@ def test_image_runs_as_vigil_with_its_labels(storage, container):
     assert config["Labels"]["org.opencontainers.image.version"] == "{MAJOR}.{MINOR}.{PATCH}".format(**field)
     assert config["Labels"]["dev.vigil.abi-version"] == "{MAJOR}.{MINOR}".format(**field)
     assert "VIGIL_PLUGIN_PATH=/opt/vigil/plugins" in config["Env"]
+
+
+def test_the_archive_is_the_image_the_kubernetes_manifests_run(image):
+    """The reference the archive carries (what `podman load`/`ctr import` tag it as) is the image
+    every evaluator container of deploy/kubernetes names, so the manifests run what the script built."""
+    import yaml  # kubernetes-validate's dependency, in .venv with it
+
+    with tarfile.open(image) as archive:
+        index = json.load(archive.extractfile("index.json"))
+    refs = {m.get("annotations", {}).get("org.opencontainers.image.ref.name") for m in index["manifests"]}
+    header = open(os.path.join(REPO, "abi", "include", "vigil", "version.h")).read()
+    version = ".".join(header.split("#define VIGIL_ABI_" + k + " ")[1].split()[0] for k in ("MAJOR", "MINOR", "PATCH"))
+    assert refs == {"vigil-evaluator:" + version}, refs
+    named = set()
+    for path in glob.glob(os.path.join(REPO, "deploy", "kubernetes", "*.yaml")):
+        for doc in yaml.safe_load_all(open(path)):
+            text = json.dumps(doc)
+            named.update(part.split('"')[0] for part in text.split('"image": "')[1:])
+    evaluator_images = {n for n in named if n.split("/")[-1].startswith("vigil-evaluator")}
+    assert evaluator_images == refs, (evaluator_images, refs)
 
 
 def descendant_named(pid, name):
