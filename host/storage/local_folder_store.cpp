@@ -110,9 +110,10 @@ class LocalFolderStore final : public ObjectStore {
     if (!opened) return fail(opened.error());
     std::string start;
     if (opened->size <= kOpenedStartBytes) {
-      start.resize(opened->size);
-      const os::IoOutcome got = os::read_at(opened->fd.get(), start, 0);
-      start.resize(got.bytes);  // short (the file shrank, or failed): the rest is read, or refused, by read_at
+      // Short (the file shrank, or the read failed): the rest is read, or refused, by read_at.
+      start.resize_and_overwrite(opened->size, [&](char* data, size_t size) {
+        return os::read_at(opened->fd.get(), {data, size}, 0).bytes;
+      });
     }
     return std::shared_ptr<const StoredObject>(
         std::make_shared<LocalObject>(std::move(opened->fd), opened->size, describe(relpath), std::move(start)));
