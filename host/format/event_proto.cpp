@@ -37,6 +37,10 @@ class Parser {
   }
 
   bool varint(uint64_t& out) {
+    if (p_ != end_ && *p_ < 0x80) {  // most tags and lengths are one byte
+      out = *p_++;
+      return true;
+    }
     uint64_t v = 0;
     for (int i = 0; i < 10; ++i) {
       if (p_ == end_) return fail("truncated varint");
