@@ -73,7 +73,10 @@ class LocalFolderStore final : public ObjectStore {
     // A relative path is joined as a string (this names every index file read); anything else as
     // std::filesystem joins it.
     if (relpath.empty() || relpath.front() == '/') return (path_ / relpath).string();
-    std::string out = path_.native();
+    const std::string& root = path_.native();
+    std::string out;
+    out.reserve(root.size() + 1 + relpath.size());  // one allocation (opening names every event file)
+    out.append(root);
     if (!out.empty() && out.back() != '/') out.push_back('/');
     return out.append(relpath);
   }
