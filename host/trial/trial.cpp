@@ -99,9 +99,10 @@ It step_lower_bound(It begin, It end, int64_t step, StepOf step_of) {
   if (step > last) return end;
   const auto n = std::distance(begin, end);
   It it = begin + std::min<ptrdiff_t>(ptrdiff_t(double(step - first) / double(last - first) * double(n - 1)), n - 1);
-  // `it` is past begin's step here only when it is past begin.
+  // On the step, or just past it: back to its first entry (begin's step is below `step`, so the
+  // walk stops before begin). Anywhere else: the binary search.
   if (step_of(*it) == step || (it != begin && step_of(*std::prev(it)) == step)) {
-    while (step_of(*std::prev(it)) == step) --it;  // to the first entry of the step (begin's is smaller)
+    while (step_of(*std::prev(it)) == step) --it;
     return it;
   }
   return std::lower_bound(begin, end, step, [&](const auto& e, int64_t s) { return step_of(e) < s; });
