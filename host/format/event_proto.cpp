@@ -37,6 +37,10 @@ class Parser {
   }
 
   bool varint(uint64_t& out) {
+    if (p_ != end_ && *p_ < 0x80) {  // most tags and lengths are one byte
+      out = *p_++;
+      return true;
+    }
     uint64_t v = 0;
     for (int i = 0; i < 10; ++i) {
       if (p_ == end_) return fail("truncated varint");
@@ -295,6 +299,7 @@ bool decode_plugin_data(Parser& p, std::vector<std::pair<std::string_view, std::
 }
 
 bool decode_metadata(Parser& p, std::vector<std::pair<std::string_view, std::string_view>>& out) {
+  out.reserve(2);  // smdebug writes two (mode_step, mode): one allocation per record, not two
   while (!p.done()) {
     uint32_t f = 0, w = 0;
     if (!p.tag(f, w)) return false;
@@ -344,7 +349,7 @@ bool decode_value(Parser& p, SummaryValueView& v) {
   using Kind = SummaryValueView::Kind;
   // `value` is a oneof: setting one member clears the others, as protobuf does.
   auto set_kind = [&](Kind k) {
-    if (v.kind != k) {
+    if (v.kind != k && v.kind != Kind::None) {  // a fresh value has nothing to clear
       v.tensor = TensorProtoView{};
       v.simple_value = 0;
       v.histogram = Histogram{};

@@ -207,7 +207,11 @@ Result<TrialRoot::OpenedFile> TrialRoot::open_by_name(std::string_view relpath) 
 Result<std::string> TrialRoot::read_file(std::string_view relpath) const {
   auto opened = open_file(relpath);
   if (!opened) return fail(opened.error());
-  std::string file = canonical_.native();  // for messages: joined as a string, not a path, per file
+  // For messages: joined as a string in one allocation, not a path, per file (every index file).
+  const std::string& root = canonical_.native();
+  std::string file;
+  file.reserve(root.size() + 1 + relpath.size());
+  file.append(root);
   if (file.back() != '/') file.push_back('/');
   return read_all(opened->fd.get(), file.append(relpath), opened->size);
 }

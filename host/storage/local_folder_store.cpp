@@ -19,10 +19,17 @@ namespace vigil::storage {
 namespace fs = std::filesystem;
 namespace {
 
+// A small file is read whole when it is opened, in the one read that costs, and its records are
+// then copied from memory: a step's event file of small tensors (a few KiB, one file per step as
+// smdebug writes them) took a pread per record, five per step for a rule reading five gradients.
+// Larger files are read a record at a time. Bytes past those read at opening (a writer that
+// appends) are read from the file.
+constexpr uint64_t kOpenedStartBytes = 16 * 1024;
+
 class LocalObject final : public StoredObject {
  public:
-  LocalObject(os::UniqueFd fd, uint64_t size, std::string description)
-      : fd_(std::move(fd)), size_(size), description_(std::move(description)) {}
+  LocalObject(os::UniqueFd fd, uint64_t size, std::string description, std::string start)
+      : fd_(std::move(fd)), size_(size), description_(std::move(description)), start_(std::move(start)) {}
   LocalObject(const LocalObject&) = delete;
   LocalObject& operator=(const LocalObject&) = delete;
 
@@ -34,6 +41,10 @@ class LocalObject final : public StoredObject {
   }
 
   Result<void> read_at(uint64_t offset, std::span<std::byte> out) const override {
+    if (offset <= start_.size() && out.size() <= start_.size() - offset) {
+      std::memcpy(out.data(), start_.data() + offset, out.size());
+      return {};
+    }
     const os::IoOutcome got = os::read_at(fd_.get(), std::span(reinterpret_cast<char*>(out.data()), out.size()), offset);
     if (got.bytes < out.size())
       return fail(Error::io(description_, got.error != 0 ? std::strerror(got.error) : "unexpected end of file"));
@@ -50,6 +61,7 @@ class LocalObject final : public StoredObject {
   os::UniqueFd fd_;
   uint64_t size_;
   std::string description_;
+  std::string start_;  // the file's first bytes, read when it was opened (all of a small file)
 };
 
 class LocalFolderStore final : public ObjectStore {
@@ -61,7 +73,10 @@ class LocalFolderStore final : public ObjectStore {
     // A relative path is joined as a string (this names every index file read); anything else as
     // std::filesystem joins it.
     if (relpath.empty() || relpath.front() == '/') return (path_ / relpath).string();
-    std::string out = path_.native();
+    const std::string& root = path_.native();
+    std::string out;
+    out.reserve(root.size() + 1 + relpath.size());  // one allocation (opening names every event file)
+    out.append(root);
     if (!out.empty() && out.back() != '/') out.push_back('/');
     return out.append(relpath);
   }
@@ -96,7 +111,15 @@ class LocalFolderStore final : public ObjectStore {
   Result<std::shared_ptr<const StoredObject>> open(std::string_view relpath) const override {
     auto opened = root_.open_file(relpath);
     if (!opened) return fail(opened.error());
-    return std::shared_ptr<const StoredObject>(std::make_shared<LocalObject>(std::move(opened->fd), opened->size, describe(relpath)));
+    std::string start;
+    if (opened->size <= kOpenedStartBytes) {
+      // Short (the file shrank, or the read failed): the rest is read, or refused, by read_at.
+      start.resize_and_overwrite(opened->size, [&](char* data, size_t size) {
+        return os::read_at(opened->fd.get(), {data, size}, 0).bytes;
+      });
+    }
+    return std::shared_ptr<const StoredObject>(
+        std::make_shared<LocalObject>(std::move(opened->fd), opened->size, describe(relpath), std::move(start)));
   }
 
   Result<bool> exists(std::string_view relpath) const override {

@@ -86,7 +86,7 @@ Result<TensorValue> RecordReader::read(const RecordLocation& where) const {
       content_shift_[where.length] = aligned;
     }
   }
-  return decode_tensor_value(event->values.front().tensor, buffer, ef.description(), where.start);
+  return decode_tensor_value(std::move(event->values.front().tensor), buffer, ef.description(), where.start);
 }
 
 }  // namespace vigil

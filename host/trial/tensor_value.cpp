@@ -73,7 +73,7 @@ TensorValue from_repeated(ElementType type, const std::vector<In>& in, const std
 
 }  // namespace
 
-Result<TensorValue> decode_tensor_value(const format::TensorProtoView& proto, std::shared_ptr<const void> owner,
+Result<TensorValue> decode_tensor_value(format::TensorProtoView proto, std::shared_ptr<const void> owner,
                                         std::string_view file, uint64_t offset) {
   auto count = element_count(proto.shape);
   if (!count) return fail(Error::corrupt(std::string(file), offset, "tensor shape has a negative or huge dimension"));
@@ -110,8 +110,8 @@ Result<TensorValue> decode_tensor_value(const format::TensorProtoView& proto, st
     std::span<const std::byte> bytes = std::as_bytes(proto.tensor_content);
     // Zero copy when the element alignment allows; otherwise one aligned copy.
     if (reinterpret_cast<uintptr_t>(bytes.data()) % info.item_size == 0)
-      return TensorValue::numeric(*type, proto.shape, bytes, std::move(owner));
-    return TensorValue::copy_of(*type, proto.shape, bytes);
+      return TensorValue::numeric(*type, std::move(proto.shape), bytes, std::move(owner));
+    return TensorValue::copy_of(*type, std::move(proto.shape), bytes);
   }
 
   using ET = ElementType;

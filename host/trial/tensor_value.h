@@ -67,10 +67,11 @@ struct AlignedBuffer {
   size_t size_;
 };
 
-// Turns a decoded TensorProto into a value. `owner` keeps the proto's bytes alive; `where`
-// (file and record offset) is used in error messages. Errors: NotSupported for a dtype Vigil cannot
-// decode, CorruptData when the content does not match the shape.
-[[nodiscard]] Result<TensorValue> decode_tensor_value(const format::TensorProtoView& proto, std::shared_ptr<const void> owner,
+// Turns a decoded TensorProto into a value (taken by value: a reader that moves it in gives the
+// value its shape without a copy). `owner` keeps the proto's bytes alive; `where` (file and record
+// offset) is used in error messages. Errors: NotSupported for a dtype Vigil cannot decode,
+// CorruptData when the content does not match the shape.
+[[nodiscard]] Result<TensorValue> decode_tensor_value(format::TensorProtoView proto, std::shared_ptr<const void> owner,
                                         std::string_view file, uint64_t offset);
 
 }  // namespace vigil

@@ -88,10 +88,29 @@ struct TensorRecord {
   std::array<std::vector<StepEntry>, kModeSlots> steps;
 };
 
+// std::lower_bound by step over a range sorted by step, trying first the place the step would have
+// if the range's steps were evenly spread (steps saved at a regular interval, by a fixed number of
+// workers): that guess is usually right, where a binary search's probes miss the cache in a long
+// job's tables, and the evaluator looks steps up a dozen times per step.
+template <class It, class StepOf>
+It step_lower_bound(It begin, It end, int64_t step, StepOf step_of) {
+  if (begin == end || step <= step_of(*begin)) return begin;
+  const int64_t first = step_of(*begin), last = step_of(*std::prev(end));
+  if (step > last) return end;
+  const auto n = std::distance(begin, end);
+  It it = begin + std::min<ptrdiff_t>(ptrdiff_t(double(step - first) / double(last - first) * double(n - 1)), n - 1);
+  // On the step, or just past it: back to its first entry (begin's step is below `step`, so the
+  // walk stops before begin). Anywhere else: the binary search.
+  if (step_of(*it) == step || (it != begin && step_of(*std::prev(it)) == step)) {
+    while (step_of(*std::prev(it)) == step) --it;
+    return it;
+  }
+  return std::lower_bound(begin, end, step, [&](const auto& e, int64_t s) { return step_of(e) < s; });
+}
+
 // The entries of one mode step in a tensor's table (empty when it has none).
 std::span<const StepEntry> entries_at(const std::vector<StepEntry>& table, int64_t mode_step) {
-  auto lo = std::lower_bound(table.begin(), table.end(), mode_step,
-                             [](const StepEntry& e, int64_t s) { return e.mode_step < s; });
+  auto lo = step_lower_bound(table.begin(), table.end(), mode_step, [](const StepEntry& e) { return e.mode_step; });
   auto hi = lo;
   while (hi != table.end() && hi->mode_step == mode_step) ++hi;
   return {lo, hi};
@@ -211,8 +230,7 @@ struct Trial::State {
   Result<void> refresh_locked();
   // The global step's entry, or nullptr.
   const GlobalStep* global_entry(int64_t g) const {
-    auto it = std::lower_bound(global_steps.begin(), global_steps.end(), g,
-                               [](const GlobalStep& e, int64_t s) { return e.step < s; });
+    auto it = step_lower_bound(global_steps.begin(), global_steps.end(), g, [](const GlobalStep& e) { return e.step; });
     return it != global_steps.end() && it->step == g ? &*it : nullptr;
   }
   // The global step's entry, made when missing (in its place: usually at the end).
@@ -791,7 +809,12 @@ Result<std::vector<std::string>> Trial::tensor_names(const TensorNameQuery& q) {
   std::lock_guard lock(state_->mu);
   if (auto r = state_->refresh_locked(); !r) return fail(r.error());
   auto& s = *state_;
-  std::vector<uint32_t> candidates;  // tensor ids, in name order
+  std::vector<uint32_t> candidates;  // tensor ids, in name order once sort_by_name has run
+  auto sort_by_name = [&](std::vector<uint32_t>& ids) {
+    std::sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) { return s.tensors[a].name < s.tensors[b].name; });
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  };
+  bool by_step = false;  // candidates are a step's, in registration order: sorted once filtered
   if (!q.step) {
     const uint8_t bit = q.mode == Mode::Global ? 0 : uint8_t(1u << mode_slot(q.mode));
     for (uint32_t id : s.tensors_by_name())
@@ -799,13 +822,12 @@ Result<std::vector<std::string>> Trial::tensor_names(const TensorNameQuery& q) {
   } else if (auto g = s.to_global(q.mode, *q.step)) {
     if (const GlobalStep* e = s.global_entry(*g)) {
       candidates = e->tensors;
-      std::sort(candidates.begin(), candidates.end(),
-                [&](uint32_t a, uint32_t b) { return s.tensors[a].name < s.tensors[b].name; });
-      candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+      by_step = true;
     }
   }
   std::vector<std::string> out;
   if (q.regex.empty() && !c) {
+    if (by_step) sort_by_name(candidates);
     out.reserve(candidates.size());
     for (uint32_t id : candidates) out.push_back(s.tensors[id].name);
     return out;
@@ -826,7 +848,8 @@ Result<std::vector<std::string>> Trial::tensor_names(const TensorNameQuery& q) {
   }
   State::NameFilter& f = filter->second;
   if (f.member.size() < s.tensors.size()) f.member.resize(s.tensors.size(), -1);
-  for (uint32_t id : candidates) {
+  // Filtered in place, then (a step's) sorted: the members only, not every tensor of the step.
+  std::erase_if(candidates, [&](uint32_t id) {
     int8_t& m = f.member[id];
     if (m < 0) {
       const std::string& name = s.tensors[id].name;
@@ -834,8 +857,11 @@ Result<std::vector<std::string>> Trial::tensor_names(const TensorNameQuery& q) {
       m = listed || std::any_of(f.patterns.begin(), f.patterns.end(),
                                 [&](const std::regex& re) { return regex_search_bounded(name, re); });
     }
-    if (m) out.push_back(s.tensors[id].name);
-  }
+    return m == 0;
+  });
+  if (by_step) sort_by_name(candidates);
+  out.reserve(candidates.size());
+  for (uint32_t id : candidates) out.push_back(s.tensors[id].name);
   return out;
 }
 

@@ -224,5 +224,50 @@ TEST_F(StepTables, ManyWorkersKeepTheirOwnEntriesWhateverTheOrderTheyComeIn) {
   }
 }
 
+// Lookups guess an entry's place from the first and last steps (steps evenly spread) before a
+// binary search: steps spread unevenly, workers missing at some steps and a tensor saved at some
+// steps only must still find each (step, worker)'s own entry, and none between steps. Each entry's
+// shape is its step and worker, so a neighbour's entry shows.
+TEST_F(StepTables, UnevenlySpreadStepsAndWorkersFindTheirOwnEntries) {
+  const std::vector<std::string> workers{"worker_0", "worker_1", "worker_2"};
+  collections(workers);
+  Steps steps;
+  for (int64_t s = 0; s < 40; ++s) steps.push_back(s);           // dense
+  for (int64_t s = 100; s < 3000; s += 97) steps.push_back(s);   // sparse
+  for (int64_t s = 5000; s < 5020; ++s) steps.push_back(s);      // dense again
+  // Worker w saves at a step unless (step + w) % 5 == 0 (but worker_0 always does); "odd" is saved
+  // at odd steps only.
+  auto saves = [](int64_t s, int w) { return w == 0 || (s + w) % 5 != 0; };
+  for (int64_t s : steps)
+    for (int w = 0; w < 3; ++w) {
+      if (!saves(s, w)) continue;
+      Names names{"x"};
+      if (s % 2) names.push_back("odd");
+      index(s, workers[w], Mode::Train, s, names, std::vector<int64_t>{s, w});
+    }
+  end();
+  auto t = open();
+  ASSERT_TRUE(t);
+  for (int64_t s = 0; s <= steps.back() + 2; ++s) {
+    const bool saved = std::binary_search(steps.begin(), steps.end(), s);
+    for (const char* name : {"x", "odd"}) {
+      const bool has = saved && (std::string_view(name) == "x" || s % 2);
+      auto listed = t->tensor_workers(name, s);
+      ASSERT_EQ(bool(listed), has) << name << " at " << s;
+      if (!has) continue;
+      Names want;
+      for (int w = 0; w < 3; ++w)
+        if (saves(s, w)) want.push_back(workers[w]);
+      std::sort(listed->begin(), listed->end());
+      ASSERT_EQ(*listed, want) << name << " at " << s;
+      for (int w = 0; w < 3; ++w) {
+        if (!saves(s, w)) continue;
+        ASSERT_EQ(t->shape(name, s, Mode::Global, workers[w]).value(), (Steps{s, w})) << name << " at " << s;
+      }
+    }
+  }
+  EXPECT_EQ(t->steps().value(), steps);
+}
+
 }  // namespace
 }  // namespace vigil
