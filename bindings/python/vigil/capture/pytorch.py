@@ -118,13 +118,16 @@ def make_numpy_array(value):
                 return t.numpy()
             except RuntimeError as e:  # another tensor subclass: that tensor is skipped, not the hook
                 raise TypeError(str(e)) from None
-        if not t.is_contiguous():
+        copied = not t.is_contiguous()
+        if copied:
             t = t.contiguous()  # a copy with a storage of its own
         nbytes = t.numel() * t.element_size()
         if nbytes == 0:
             return np.empty(tuple(t.shape), dtype=dtype)
-        view = np.frombuffer((ctypes.c_byte * nbytes).from_address(t.data_ptr()), dtype=dtype)
-        return view.reshape(tuple(t.shape))
+        buffer = (ctypes.c_byte * nbytes).from_address(t.data_ptr())
+        if copied:
+            buffer.owner = t  # the view holds the copy (the caller holds only the original)
+        return np.frombuffer(buffer, dtype=dtype).reshape(tuple(t.shape))
     if isinstance(value, np.ndarray):
         return value
     if isinstance(value, (bool, int, float, np.generic)):
