@@ -81,7 +81,7 @@ class PyQueuedWriter {
                      bool save_shape, const std::vector<std::pair<std::string, bool>>& reductions, bool save_raw) {
     const std::optional<ElementType> type = element_type_of_numpy(dtype);
     if (!type || *type == ElementType::String)
-      throw HostError(Error::not_supported("cannot save numpy dtype " + py::str(dtype).cast<std::string>()));
+      throw HostError(Error::not_supported("cannot save numpy dtype " + py::str(py::handle(dtype)).cast<std::string>()));
     size_t count = 1;
     for (const int64_t d : shape) {
       if (d < 0) throw HostError(Error::invalid_argument("a negative dimension"));
