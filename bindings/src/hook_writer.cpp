@@ -80,7 +80,8 @@ class PyQueuedWriter {
   void write_address(const std::string& name, uintptr_t address, const std::vector<int64_t>& shape, const py::dtype& dtype,
                      bool save_shape, const std::vector<std::pair<std::string, bool>>& reductions, bool save_raw) {
     const std::optional<ElementType> type = element_type_of_numpy(dtype);
-    if (!type || *type == ElementType::String)
+    const auto item = size_t(dtype.itemsize());
+    if (!type || *type == ElementType::String || item == 0)
       throw HostError(Error::not_supported("cannot save numpy dtype " + py::str(py::handle(dtype)).cast<std::string>()));
     size_t count = 1;
     for (const int64_t d : shape) {
@@ -89,7 +90,6 @@ class PyQueuedWriter {
         throw HostError(Error::invalid_argument("a value larger than the address space"));
       count *= size_t(d);
     }
-    const auto item = size_t(dtype.itemsize());
     if (count > std::numeric_limits<size_t>::max() / item)
       throw HostError(Error::invalid_argument("a value larger than the address space"));
     if (count == 0 && !save_shape) return;  // as write(): nothing for a value of no elements

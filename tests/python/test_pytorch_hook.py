@@ -568,3 +568,26 @@ def test_a_name_save_tensor_puts_in_a_collection_is_saved_from_then_on(tmp_path)
     hook.close()
     tr = vigil.create_trial(str(tmp_path / "t"))
     assert tr.tensor("fc2_output_0").steps() == [1, 2]
+
+
+def test_write_address_refuses_shapes_and_dtypes_it_cannot_bound(tmp_path):
+    """The writer's by-address call sizes the value from its shape and dtype: a negative dimension, a
+    size past the address space and a dtype that is not a number are refused before any byte is read."""
+    from vigil import _vigil
+    writer = _vigil.QueuedWriter(str(tmp_path / "t"), "worker_0", 1, 1 << 20)
+    writer.begin_step(0, 1, 0)
+    f32 = np.dtype(np.float32)
+    for shape, dtype, message in (([-1], f32, "negative dimension"), ([1 << 62, 1 << 62], f32, "address space"),
+                                  ([1 << 62], np.dtype(np.float64), "address space"),
+                                  ([1], np.dtype("U3"), "cannot save numpy dtype"),
+                                  ([1], np.dtype(object), "cannot save numpy dtype")):
+        with pytest.raises(Exception, match=message):
+            writer.write_address("x", 8, shape, dtype, False, [], True)
+    value = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    writer.write_address("ok", value.data_ptr(), list(value.shape), f32, False, [], True)
+    writer.end_step()
+    collections = vigil.collection.CollectionManager()
+    collections.get("default").add_tensor_name("ok")
+    writer.publish_collections(json.dumps(collections.to_json_dict()))
+    assert writer.close(True) is None
+    assert np.array_equal(vigil.create_trial(str(tmp_path / "t")).tensor("ok").value(0), value.numpy())
