@@ -2,6 +2,8 @@
 // training thread hands over numpy arrays (zero-copy views of the framework's CPU tensors); each is
 // copied once into the queue and everything else happens on the writer thread. Nothing raises
 // into the training loop: failures are reported by error() and close().
+#include <limits>
+
 #include "bindings.h"
 #include "format/collections_json.h"
 #include "writer/capture_policy.h"
@@ -68,6 +70,36 @@ class PyQueuedWriter {
       data.bytes = std::span<const std::byte>(static_cast<const std::byte*>(contiguous.data()),
                                               static_cast<size_t>(contiguous.nbytes()));
     }
+    writer_->write(request, data);  // copies into the queue
+  }
+
+  // The same for a value the caller holds at `address` in C order (a CPU tensor of the PyTorch hook:
+  // its data pointer, shape and numpy dtype): no numpy view is made per value. Like write(), a value
+  // of no elements writes its shape only, when asked. The address is trusted as a view's would be:
+  // the caller's own tensor, alive for the call.
+  void write_address(const std::string& name, uintptr_t address, const std::vector<int64_t>& shape, const py::dtype& dtype,
+                     bool save_shape, const std::vector<std::pair<std::string, bool>>& reductions, bool save_raw) {
+    const std::optional<ElementType> type = element_type_of_numpy(dtype);
+    const auto item = size_t(dtype.itemsize());
+    if (!type || *type == ElementType::String || item == 0)
+      throw HostError(Error::not_supported("cannot save numpy dtype " + py::str(py::handle(dtype)).cast<std::string>()));
+    size_t count = 1;
+    for (const int64_t d : shape) {
+      if (d < 0) throw HostError(Error::invalid_argument("a negative dimension"));
+      if (d != 0 && count > std::numeric_limits<size_t>::max() / size_t(d))
+        throw HostError(Error::invalid_argument("a value larger than the address space"));
+      count *= size_t(d);
+    }
+    if (count > std::numeric_limits<size_t>::max() / item)
+      throw HostError(Error::invalid_argument("a value larger than the address space"));
+    if (count == 0 && !save_shape) return;  // as write(): nothing for a value of no elements
+    writer::TensorRequest request{name, save_shape, {}, save_raw && count > 0, std::nullopt};
+    if (count > 0)
+      for (const auto& [op, abs] : reductions) request.reductions.push_back({op, abs});
+    TensorData data;
+    data.dtype = *type;
+    data.shape = shape;
+    if (count > 0) data.bytes = std::span<const std::byte>(reinterpret_cast<const std::byte*>(address), count * item);
     writer_->write(request, data);  // copies into the queue
   }
 
@@ -189,6 +221,9 @@ void register_hook_writer(py::module_& m) {
            py::arg("expected_bytes") = 0)
       .def("write", &PyQueuedWriter::write, py::arg("name"), py::arg("value"), py::arg("save_shape"),
            py::arg("reductions"), py::arg("save_raw"), py::arg("wall_time") = py::none())
+      .def("write_address", &PyQueuedWriter::write_address, py::arg("name"), py::arg("address"), py::arg("shape"),
+           py::arg("dtype"), py::arg("save_shape"), py::arg("reductions"), py::arg("save_raw"),
+           "write() of a C-order value at `address` (the PyTorch hook's CPU tensors: no numpy view per value)")
       .def("end_step", &PyQueuedWriter::end_step)
       .def("publish_collections", &PyQueuedWriter::publish_collections)
       .def("close", &PyQueuedWriter::close, py::arg("end_marker"))

@@ -503,3 +503,91 @@ def test_a_training_process_that_dies_leaves_a_readable_trial(tmp_path):
     for s in steps:
         assert tr.tensor("gradient/Sequential_0.weight").value(s).shape == (256, 64)
     assert not tr.loaded_all_steps  # no end marker: the run did not finish
+
+
+class _OddOutputs(torch.nn.Module):
+    """Outputs of each kind the hook writes: a strided view, a value of no elements, a bfloat16 one."""
+
+    def forward(self, x):
+        return x.t(), x[:0], x.to(torch.bfloat16)
+
+
+def test_plain_cpu_tensors_are_written_by_address_and_read_back_exactly(tmp_path, monkeypatch):
+    """A plain CPU tensor in C order goes to the writer by its address (no numpy view of it is made);
+    a strided one takes the general path, through a copy in C order that lives until it is queued.
+    Both read back as the tensors were, with their reductions and shapes, and a value of no elements
+    leaves its shape only."""
+    from vigil.capture import pytorch as hook_module
+    viewed = []
+    real_view = hook_module.make_numpy_array
+    monkeypatch.setattr(hook_module, "make_numpy_array", lambda value: viewed.append(value) or real_view(value))
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["weights", "biases", "gradients", "outs", "low"])
+    outs = hook.get_collection("outs")
+    outs.include("^0_output_|^1_output_[01]")
+    hook.get_collection("low").include("^1_output_2")  # raw only: smdebug reads no bfloat16 reduction
+    outs.reduction_config = smd.ReductionConfig(reductions=["max"], save_raw_tensor=True, save_shape=True)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), _OddOutputs())
+    hook.register_module(model)
+    x = torch.randn(5, 4)
+    strided, empty, bf16 = model(x)
+    (strided.sum() + bf16.float().sum()).backward()
+    hook.close()
+    assert len(viewed) == 1 and viewed[0] is strided  # the strided view only
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    linear = model[0]
+    assert np.array_equal(tr.tensor("Sequential_0.weight").value(0), linear.weight.detach().numpy())
+    assert np.array_equal(tr.tensor("gradient/Sequential_0.weight").value(0), linear.weight.grad.numpy())
+    assert np.array_equal(tr.tensor("gradient/Sequential_0.bias").value(0), linear.bias.grad.numpy())
+    out = linear(x).detach()
+    t = tr.tensor("0_output_0")
+    assert np.array_equal(t.value(0), out.numpy()) and t.shape(0) == (5, 3)
+    assert t.reduction_value(0, "max") == pytest.approx(float(out.max()))
+    assert np.array_equal(tr.tensor("1_output_0").value(0), out.t().numpy())
+    assert np.array_equal(tr.tensor("1_output_2").value(0), out.to(torch.bfloat16).float().numpy())
+    assert tr.tensor("1_output_1").shape(0) == (0, 3)
+    with pytest.raises(vigil.exceptions.TensorUnavailableForStep):
+        tr.tensor("1_output_1").value(0)
+
+
+def test_a_name_save_tensor_puts_in_a_collection_is_saved_from_then_on(tmp_path):
+    """The hook asks the core's plan for a name once while the due collections stay the same;
+    save_tensor joining the name to a collection changes its plan from then on."""
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["weights", "losses"])
+    model, crit = Net(), torch.nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(crit)
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    for step in range(3):
+        out = model(x)
+        if step == 1:
+            hook.save_tensor("fc2_output_0", out, "weights")
+        crit(out, y).backward()
+    hook.close()
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    assert tr.tensor("fc2_output_0").steps() == [1, 2]
+
+
+def test_write_address_refuses_shapes_and_dtypes_it_cannot_bound(tmp_path):
+    """The writer's by-address call sizes the value from its shape and dtype: a negative dimension, a
+    size past the address space and a dtype that is not a number are refused before any byte is read."""
+    from vigil import _vigil
+    writer = _vigil.QueuedWriter(str(tmp_path / "t"), "worker_0", 1, 1 << 20)
+    writer.begin_step(0, 1, 0)
+    f32 = np.dtype(np.float32)
+    for shape, dtype, message in (([-1], f32, "negative dimension"), ([1 << 62, 1 << 62], f32, "address space"),
+                                  ([1 << 62], np.dtype(np.float64), "address space"),
+                                  ([1], np.dtype("U3"), "cannot save numpy dtype"),
+                                  ([1], np.dtype(object), "cannot save numpy dtype")):
+        with pytest.raises(Exception, match=message):
+            writer.write_address("x", 8, shape, dtype, False, [], True)
+    value = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    writer.write_address("ok", value.data_ptr(), list(value.shape), f32, False, [], True)
+    writer.end_step()
+    collections = vigil.collection.CollectionManager()
+    collections.get("default").add_tensor_name("ok")
+    writer.publish_collections(json.dumps(collections.to_json_dict()))
+    assert writer.close(True) is None
+    assert np.array_equal(vigil.create_trial(str(tmp_path / "t")).tensor("ok").value(0), value.numpy())

@@ -90,6 +90,8 @@ class BaseHook(ABC):
         self.exported_collections = False
         self._policy = None  # the capture core, given the collections when the first step begins
         self._due = None  # its due collections at this step and mode, once asked (every module hook asks)
+        # The core's plans by tensor name, for as long as the due collections stay the same (_plan)
+        self._plans, self._plans_due = {}, None
         self.written_tensor_name_for_step = {}
         self.scalar_cache = []
         self.custom_tensors_to_save = {}
@@ -265,6 +267,7 @@ class BaseHook(ABC):
             c.save_config = SaveConfig.from_dict(done["save_config"])
         self._policy = policy
         self._due = None
+        self._plans, self._plans_due = {}, None
 
     @property
     def tensor_to_collections(self):
@@ -284,7 +287,22 @@ class BaseHook(ABC):
         due = self._due
         if due is None:
             due = self._due = tuple(self._policy.due_collections())
+            if due != self._plans_due:
+                self._plans, self._plans_due = {}, due
         return due
+
+    def _plan(self, tensor_name):
+        """The core's plan for a tensor of the hook's own at this step (None: nothing of it is saved),
+        asked once per name while the due collections stay the same: a plan is the due collections
+        that hold the name (the core records it in them the first time), and what they save of it.
+        Only save_tensor's join() changes which collections hold a name; it empties the cache."""
+        self._get_collections_to_save_for_step()
+        plans = self._plans
+        try:
+            return plans[tensor_name]
+        except KeyError:
+            plan = plans[tensor_name] = self._policy.plan(tensor_name, True)
+            return plan
 
     def _sync_tensor_names(self):
         """The Collection objects list the names the core recorded in them."""
@@ -410,7 +428,7 @@ class BaseHook(ABC):
     def _save_for_tensor(self, tensor_name, tensor_value, check_before_write=True, layout=None):
         """`layout`: where the value sits in a larger tensor, when the hook knows it rather than the
         value (format/shard_layout.h)."""
-        plan = self._policy.plan(tensor_name, check_before_write)
+        plan = self._plan(tensor_name) if check_before_write else self._policy.plan(tensor_name, False)
         if plan is not None:
             self._write_for_tensor(tensor_name, tensor_value, plan, layout)
 
@@ -488,10 +506,14 @@ class BaseHook(ABC):
     def _save_custom_tensors_post_step(self):
         """A flush point: each pending value joins its collections and is written into the open
         step; with no step open (the step saves nothing) it is dropped, as smdebug drops it."""
+        if not self.custom_tensors_to_save:
+            return  # every gradient and module hook of a saving step calls this
         pending, self.custom_tensors_to_save = self.custom_tensors_to_save, {}
         for name, (value, coll_names) in pending.items():
             for c in coll_names:
                 self.collection_manager.get(c).add_tensor_name(name)
+            if self._policy is not None:
+                self._plans, self._plans_due = {}, None  # the name's collections change
             if self._policy is not None and self._policy.join(name, coll_names):
                 self._write_raw_tensor_simple(name, self._make_numpy_array(value))
 

@@ -89,6 +89,12 @@ for _name in ("float8_e4m3fn", "float8_e5m2"):
         _NUMPY_DTYPES[getattr(torch, _name)] = _raw_bits(np.uint8, _name)
 
 
+# The tensors the hook reads by address (Hook._save_for_tensor): exactly these types, not subclasses
+# (DTensor, FSDP's flat parameters, other wrappers take the general path).
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+_QueuedWriter = _vigil.QueuedWriter
+
+
 def make_numpy_array(value):
     """A numpy view of a CPU tensor (a copy only for other devices), numpy arrays as they are, and
     Python scalars as 1-element arrays. bfloat16 and float8 tensors come as their raw bits, their
@@ -112,13 +118,16 @@ def make_numpy_array(value):
                 return t.numpy()
             except RuntimeError as e:  # another tensor subclass: that tensor is skipped, not the hook
                 raise TypeError(str(e)) from None
-        if not t.is_contiguous():
+        copied = not t.is_contiguous()
+        if copied:
             t = t.contiguous()  # a copy with a storage of its own
         nbytes = t.numel() * t.element_size()
         if nbytes == 0:
             return np.empty(tuple(t.shape), dtype=dtype)
-        view = np.frombuffer((ctypes.c_byte * nbytes).from_address(t.data_ptr()), dtype=dtype)
-        return view.reshape(tuple(t.shape))
+        buffer = (ctypes.c_byte * nbytes).from_address(t.data_ptr())
+        if copied:
+            buffer.owner = t  # the view holds the copy (the caller holds only the original)
+        return np.frombuffer(buffer, dtype=dtype).reshape(tuple(t.shape))
     if isinstance(value, np.ndarray):
         return value
     if isinstance(value, (bool, int, float, np.generic)):
@@ -598,8 +607,9 @@ class Hook(CallbackHook):
                 # the optimizer step.
                 self._watch_sharded(module)
             else:
+                prefix = _class_name(module) + "_"
                 for name, param in module.named_parameters():
-                    self._save_for_tensor(_class_name(module) + "_" + name, param.data)
+                    self._save_for_tensor(prefix + name, param)
         self._sync_step_hooks()
         self._hooked_step, self._module_hook_calls = bool(self._forward_handles), 0
         if self.last_saved_step is not None and not self.exported_collections:
@@ -686,20 +696,38 @@ class Hook(CallbackHook):
         self.last_saved_step = self.step
 
     def backward_hook(self, tname):
+        name = self.GRADIENT_PREFIX + tname
+
         def back(grad):
-            self._on_gradient(tname, grad)
+            self._on_gradient(name, grad)
             return None  # the gradient is left as it is
         return back
 
     @never_raises
-    def _on_gradient(self, tname, grad):
-        """A parameter's gradient: saved on a step that saves, then the pending save_tensor values
-        are flushed (on any step)."""
-        if not self.prepared_collections:
+    def _on_gradient(self, name, grad):
+        """A parameter's gradient (`name`: gradient/<param>): saved on a step that saves, then the
+        pending save_tensor values are flushed (on any step)."""
+        if self._policy is None:
             return
         if grad is not None and self._get_collections_to_save_for_step():
-            self._save_for_tensor(self.GRADIENT_PREFIX + tname, grad)
+            self._save_for_tensor(name, grad)
         self._save_custom_tensors_post_step()
+
+    def _save_for_tensor(self, tensor_name, tensor_value, check_before_write=True, layout=None):
+        """A plain CPU tensor in C order goes to the writer by its address (one native call: no numpy
+        view, no detach); anything else (a device value, a tensor subclass, a dtype numpy lacks, a
+        strided view, TensorBoard on) takes the general path (_write_for_tensor)."""
+        plan = self._plan(tensor_name) if check_before_write else self._policy.plan(tensor_name, False)
+        if plan is None:
+            return
+        writer, t = self._writer, tensor_value
+        if (layout is None and type(writer) is _QueuedWriter and self._step_open and not self.tensorboard_dir
+                and type(t) in _PLAIN_TENSORS and t.is_cpu):
+            dtype = _NUMPY_DTYPES.get(t.dtype)
+            if dtype is not None and t.is_contiguous():
+                writer.write_address(tensor_name, t.data_ptr(), t.shape, dtype, plan[2], plan[3], plan[1])
+                return
+        self._write_for_tensor(tensor_name, tensor_value, plan, layout)
 
     @never_raises
     def record_tensor_value(self, tensor_name, tensor_value):

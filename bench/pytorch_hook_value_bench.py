@@ -1,0 +1,141 @@
+"""The PyTorch hook's cost per value on the training thread, split into its parts.
+
+The capture workload of bench/pytorch_hook_bench.py (24 x Linear(136, 136) + ReLU, batch 64, SGD, fp32, one thread; 97
+values a saving step) as several copies of the model in one process, their steps interleaved so that
+the machine's load drifts over all of them alike, each timed by the training thread's CPU time:
+
+  none          the model alone
+  no-op hooks   Python hooks that do nothing where Vigil attaches its own (the model's forward
+                pre-hook, every module's and the loss's forward hook, every parameter's gradient hook):
+                PyTorch's dispatch into Python
+  vigil         vigil.pytorch.Hook saving weights, biases, gradients and losses at every step
+  no copy       the same hook with the writer's write_address a no-op: the hook's Python alone
+  own buffers   the same hook copying each value into a buffer of its own, reused every step and
+                read by no other thread, instead of into the writer's queue
+
+usage: python bench/pytorch_hook_value_bench.py [--steps N] [--out-dir DIR]
+Prints per variant the training thread CPU time per step (minimum, 10th percentile, median), what
+each adds to `none` at the 10th percentile per step and per value, and the training thread's minor
+page faults per step, with the load average before and after. See docs/performance.md, "Per-value
+cost (hookvalue)".
+"""
+import argparse
+import ctypes
+import math
+import os
+import resource
+import shutil
+import tempfile
+import time
+
+VALUES_PER_STEP = 97  # 24 weights, 24 biases, their 48 gradients and the loss
+
+
+def make_model(torch):
+    layers = []
+    for _ in range(24):
+        layers += [torch.nn.Linear(136, 136), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers), torch.nn.MSELoss()
+
+
+class _WriterStandIn:
+    """The hook's writer with write_address replaced (every other call goes to the real writer):
+    `keep` False drops each value, True copies it into a buffer of its own, reused every step."""
+
+    def __init__(self, real, keep):
+        self.real, self.keep, self.buffers = real, keep, {}
+
+    def write_address(self, name, address, shape, dtype, *rest):
+        if self.keep:
+            nbytes = math.prod(shape) * dtype.itemsize
+            buffer = self.buffers.get(name)
+            if buffer is None:
+                buffer = self.buffers[name] = ctypes.create_string_buffer(max(nbytes, 1))
+            ctypes.memmove(buffer, address, nbytes)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=200, help="timed steps of each variant, default 200")
+    parser.add_argument("--out-dir", help="where the hooks' trials go (default: a temporary folder, on "
+                        "/dev/shm where there is one); removed at the end")
+    args = parser.parse_args()
+    import torch
+    import vigil.pytorch as smd
+    from vigil.capture import pytorch as hook_module
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    base = args.out_dir or tempfile.mkdtemp(prefix="vigil-value-bench-",
+                                            dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    x, y = torch.randn(64, 136), torch.randn(64, 136)
+    setups, hooks = {}, []
+    setups["none"] = make_model(torch)
+    model, crit = make_model(torch)
+    model.register_forward_pre_hook(lambda m, i: None)
+    for m in model.modules():
+        m.register_forward_hook(lambda m, i, o: None)
+    crit.register_forward_hook(lambda m, i, o: None)
+    for p in model.parameters():
+        p.register_hook(lambda g: None)
+    setups["no-op hooks"] = (model, crit)
+    for label, keep in (("vigil", None), ("no copy", False), ("own buffers", True)):
+        model, crit = make_model(torch)
+        hook = smd.Hook(out_dir=os.path.join(base, label.replace(" ", "-")), save_config=smd.SaveConfig(save_interval=1),
+                        include_collections=["weights", "biases", "gradients", "losses"])
+        hook.register_module(model)
+        hook.register_loss(crit)
+        hook.set_mode(smd.modes.TRAIN)
+        if keep is not None:
+            hook._writer = _WriterStandIn(hook._writer, keep)
+        hooks.append(hook)
+        setups[label] = (model, crit)
+    # The hook writes by address only to the writer's own type: the stand-ins are taken for it.
+    real_type = hook_module._QueuedWriter
+    hook_module._QueuedWriter = _WriterStandIn
+    optimizers = {k: torch.optim.SGD(m.parameters(), lr=1e-3) for k, (m, _) in setups.items()}
+
+    def step(k):
+        m, c = setups[k]
+        optimizers[k].zero_grad()
+        c(m(x), y).backward()
+        optimizers[k].step()
+
+    load0 = os.getloadavg()
+    times, faults = {k: [] for k in setups}, {k: 0 for k in setups}
+    try:
+        for k in setups:  # warm up (step 0 of each hook opens its trial)
+            for _ in range(5):
+                hook_module._QueuedWriter = real_type if k == "vigil" else _WriterStandIn
+                step(k)
+        for _ in range(args.steps):
+            for k in setups:
+                hook_module._QueuedWriter = real_type if k == "vigil" else _WriterStandIn
+                f0 = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+                t0 = time.thread_time()
+                step(k)
+                times[k].append(time.thread_time() - t0)
+                faults[k] += resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - f0
+    finally:
+        hook_module._QueuedWriter = real_type
+        for hook in hooks:
+            hook.close()
+        if not args.out_dir:
+            shutil.rmtree(base, ignore_errors=True)
+    print("torch {}, {} timed steps per variant, load {:.2f} {:.2f} {:.2f} -> {:.2f} {:.2f} {:.2f}".format(
+        torch.__version__, args.steps, *load0, *os.getloadavg()))
+    tenth = len(times["none"]) // 10
+    none = sorted(times["none"])[tenth]
+    for k, ts in times.items():
+        ts.sort()
+        added = ts[tenth] - none
+        print("  {:<12} thread CPU a step: min {:.3f} ms, 10th pct {:.3f} ms, median {:.3f} ms; added {:+.3f} ms "
+              "({:+.1f} us a value); {:.0f} page faults a step".format(
+                  k, 1e3 * ts[0], 1e3 * ts[tenth], 1e3 * ts[len(ts) // 2], 1e3 * added,
+                  1e6 * added / VALUES_PER_STEP, faults[k] / len(ts)))
+
+
+if __name__ == "__main__":
+    main()
