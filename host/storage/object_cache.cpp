@@ -156,9 +156,14 @@ class CachedObject final : public StoredObject {
   const std::string& description() const override { return remote_->description(); }
   const std::string& version() const override { return remote_->version(); }
   Result<uint64_t> current_size() const override { return remote_->current_size(); }
+  uint64_t bytes_held() const override { return remote_->bytes_held(); }
 
   Result<void> read_at(uint64_t offset, std::span<std::byte> out) const override {
     if (version().empty()) return remote_->read_at(offset, out);  // no version, nothing to key by
+    // Bytes the opening brought are in memory: a file per record there would cost a scan more
+    // than the read (a step's small event file is all held) and save a re-open nothing (it GETs them again).
+    if (const uint64_t held = remote_->bytes_held(); out.size() <= held && offset <= held - out.size())
+      return remote_->read_at(offset, out);
     const std::string key = range_key(*remote_, offset, out.size());
     if (cache_->get_into(key, out)) return {};
     if (auto r = remote_->read_at(offset, out); !r) return r;

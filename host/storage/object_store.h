@@ -37,6 +37,9 @@ class StoredObject {
   [[nodiscard]] virtual Result<uint64_t> current_size() const = 0;
   // The version read_at reads (S3: the ETag); empty when the store has none (local files).
   virtual const std::string& version() const = 0;
+  // How many of the object's first bytes it holds in memory since it was opened (S3: those of the
+  // opening GET): reads within them cost no request, so a cache in front keeps none of them.
+  virtual uint64_t bytes_held() const { return 0; }
 };
 
 class ObjectStore {

@@ -29,6 +29,7 @@ class S3StoredObject final : public StoredObject {
   uint64_t size() const override { return head_.size; }
   const std::string& description() const override { return description_; }
   const std::string& version() const override { return head_.etag; }
+  uint64_t bytes_held() const override { return start_.size(); }
 
   Result<void> read_at(uint64_t offset, std::span<std::byte> out) const override {
     if (offset > head_.size || out.size() > head_.size - offset)

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <filesystem>
 #include <map>
 #include <mutex>
 
@@ -21,6 +24,7 @@ class CountingStore final : public ObjectStore {
   };
   std::map<std::string, Object> objects;
   mutable int reads = 0, range_reads = 0;
+  uint64_t held_on_open = 0;  // the first bytes an opened object holds, as S3's opening GET brings them
 
   std::string location() const override { return "s3://fake/trial"; }
   std::string describe(std::string_view rel) const override { return "s3://fake/trial/" + std::string(rel); }
@@ -57,8 +61,9 @@ class CountingStore final : public ObjectStore {
     const std::string& description() const override { return name; }
     const std::string& version() const override { return etag; }
     Result<uint64_t> current_size() const override { return size(); }
+    uint64_t bytes_held() const override { return std::min<uint64_t>(store->held_on_open, size()); }
     Result<void> read_at(uint64_t offset, std::span<std::byte> out) const override {
-      ++store->range_reads;
+      if (offset + out.size() > bytes_held()) ++store->range_reads;  // a request
       const std::string& b = store->objects.at(rel).bytes;
       std::copy_n(reinterpret_cast<const std::byte*>(b.data()) + offset, out.size(), out.data());
       return {};
@@ -183,6 +188,30 @@ TEST(ObjectCache, RangesAreKeyedByVersionOffsetAndLength) {
   ASSERT_TRUE((*reopened)->read_at(2, out));
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.data()), 4), "cdef");
   EXPECT_EQ(c.remote->range_reads, 3);
+}
+
+// s3client: what the opening GET brought is read from memory; only the ranges past it (a request
+// each) are kept on disk. A scan of small event files stored a file per record before.
+TEST(ObjectCache, RangesWithinWhatTheOpenedObjectHoldsAreNotCached) {
+  test::ScratchDir dir;
+  Cached c(dir.path(), 1 << 20);
+  c.remote->held_on_open = 6;
+  c.remote->objects["events/a.tfevents"] = {"0123456789", "\"v1\""};
+  auto object = c.store->open("events/a.tfevents");
+  ASSERT_TRUE(object);
+  EXPECT_EQ((*object)->bytes_held(), 6u);
+  std::array<std::byte, 4> out{};
+  ASSERT_TRUE((*object)->read_at(2, out));  // bytes 2-5: held
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.data()), 4), "2345");
+  EXPECT_EQ(cache_stats(*c.store)->misses, 0u);
+  EXPECT_EQ(cache_stats(*c.store)->bytes_stored, 0u);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+  ASSERT_TRUE((*object)->read_at(3, out));  // bytes 3-6: one past what is held, a request, kept
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.data()), 4), "3456");
+  EXPECT_EQ(c.remote->range_reads, 1);
+  EXPECT_EQ(cache_stats(*c.store)->bytes_stored, 4u);
+  ASSERT_TRUE((*object)->read_at(3, out));
+  EXPECT_EQ(c.remote->range_reads, 1);
 }
 
 TEST(ObjectCache, StaysWithinItsBudgetByDroppingTheLeastRecentlyUsed) {
