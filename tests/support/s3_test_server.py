@@ -23,7 +23,8 @@ unless a fault plan says otherwise:
                                               a new continuation token each time (pagination forever)
 Every request the proxy sees is logged (method, path with query, status, and in_flight: how many
 requests the proxy was answering when it came, itself included; one counts until its answer starts), so tests count requests and see
-how many a client keeps in flight.
+how many a client keeps in flight. Clearing the log starts the count afresh: a request still being
+answered from before (an earlier test's delayed one that its client gave up on) is not counted.
 
 Use as a module (`with S3TestServer(buckets=["trials"]) as s3: ...`) or run it: it prints one JSON
 line with the addresses once both listen, and serves until its standard input closes.
@@ -91,6 +92,7 @@ class _FaultPlan:
         self.rules = []
         self.log = []
         self.in_flight = 0
+        self.generation = 0  # bumped when the log is cleared; in_flight counts this generation's only
 
     def take(self, method, target):
         with self.lock:
@@ -104,14 +106,21 @@ class _FaultPlan:
         return None
 
     def arrive(self):
-        """A request came in: how many are being answered now, this one included."""
+        """A request came in: its generation, and how many are being answered now, itself included."""
         with self.lock:
             self.in_flight += 1
-            return self.in_flight
+            return self.generation, self.in_flight
 
-    def leave(self):
+    def leave(self, generation):
         with self.lock:
-            self.in_flight -= 1
+            if generation == self.generation:
+                self.in_flight -= 1
+
+    def clear_log(self):
+        """Called with the lock held."""
+        self.log.clear()
+        self.generation += 1
+        self.in_flight = 0
 
     def record(self, method, target, status, in_flight=None):
         with self.lock:
@@ -141,7 +150,7 @@ def _proxy_handler(upstream_port, plan):
                 self.wfile.write(xml)
 
         def _forward(self):
-            self.in_flight = plan.arrive()
+            self.generation, self.in_flight = plan.arrive()
             self.counted = True
             try:
                 self._answer()
@@ -153,7 +162,7 @@ def _proxy_handler(upstream_port, plan):
             # once, and that one must not find this one still counted.
             if self.counted:
                 self.counted = False
-                plan.leave()
+                plan.leave(self.generation)
 
         def _answer(self):
             length = int(self.headers.get("Content-Length") or 0)
@@ -265,7 +274,7 @@ def _control_handler(plan):
                 if self.path == "/faults":
                     plan.rules = json.loads(body or b"[]")
                 elif self.path == "/requests/clear":
-                    plan.log.clear()
+                    plan.clear_log()
             self._reply({"ok": True})
 
     return Handler
@@ -345,7 +354,7 @@ class S3TestServer:
 
     def clear_requests(self):
         with self.plan.lock:
-            self.plan.log.clear()
+            self.plan.clear_log()
 
     def environment(self, through_proxy=True):
         """The AWS variables a client in a test uses to reach this server."""
