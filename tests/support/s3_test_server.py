@@ -23,8 +23,9 @@ unless a fault plan says otherwise:
                                               a new continuation token each time (pagination forever)
 Every request the proxy sees is logged (method, path with query, status, and in_flight: how many
 requests the proxy was answering when it came, itself included; one counts until its answer starts), so tests count requests and see
-how many a client keeps in flight. Clearing the log starts the count afresh: a request still being
-answered from before (an earlier test's delayed one that its client gave up on) is not counted.
+how many a client keeps in flight. Clearing the log starts it and the count afresh: a request still being
+answered from before (an earlier test's delayed one that its client gave up on) is neither counted
+nor logged.
 
 Use as a module (`with S3TestServer(buckets=["trials"]) as s3: ...`) or run it: it prints one JSON
 line with the addresses once both listen, and serves until its standard input closes.
@@ -92,7 +93,7 @@ class _FaultPlan:
         self.rules = []
         self.log = []
         self.in_flight = 0
-        self.generation = 0  # bumped when the log is cleared; in_flight counts this generation's only
+        self.generation = 0  # bumped when the log is cleared; in_flight and the log hold this generation only
 
     def take(self, method, target):
         with self.lock:
@@ -122,8 +123,10 @@ class _FaultPlan:
         self.generation += 1
         self.in_flight = 0
 
-    def record(self, method, target, status, in_flight=None):
+    def record(self, generation, method, target, status, in_flight=None):
         with self.lock:
+            if generation != self.generation:  # came before the log was cleared: not this log's
+                return
             self.log.append({"method": method, "path": target, "status": status, "in_flight": in_flight})
 
 
@@ -140,7 +143,7 @@ def _proxy_handler(upstream_port, plan):
         def _error(self, status, code):
             xml = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>%s</Code><Message>from the test "
                    "proxy</Message></Error>" % code).encode()
-            plan.record(self.command, self.path, status, self.in_flight)
+            plan.record(self.generation, self.command, self.path, status, self.in_flight)
             self._leave()
             self.send_response(status)
             self.send_header("Content-Type", "application/xml")
@@ -173,7 +176,7 @@ def _proxy_handler(upstream_port, plan):
             fault = plan.take(self.command, self.path)
             action = fault.get("action") if fault else None
             if action == "reset":
-                plan.record(self.command, self.path, "reset", self.in_flight)
+                plan.record(self.generation, self.command, self.path, "reset", self.in_flight)
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 self.close_connection = True
                 return
@@ -194,7 +197,7 @@ def _proxy_handler(upstream_port, plan):
             resp = conn.getresponse()
             data = resp.read()
             conn.close()
-            plan.record(self.command, self.path, resp.status, self.in_flight)
+            plan.record(self.generation, self.command, self.path, resp.status, self.in_flight)
             self._leave()
             send = data
             # A HEAD answer announces the object's length but carries no body.
@@ -216,7 +219,7 @@ def _proxy_handler(upstream_port, plan):
                 self.close_connection = True
 
         def _endless_body(self, fault):
-            plan.record(self.command, self.path, "endless_body", self.in_flight)
+            plan.record(self.generation, self.command, self.path, "endless_body", self.in_flight)
             self.send_response(int(fault.get("status", 200)))
             self.send_header("Content-Type", "application/xml")
             self.send_header("Connection", "close")  # no length: the body runs until the connection closes
@@ -239,7 +242,7 @@ def _proxy_handler(upstream_port, plan):
             xml = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><IsTruncated>true</IsTruncated>"
                    "<Contents><Key>endless/%d</Key><Size>1</Size></Contents>"
                    "<NextContinuationToken>page%d</NextContinuationToken></ListBucketResult>" % (page, page)).encode()
-            plan.record(self.command, self.path, 200, self.in_flight)
+            plan.record(self.generation, self.command, self.path, 200, self.in_flight)
             self.send_response(200)
             self.send_header("Content-Type", "application/xml")
             self.send_header("Content-Length", str(len(xml)))
