@@ -9,6 +9,7 @@ patiences), so a rule that fires on its pathology and not on the healthy run doe
 measures, not by its parameters."""
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -178,6 +179,19 @@ def evaluate(tmp, root, job_doc, name="status", follow=False):
     return {s["RuleConfigurationName"]: s for s in json.loads(status.read_text())["ProfilerRuleEvaluationStatuses"]}
 
 
+def machine_busy_seconds():
+    """CPU seconds the whole machine has spent busy since boot, from /proc/stat's cpu line."""
+    with open("/proc/stat") as f:
+        jiffies = [int(v) for v in f.readline().split()[1:9]]  # user nice system idle iowait irq softirq steal
+    return (sum(jiffies) - jiffies[3] - jiffies[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds():
+    """CPU seconds of this process's finished children and the descendants they waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """scenario -> (its folder, its profiler root, its statuses), each run trained once."""
@@ -188,8 +202,13 @@ def runs(tmp_path_factory):
         write_config(cfg, root)
         env = dict(os.environ, SMPROFILER_CONFIG_PATH=str(cfg),
                    PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        machine_before, own_before, start = machine_busy_seconds(), children_cpu_seconds(), time.monotonic()
         trained = subprocess.run([sys.executable, "-c", TRAINING, scenario, str(tmp), str(workers)], env=env,
                                  capture_output=True, text=True, timeout=300)
+        # What else kept the machine's cores busy while this run trained (other processes: the
+        # system usage report is machine-wide and counts them too), as a share of all its cores.
+        others = (machine_busy_seconds() - machine_before) - (children_cpu_seconds() - own_before)
+        (tmp / "machine.json").write_text(json.dumps({"others_share": others / ((time.monotonic() - start) * CORES)}))
         assert trained.returncode == 0, trained.stderr
         out[scenario] = (tmp, root, evaluate(tmp, root, job(SHORT_RUN, report=True), follow=True))
     return out
@@ -236,7 +255,15 @@ def test_a_cpu_hog_shows_in_the_system_usage_report(runs):
     hog, healthy = cpu("cpu_hog"), cpu("healthy")
     (node,) = hog.keys()
     assert hog[node]["p50"] >= 90, hog
-    assert hog[node]["p50"] > healthy[node]["p50"] + 10, (hog, healthy)
+    # The report is machine-wide, as SageMaker's: other work on the machine shows in it too. On a
+    # machine mostly left to the run, the hog stands out against the healthy run; when other
+    # processes kept half the cores busy or more while the healthy run trained (a build beside the
+    # tests, say: once the healthy run's p50 read 100 % too), the report must show that load instead.
+    others = json.loads((runs["healthy"][0] / "machine.json").read_text())["others_share"]
+    if others < 0.5:
+        assert hog[node]["p50"] > healthy[node]["p50"] + 10, (hog, healthy, others)
+    else:
+        assert healthy[node]["p50"] >= 50, (healthy, others)
 
 
 def test_heavy_writes_show_in_the_disk_metrics(runs):
