@@ -128,18 +128,23 @@ void VIGIL_CALL not_judged(vigil_session* s, const char* reason) {
   }
 }
 
+// The trial's query for a plugin's vigil_name_query (NULL: every name).
+TensorNameQuery name_query_of(const vigil_name_query* q) {
+  TensorNameQuery query;
+  if (q) {
+    if (q->has_step) query.step = q->step;
+    if (q->mode != 0) query.mode = to_mode(q->mode);
+    for (size_t i = 0; q->regex && i < q->regex_count; ++i)
+      if (q->regex[i]) query.regex.emplace_back(q->regex[i]);
+    if (q->collection) query.collection = q->collection;
+  }
+  return query;
+}
+
 [[nodiscard]] vigil_status VIGIL_CALL tensor_names(vigil_trial* t, const vigil_name_query* q, vigil_str_sink out, vigil_error* err) {
   if (!t) return bad_argument("tensor_names: trial is NULL", err);
   return guarded(err, [&]() -> vigil_status {
-    TensorNameQuery query;
-    if (q) {
-      if (q->has_step) query.step = q->step;
-      if (q->mode != 0) query.mode = to_mode(q->mode);
-      for (size_t i = 0; q->regex && i < q->regex_count; ++i)
-        if (q->regex[i]) query.regex.emplace_back(q->regex[i]);
-      if (q->collection) query.collection = q->collection;
-    }
-    auto names = t->trial->tensor_names(query);
+    auto names = t->trial->tensor_names(name_query_of(q));
     if (!names) return fail_with(names.error(), err);
     return push_strings(*names, out);
   });
@@ -254,16 +259,24 @@ void VIGIL_CALL not_judged(vigil_session* s, const char* reason) {
   });
 }
 
+// The workers a plugin sees for a tensor at a step: a sharded tensor is judged whole, one
+// pseudo-worker standing for all its shards.
+[[nodiscard]] Result<std::vector<std::string>> plugin_workers(vigil_trial* t, std::string_view name, vigil_step step,
+                                                              Mode mode) {
+  auto w = t->trial->tensor_workers(name, step, mode);
+  if (!w) return fail(w.error());
+  auto placements = t->trial->sharded(name);
+  if (!placements) return fail(placements.error());
+  if (*placements) return std::vector<std::string>{VIGIL_WORKER_WHOLE};
+  return std::move(*w);
+}
+
 [[nodiscard]] vigil_status VIGIL_CALL tensor_workers(vigil_trial* t, const char* name, vigil_step step, vigil_mode mode,
                                        vigil_str_sink out, vigil_error* err) {
   if (!t || !name) return bad_argument("tensor_workers: NULL argument", err);
   return guarded(err, [&]() -> vigil_status {
-    auto w = t->trial->tensor_workers(name, step, to_mode(mode));
+    auto w = plugin_workers(t, name, step, to_mode(mode));
     if (!w) return fail_with(w.error(), err);
-    // A sharded tensor is judged whole: one pseudo-worker standing for all its shards.
-    auto placements = t->trial->sharded(name);
-    if (!placements) return fail_with(placements.error(), err);
-    if (*placements) return push_strings(std::vector<std::string>{VIGIL_WORKER_WHOLE}, out);
     return push_strings(*w, out);
   });
 }
@@ -329,27 +342,75 @@ void VIGIL_CALL not_judged(vigil_session* s, const char* reason) {
   });
 }
 
+// A reduction at a key, through the step's cache: rules asking for the same reduction share one
+// computation. `reduction` is in range.
+[[nodiscard]] Result<double> reduction_at(vigil_trial* t, const vigil_tensor_key* key, vigil_reduction reduction, bool abs) {
+  auto* cache = step_cache(t);
+  StepValueCache::Key cache_key;
+  if (cache) {
+    cache_key = cache_key_of(*cache, t, key);
+    if (auto hit = cache->find_reduction(cache_key, reduction, abs)) return *hit;
+  }
+  const auto op = kAllReductionOps[reduction - VIGIL_RED_MIN];
+  auto r = t->trial->reduction_value(key->name, key->step, reduction_name(op), abs, to_mode(key->mode), worker_of(key));
+  if (!r) return fail(r.error());
+  if (cache) cache->put_reduction(cache_key, reduction, abs, r->value);
+  return r->value;
+}
+
 [[nodiscard]] vigil_status VIGIL_CALL reduction_value(vigil_trial* t, const vigil_tensor_key* key, vigil_reduction reduction,
                                         bool abs, double* out, vigil_error* err) {
   if (!t || !valid_key(key) || !out) return bad_argument("reduction_value: NULL or undersized argument", err);
   if (reduction < VIGIL_RED_MIN || reduction > VIGIL_RED_L2)
     return fail_with(Error::invalid_argument(fmt::format("Invalid reduction type {}", reduction)), err);
   return guarded(err, [&]() -> vigil_status {
-    const auto op = kAllReductionOps[reduction - VIGIL_RED_MIN];
-    // Through the step's cache: rules asking for the same reduction share one computation.
-    auto* cache = step_cache(t);
-    StepValueCache::Key cache_key;
-    if (cache) {
-      cache_key = cache_key_of(*cache, t, key);
-      if (auto hit = cache->find_reduction(cache_key, reduction, abs)) {
-        *out = *hit;
-        return VIGIL_OK;
-      }
-    }
-    auto r = t->trial->reduction_value(key->name, key->step, reduction_name(op), abs, to_mode(key->mode), worker_of(key));
+    auto r = reduction_at(t, key, reduction, abs);
     if (!r) return fail_with(r.error(), err);
-    if (cache) cache->put_reduction(cache_key, reduction, abs, r->value);
-    *out = r->value;
+    *out = *r;
+    return VIGIL_OK;
+  });
+}
+
+// A value that is not there (step_reductions reports it in its result instead of failing).
+bool is_absent(ErrorCode code) {
+  return code == ErrorCode::TensorUnavailableForStep || code == ErrorCode::TensorUnavailable ||
+         code == ErrorCode::StepUnavailable || code == ErrorCode::TypeError;
+}
+
+[[nodiscard]] vigil_status VIGIL_CALL step_reductions(vigil_trial* t, const vigil_name_query* q, vigil_reduction reduction,
+                                                      bool abs, vigil_reduction_result_sink out, vigil_error* err) {
+  if (!t || !VIGIL_HAS_FIELD(q, vigil_name_query, collection) || !q->has_step)
+    return bad_argument("step_reductions: NULL trial, or a query that is undersized or has no step", err);
+  if (reduction < VIGIL_RED_MIN || reduction > VIGIL_RED_L2)
+    return fail_with(Error::invalid_argument(fmt::format("Invalid reduction type {}", reduction)), err);
+  return guarded(err, [&]() -> vigil_status {
+    auto names = t->trial->tensor_names(name_query_of(q));
+    if (!names) return fail_with(names.error(), err);
+    const Mode mode = to_mode(q->mode);
+    std::vector<vigil_reduction_result> results;
+    for (const std::string& name : *names) {
+      if (t->session && t->session->stop.stop_requested())
+        return fail_with(Error{.code = ErrorCode::Cancelled, .message = "the evaluation is being stopped"}, err);
+      auto workers = plugin_workers(t, name, q->step, mode);
+      if (!workers) {
+        if (is_absent(workers.error().code)) continue;  // not saved at this step: no result, as no worker
+        return fail_with(workers.error(), err);
+      }
+      std::sort(workers->begin(), workers->end());
+      results.clear();
+      for (const std::string& worker : *workers) {
+        const vigil_tensor_key key{.struct_size = sizeof(vigil_tensor_key), .name = name.c_str(), .step = q->step,
+                                   .mode = q->mode, .worker = worker.c_str()};
+        auto r = reduction_at(t, &key, reduction, abs);
+        if (!r && !is_absent(r.error().code)) return fail_with(r.error(), err);
+        results.push_back({.struct_size = sizeof(vigil_reduction_result), .name = name.c_str(),
+                           .worker = worker.c_str(), .status = r ? VIGIL_OK : status_of(r.error()),
+                           .value = r ? *r : 0.0});
+      }
+      // One push per name: the names and workers the results point to live until it returns.
+      if (out.push && !results.empty())
+        if (vigil_status s = out.push(out.ctx, results.data(), results.size()); s != VIGIL_OK) return s;
+    }
     return VIGIL_OK;
   });
 }
@@ -423,6 +484,7 @@ const vigil_host_api kHostApi = {
     .step_wall_time = step_wall_time,
     .saved_reductions = saved_reductions,
     .not_judged = not_judged,
+    .step_reductions = step_reductions,
 };
 
 }  // namespace

@@ -168,6 +168,9 @@ static void print_structs(void) {
 #if VIGIL_ABI_MINOR >= 2
   FIELD(vigil_host_api, not_judged);
 #endif
+#if VIGIL_ABI_MINOR >= 5
+  FIELD(vigil_host_api, step_reductions);
+#endif
 
   /* plugin.h */
   STRUCT(vigil_param_spec);
@@ -432,6 +435,21 @@ static void print_rule_preparer(void) {
 #endif
 }
 
+/* ABI 1.5: a step's reductions in one call (tensor.h, host.h's step_reductions). */
+static void print_step_reductions(void) {
+#if VIGIL_ABI_MINOR >= 5
+  STRUCT(vigil_reduction_result);
+  FIELD(vigil_reduction_result, struct_size);
+  FIELD(vigil_reduction_result, name);
+  FIELD(vigil_reduction_result, worker);
+  FIELD(vigil_reduction_result, status);
+  FIELD(vigil_reduction_result, value);
+  STRUCT(vigil_reduction_result_sink);
+  FIELD(vigil_reduction_result_sink, ctx);
+  FIELD(vigil_reduction_result_sink, push);
+#endif
+}
+
 int main(void) {
   print_header();
   print_version();
@@ -441,5 +459,6 @@ int main(void) {
   print_constants();
   print_extensions();
   print_rule_preparer();
+  print_step_reductions();
   return 0;
 }

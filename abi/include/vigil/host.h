@@ -151,6 +151,18 @@ typedef struct vigil_host_api {
    * judged is reported as not having had enough data (its "Judgement" beside RuleEvaluationStatus)
    * instead of a bare NoIssuesFound. A call that returns a skip status did not judge either. */
   void(VIGIL_CALL *not_judged)(vigil_session *session, const char *reason_utf8);
+
+  /* ABI 1.5. [blocking] One reduction of every tensor that tensor_names(query) gives, on every worker
+   * that saved it at the query's step (query->has_step is required): what tensor_names, then
+   * tensor_workers and reduction_value for each name and worker give one call at a time, in one call
+   * (names in tensor_names' order, each name's workers sorted; a sharded tensor once, as
+   * VIGIL_WORKER_WHOLE). A value that is not there is a result, not a failure: its status is
+   * VIGIL_E_TENSOR_UNAVAILABLE_FOR_STEP, VIGIL_E_TENSOR_UNAVAILABLE or VIGIL_E_STEP_UNAVAILABLE (saved
+   * without a value or that reduction), or VIGIL_E_TYPE_ERROR (a string tensor). Any other error
+   * fails the call with reduction_value's error and message, results pushed before it included. */
+  vigil_status(VIGIL_CALL *step_reductions)(vigil_trial *trial, const vigil_name_query *query,
+                                            vigil_reduction reduction, bool abs, vigil_reduction_result_sink out,
+                                            vigil_error *err);
 } vigil_host_api;
 
 VIGIL_EXTERN_C_END

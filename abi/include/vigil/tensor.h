@@ -81,6 +81,22 @@ typedef struct vigil_reduction_sink {
   vigil_status(VIGIL_CALL *push)(void *ctx, vigil_reduction reduction, bool abs, double value);
 } vigil_reduction_sink;
 
+/* ABI 1.5: one tensor's reduction on one worker at a step, as step_reductions (host.h) pushes it.
+ * The strings are the callee's, valid only during the push() that receives them. */
+typedef struct vigil_reduction_result {
+  uint32_t struct_size;
+  const char *name;    /* the tensor */
+  const char *worker;  /* the worker that saved it; VIGIL_WORKER_WHOLE for a sharded tensor (host.h) */
+  vigil_status status; /* VIGIL_OK: value holds the reduction; else why this one has none (see step_reductions) */
+  double value;
+} vigil_reduction_result;
+
+/* ABI 1.5: receives step_reductions' results, several at a time, in order. */
+typedef struct vigil_reduction_result_sink {
+  void *ctx;
+  vigil_status(VIGIL_CALL *push)(void *ctx, const vigil_reduction_result *results, size_t count);
+} vigil_reduction_result_sink;
+
 VIGIL_EXTERN_C_END
 
 #endif /* VIGIL_TENSOR_H */

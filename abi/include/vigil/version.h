@@ -16,9 +16,10 @@
 #include "vigil/platform.h"
 
 #define VIGIL_ABI_MAJOR 1
-#define VIGIL_ABI_MINOR 4 /* 1.1: extra rule parameters (VIGIL_RULEF_EXTRA_PARAMS); 1.2: rule profiles,
+#define VIGIL_ABI_MINOR 5 /* 1.1: extra rule parameters (VIGIL_RULEF_EXTRA_PARAMS); 1.2: rule profiles,
                            not_judged, invoke_at_time; 1.3: float8 tensor views (tensor.h); 1.4: rule
-                           preparation (VIGIL_RULE_PREPARER_ID, plugin.h) */
+                           preparation (VIGIL_RULE_PREPARER_ID, plugin.h); 1.5: step_reductions, a
+                           step's reductions in one call (host.h) */
 #define VIGIL_ABI_PATCH 0
 
 VIGIL_EXTERN_C_BEGIN

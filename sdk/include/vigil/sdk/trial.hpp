@@ -5,6 +5,7 @@
 // Modes default to GLOBAL, as in smdebug.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <initializer_list>
@@ -61,6 +62,15 @@ struct NameQuery {
   std::optional<std::string> collection;  // not together with regex
 };
 
+// One tensor's reduction on one worker at a step (Trial::for_each_step_reduction). The strings are
+// valid only during the callback that receives them.
+struct StepReduction {
+  std::string_view name;
+  std::string_view worker;
+  vigil_status status = VIGIL_OK;  // VIGIL_OK: `value` holds the reduction; else why there is none
+  double value = 0;
+};
+
 namespace detail {
 
 // Sink adapters: `f` is called synchronously by the host for each pushed item; whatever it throws
@@ -107,6 +117,28 @@ vigil_reduction_sink make_reduction_sink(F& f) noexcept {
                               }};
 }
 
+// f(const StepReduction&) for each result (ABI 1.5 step_reductions).
+template <class F>
+vigil_reduction_result_sink make_reduction_result_sink(F& f) noexcept {
+  return vigil_reduction_result_sink{
+      &f, [](void* ctx, const vigil_reduction_result* results, size_t count) noexcept -> vigil_status {
+        return sink_status([&] {
+          for (size_t i = 0; results && i < count; ++i) {
+            const vigil_reduction_result& r = results[i];
+            if (!VIGIL_HAS_FIELD(&r, vigil_reduction_result, value)) continue;  // not a result this SDK can read
+            (*static_cast<F*>(ctx))(StepReduction{r.name ? r.name : "", r.worker ? r.worker : "", r.status,
+                                                  r.status == VIGIL_OK ? r.value : 0.0});
+          }
+        });
+      }};
+}
+
+// A value that is not there, which for_each_step_reduction reports instead of failing.
+constexpr bool is_absent_value(vigil_status code) noexcept {
+  return code == VIGIL_E_TENSOR_UNAVAILABLE_FOR_STEP || code == VIGIL_E_TENSOR_UNAVAILABLE ||
+         code == VIGIL_E_STEP_UNAVAILABLE || code == VIGIL_E_TYPE_ERROR;
+}
+
 // Calls a host query whose result arrives through a string sink, as a vector.
 template <class Fn, class... Args>
 [[nodiscard]] Result<std::vector<std::string>> collect_strings(const Host& host, Fn vigil_host_api::*member, std::string_view what,
@@ -127,6 +159,25 @@ template <class Fn, class... Args>
   if (!r) return fail(std::move(r).error());
   return out;
 }
+
+// A vigil_name_query over a NameQuery's strings (which must outlive it).
+struct NameQueryStorage {
+  std::vector<const char*> regex;
+  vigil_name_query query{};
+  explicit NameQueryStorage(const NameQuery& q) {
+    regex.reserve(q.regex.size());
+    for (const auto& r : q.regex) regex.push_back(r.c_str());
+    query.struct_size = sizeof(vigil_name_query);
+    query.has_step = q.step.has_value();
+    query.step = q.step.value_or(0);
+    query.mode = q.mode;
+    query.regex = regex.empty() ? nullptr : regex.data();
+    query.regex_count = regex.size();
+    query.collection = q.collection ? q.collection->c_str() : nullptr;
+  }
+  NameQueryStorage(const NameQueryStorage&) = delete;
+  NameQueryStorage& operator=(const NameQueryStorage&) = delete;
+};
 
 // A vigil_tensor_key over owned strings (the C call needs NUL-terminated text).
 struct KeyStorage {
@@ -222,19 +273,46 @@ class Trial {
   explicit operator bool() const noexcept { return trial_ != nullptr; }
 
   [[nodiscard]] Result<std::vector<std::string>> tensor_names(const NameQuery& query = {}) const {
-    std::vector<const char*> regex;
-    regex.reserve(query.regex.size());
-    for (const auto& r : query.regex) regex.push_back(r.c_str());
-    vigil_name_query q{};
-    q.struct_size = sizeof(vigil_name_query);
-    q.has_step = query.step.has_value();
-    q.step = query.step.value_or(0);
-    q.mode = query.mode;
-    q.regex = regex.empty() ? nullptr : regex.data();
-    q.regex_count = regex.size();
-    q.collection = query.collection ? query.collection->c_str() : nullptr;
+    detail::NameQueryStorage q(query);
     return detail::collect_strings(host_, &vigil_host_api::tensor_names, "tensor_names", trial_,
-                                   static_cast<const vigil_name_query*>(&q));
+                                   static_cast<const vigil_name_query*>(&q.query));
+  }
+
+  // [blocking] The reduction `op` of every tensor tensor_names(query) gives at query.step (which is
+  // required), on every worker that saved it there: f(const StepReduction&) for each, in name order
+  // and each name's workers sorted (a sharded tensor once, as VIGIL_WORKER_WHOLE). A value that is
+  // not there comes with its status (TensorUnavailable*, StepUnavailable; TypeError for strings) and
+  // no value; any other error ends the walk with that error. An ABI 1.5 host answers in one call
+  // (step_reductions); an older one through tensor_names, tensor_workers and reduction_value, with
+  // the same results.
+  template <class F, class H = vigil_host_api>
+  [[nodiscard]] Result<void> for_each_step_reduction(const NameQuery& query, ReductionOp op, bool abs, F&& f) const {
+    if (!query.step) return fail(Error::invalid_argument("for_each_step_reduction: the query needs a step"));
+    if constexpr (requires { &H::step_reductions; }) {
+      if (host_.has(&H::step_reductions)) {
+        detail::NameQueryStorage q(query);
+        auto push = [&f](const StepReduction& r) { f(r); };
+        return detail::call_host(host_, &H::step_reductions, "step_reductions", trial_,
+                                 static_cast<const vigil_name_query*>(&q.query), static_cast<vigil_reduction>(op), abs,
+                                 detail::make_reduction_result_sink(push));
+      }
+    }
+    auto names = tensor_names(query);
+    if (!names) return fail(std::move(names).error());
+    for (const std::string& name : *names) {
+      auto workers = tensor(name).workers(*query.step, query.mode);
+      if (!workers) {
+        if (detail::is_absent_value(workers.error().code)) continue;
+        return fail(std::move(workers).error());
+      }
+      std::sort(workers->begin(), workers->end());
+      for (const std::string& worker : *workers) {
+        auto r = tensor(name).reduction_value(*query.step, op, abs, query.mode, worker);
+        if (!r && !detail::is_absent_value(r.error().code)) return fail(std::move(r).error());
+        f(StepReduction{name, worker, r ? VIGIL_OK : r.error().code, r ? *r : 0.0});
+      }
+    }
+    return {};
   }
 
   [[nodiscard]] Result<bool> has_tensor(std::string_view name) const {

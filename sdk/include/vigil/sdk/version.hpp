@@ -8,9 +8,9 @@
 #include <vigil/vigil.h>
 
 #define VIGIL_SDK_VERSION_MAJOR 1
-#define VIGIL_SDK_VERSION_MINOR 4
+#define VIGIL_SDK_VERSION_MINOR 5
 #define VIGIL_SDK_VERSION_PATCH 0
-#define VIGIL_SDK_VERSION_STRING "1.4.0"
+#define VIGIL_SDK_VERSION_STRING "1.5.0"
 
 // The ABI majors this SDK supports (the clap-helpers version-check idea): exactly major 1.
 static_assert(VIGIL_ABI_MAJOR == 1, "this Vigil SDK speaks the rule-plugin ABI major 1 only");
