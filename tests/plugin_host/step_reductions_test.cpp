@@ -77,6 +77,22 @@ class StepReductions : public ::testing::Test {
     return older;
   }
 
+  // The gradients collection, at step 0 when `with_step`, as a plugin would ask.
+  static vigil_name_query gradients(bool with_step) {
+    vigil_name_query query{};
+    query.struct_size = sizeof query;
+    query.has_step = with_step;
+    query.collection = "gradients";
+    return query;
+  }
+
+  // step_reductions through the host's table, on this fixture's trial.
+  vigil_status call(const vigil_name_query* query, vigil_reduction reduction, vigil_reduction_result_sink sink) {
+    vigil_error err{};
+    err.struct_size = sizeof err;
+    return plugin_host::host_api()->step_reductions(&handle, query, reduction, true, sink, &err);
+  }
+
   ScratchDir dir;
   vigil_session session;
   vigil_trial handle;
@@ -137,36 +153,25 @@ TEST_F(StepReductions, ADamagedEventFileFailsTheCallWithTheReadersError) {
 
 TEST_F(StepReductions, RefusesAQueryWithoutAStepAndAnUnknownReduction) {
   open();
-  const vigil_host_api* host = plugin_host::host_api();
-  vigil_error err{};
-  err.struct_size = sizeof err;
-  vigil_name_query query{};
-  query.struct_size = sizeof query;
-  query.collection = "gradients";
-  vigil_reduction_result_sink sink{nullptr, nullptr};
-  EXPECT_EQ(host->step_reductions(&handle, &query, VIGIL_RED_MEAN, true, sink, &err), VIGIL_E_INVALID_ARGUMENT);
-  EXPECT_EQ(host->step_reductions(&handle, nullptr, VIGIL_RED_MEAN, true, sink, &err), VIGIL_E_INVALID_ARGUMENT);
-  query.has_step = true;
-  EXPECT_EQ(host->step_reductions(&handle, &query, 0, true, sink, &err), VIGIL_E_INVALID_ARGUMENT);
-  EXPECT_EQ(host->step_reductions(&handle, &query, VIGIL_RED_L2 + 1, true, sink, &err), VIGIL_E_INVALID_ARGUMENT);
-  EXPECT_EQ(host->step_reductions(&handle, &query, VIGIL_RED_MEAN, true, sink, &err), VIGIL_OK);  // no sink: fine
+  const vigil_reduction_result_sink none{nullptr, nullptr};
+  vigil_name_query query = gradients(false);
+  EXPECT_EQ(call(&query, VIGIL_RED_MEAN, none), VIGIL_E_INVALID_ARGUMENT);
+  EXPECT_EQ(call(nullptr, VIGIL_RED_MEAN, none), VIGIL_E_INVALID_ARGUMENT);
+  query = gradients(true);
+  EXPECT_EQ(call(&query, 0, none), VIGIL_E_INVALID_ARGUMENT);
+  EXPECT_EQ(call(&query, VIGIL_RED_L2 + 1, none), VIGIL_E_INVALID_ARGUMENT);
+  EXPECT_EQ(call(&query, VIGIL_RED_MEAN, none), VIGIL_OK);  // no sink: fine
 }
 
 TEST_F(StepReductions, ASinkThatRefusesStopsTheCallAndStoppingTheEvaluationCancelsIt) {
   open();
-  const vigil_host_api* host = plugin_host::host_api();
-  vigil_error err{};
-  err.struct_size = sizeof err;
-  vigil_name_query query{};
-  query.struct_size = sizeof query;
-  query.has_step = true;
-  query.collection = "gradients";
+  const vigil_name_query query = gradients(true);
   int pushes = 0;
   vigil_reduction_result_sink refusing{&pushes, [](void* ctx, const vigil_reduction_result*, size_t) -> vigil_status {
                                          ++*static_cast<int*>(ctx);
                                          return VIGIL_E_OUT_OF_MEMORY;
                                        }};
-  EXPECT_EQ(host->step_reductions(&handle, &query, VIGIL_RED_MEAN, true, refusing, &err), VIGIL_E_OUT_OF_MEMORY);
+  EXPECT_EQ(call(&query, VIGIL_RED_MEAN, refusing), VIGIL_E_OUT_OF_MEMORY);
   EXPECT_EQ(pushes, 1);  // gradient/a's two results, then nothing more
 
   std::stop_source stop;
@@ -177,7 +182,7 @@ TEST_F(StepReductions, ASinkThatRefusesStopsTheCallAndStoppingTheEvaluationCance
                                          ++*static_cast<int*>(ctx);
                                          return VIGIL_OK;
                                        }};
-  EXPECT_EQ(host->step_reductions(&handle, &query, VIGIL_RED_MEAN, true, counting, &err), VIGIL_E_CANCELLED);
+  EXPECT_EQ(call(&query, VIGIL_RED_MEAN, counting), VIGIL_E_CANCELLED);
   EXPECT_EQ(pushes, 0);
 }
 
