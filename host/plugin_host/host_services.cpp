@@ -342,6 +342,13 @@ TensorNameQuery name_query_of(const vigil_name_query* q) {
   });
 }
 
+bool known_reduction(vigil_reduction reduction) { return reduction >= VIGIL_RED_MIN && reduction <= VIGIL_RED_L2; }
+
+// smdebug's refusal; inside guarded(), as formatting may throw.
+[[nodiscard]] vigil_status unknown_reduction(vigil_reduction reduction, vigil_error* err) {
+  return fail_with(Error::invalid_argument(fmt::format("Invalid reduction type {}", reduction)), err);
+}
+
 // A reduction at a key, through the step's cache: rules asking for the same reduction share one
 // computation. `reduction` is in range.
 [[nodiscard]] Result<double> reduction_at(vigil_trial* t, const vigil_tensor_key* key, vigil_reduction reduction, bool abs) {
@@ -361,9 +368,8 @@ TensorNameQuery name_query_of(const vigil_name_query* q) {
 [[nodiscard]] vigil_status VIGIL_CALL reduction_value(vigil_trial* t, const vigil_tensor_key* key, vigil_reduction reduction,
                                         bool abs, double* out, vigil_error* err) {
   if (!t || !valid_key(key) || !out) return bad_argument("reduction_value: NULL or undersized argument", err);
-  if (reduction < VIGIL_RED_MIN || reduction > VIGIL_RED_L2)
-    return fail_with(Error::invalid_argument(fmt::format("Invalid reduction type {}", reduction)), err);
   return guarded(err, [&]() -> vigil_status {
+    if (!known_reduction(reduction)) return unknown_reduction(reduction, err);
     auto r = reduction_at(t, key, reduction, abs);
     if (!r) return fail_with(r.error(), err);
     *out = *r;
@@ -381,9 +387,8 @@ bool is_absent(ErrorCode code) {
                                                       bool abs, vigil_reduction_result_sink out, vigil_error* err) {
   if (!t || !VIGIL_HAS_FIELD(q, vigil_name_query, collection) || !q->has_step)
     return bad_argument("step_reductions: NULL trial, or a query that is undersized or has no step", err);
-  if (reduction < VIGIL_RED_MIN || reduction > VIGIL_RED_L2)
-    return fail_with(Error::invalid_argument(fmt::format("Invalid reduction type {}", reduction)), err);
   return guarded(err, [&]() -> vigil_status {
+    if (!known_reduction(reduction)) return unknown_reduction(reduction, err);
     auto names = t->trial->tensor_names(name_query_of(q));
     if (!names) return fail_with(names.error(), err);
     const Mode mode = to_mode(q->mode);
