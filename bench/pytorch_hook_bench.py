@@ -3,14 +3,20 @@ Linear(136, 136) + ReLU MLP (447,716 parameters), batch 64, SGD, TRAIN steps on 
 thread; the loop without a hook, with vigil.pytorch.Hook saving weights, biases, gradients and
 losses at every step, and with save_interval=100, beside the targets (issue 29: <= +10 % at every
 step, <= +1 % at save_interval=100). Each run is a process of its own (peak RSS is per process; the
-compiled model compiles from nothing, in a fresh inductor cache); the runs of a model's three
-variants are interleaved, in an order that turns from run to run, after os.sync() (no run pays for the
+compiled model compiles from nothing, in a fresh inductor cache); the runs of a model's variants
+are interleaved, in an order that turns from run to run, after os.sync() (no run pays for the
 writeback of the last one's trial), so that the machine's load drifts over all of them alike.
 
   eager    the fp32 model as it is
   bf16     the same model and batch in bfloat16 (weights, gradients and activations: the hook
            saves bfloat16 values, as their raw bits)
   compile  torch.compile(model) (inductor), the hook registered on the original module
+
+The physical limit of the every-step row, printed beside it: a fourth variant, `floor`, copies
+each weight, bias and gradient once per step into buffers of its own (one torch._foreach_copy_
+for all of them: the least the training thread must do to capture every value), and the every-step
+trial's bytes are written again, in files of the same sizes, into the page cache of the same file
+system (the writer's least time, on the other core: the loop with close() cannot end before it).
 
 Timed: the steps after the first two (where the compiled model compiles, a saving step's graph and
 a non-saving step's) and hook.close() (the writer drains its queue).
@@ -33,6 +39,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 VARIANT = r"""
 import cProfile, json, pstats, resource, sys, time, torch
@@ -49,7 +56,13 @@ if model_kind == "bf16":
     model, x, y = model.to(torch.bfloat16), x.to(torch.bfloat16), y.to(torch.bfloat16)
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 hook = None
-if variant != "none":
+copies = None
+if variant == "floor":
+    # The least the training thread must do to capture every value at every step: copy each weight,
+    # bias and gradient once (one torch call for all, into buffers made once), nothing else
+    sources = [p for p in model.parameters()]
+    copies = [torch.empty_like(p) for p in sources] + [torch.empty_like(p) for p in sources]
+elif variant != "none":
     import importlib
     smd = importlib.import_module(hook_module)
     hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=1 if variant == "every" else 100),
@@ -58,7 +71,12 @@ if variant != "none":
     hook.set_mode(smd.modes.TRAIN)
 run = torch.compile(model) if model_kind == "compile" else model
 def step():
-    opt.zero_grad(); crit(run(x), y).backward(); opt.step()
+    if copies is not None:
+        torch._foreach_copy_(copies[:len(sources)], sources)
+    opt.zero_grad(); crit(run(x), y).backward()
+    if copies is not None:
+        torch._foreach_copy_(copies[len(sources):], [p.grad for p in sources])
+    opt.step()
 for _ in range(2):
     step()
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -80,7 +98,7 @@ print(json.dumps({"seconds": elapsed, "thread_cpu": thread_cpu, "process_cpu": p
                   "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
 
-VARIANTS = ("none", "every", "interval100")
+VARIANTS = ("none", "every", "interval100", "floor")
 TARGETS = {"every": 10.0, "interval100": 1.0}  # % over the loop alone (issue 29)
 
 
@@ -100,7 +118,7 @@ def run(model_kind, variant, steps, tmp, count_calls=False, python=sys.executabl
         raise SystemExit("{} {} failed:\n{}".format(model_kind, variant, r.stderr[-4000:]))
     result = json.loads(r.stdout.strip().splitlines()[-1])
     result["trial_bytes"] = trial_bytes(out) if os.path.isdir(out) else 0
-    if variant != "none" and result["trial_bytes"] == 0:  # the hook stepped aside: its time means nothing
+    if variant not in ("none", "floor") and result["trial_bytes"] == 0:  # the hook stepped aside: its time means nothing
         raise SystemExit("{} {} with {} wrote no trial:\n{}".format(model_kind, variant, hook_module, r.stderr[-4000:]))
     return result
 
@@ -109,20 +127,43 @@ def load():
     return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
+def write_floor(trial, runs=3):
+    """Seconds to write `trial`'s files again, as many bytes in files of the same sizes, into the page
+    cache of the same file system (no sync, as the writer does; median of `runs`, each after os.sync()):
+    the writer's least time for the every-step trial, on the core beside the training thread."""
+    sizes = [os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(trial) for f in fs]
+    data = os.urandom(max(sizes, default=0))
+    times = []
+    for _ in range(runs):
+        copy = trial + "-floor"
+        shutil.rmtree(copy, ignore_errors=True)
+        os.makedirs(copy)
+        os.sync()
+        t = time.perf_counter()
+        for k, size in enumerate(sizes):
+            fd = os.open(os.path.join(copy, str(k)), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.write(fd, memoryview(data)[:size])
+            os.close(fd)
+        times.append(time.perf_counter() - t)
+        shutil.rmtree(copy, ignore_errors=True)
+    return statistics.median(times), sum(sizes)
+
+
 def bench_model(model_kind, runs, steps, tmp, python=sys.executable, hook_module="vigil.pytorch", label=None):
-    """The model's three variants; the added wall time in % of each hooked variant."""
-    samples = {v: [] for v in VARIANTS}
+    """The model's variants; the added wall time in % of each hooked variant, and the floors."""
+    variants = VARIANTS if hook_module == "vigil.pytorch" else VARIANTS[:3]  # the floor needs torch 2
+    samples = {v: [] for v in variants}
     print("{} ({} steps timed, {} runs; {})".format(label or model_kind, steps - 2, runs, load()), flush=True)
     for i in range(runs):
         # The order turns from run to run, and the dirty pages a run leaves (432 MB at every step) are
         # written back before the next starts: the kernel's writeback otherwise lands in whichever
         # variant follows the every-step one (it was always save_interval=100's run).
-        for variant in VARIANTS[i % len(VARIANTS):] + VARIANTS[:i % len(VARIANTS)]:
+        for variant in variants[i % len(variants):] + variants[:i % len(variants)]:
             os.sync()
             samples[variant].append(run(model_kind, variant, steps, tmp, python=python, hook_module=hook_module))
     base = {key: statistics.median(r[key] for r in samples["none"]) for key in ("seconds", "thread_cpu", "process_cpu")}
     added_wall = {}
-    for variant in VARIANTS:
+    for variant in variants:
         rs = samples[variant]
         med = {key: statistics.median(r[key] for r in rs) for key in base}
         line = "  {:<12} wall {:6.3f} s (runs {:.3f}-{:.3f})  training thread CPU {:6.3f} s  process CPU {:6.3f} s".format(
@@ -145,6 +186,18 @@ def bench_model(model_kind, runs, steps, tmp, python=sys.executable, hook_module
             print("  {:<12} run by run: wall {} %, training thread CPU {} %".format(
                 "", " ".join("{:+.1f}".format(a) for a in paired["seconds"]),
                 " ".join("{:+.1f}".format(a) for a in paired["thread_cpu"])), flush=True)
+    if "floor" in samples:
+        # The physical limit of the every-step row: the training thread copies each value once (the
+        # floor variant's added time), and the writer puts the trial into the page cache on the other
+        # core, which the loop cannot outrun (close() waits for it).
+        copy_added = 100 * (statistics.median(r["seconds"] for r in samples["floor"]) - base["seconds"]) / base["seconds"]
+        written, size = write_floor(os.path.join(tmp, model_kind + "-every"))
+        least = max(copy_added, 100 * (written - base["seconds"]) / base["seconds"])
+        print("  {:<12} physical limit at every step: one copy of each value on the training thread {:+.1f} %; "
+              "the trial's {:.1f} MB written into the page cache in {:.3f} s ({:.0f} MB/s) beside the loop's "
+              "{:.3f} s: least added {:+.1f} %".format("", copy_added, size / 1e6, written, size / 1e6 / written,
+                                                     base["seconds"], least), flush=True)
+        added_wall["least"] = least
     print("  ({})".format(load()), flush=True)
     return added_wall
 
@@ -189,10 +242,14 @@ def main():
         for model_kind, by_variant in added.items():
             for variant, what in (("every", "every step"), ("interval100", "save_interval=100")):
                 smdebug = theirs.get(variant) if model_kind == "eager" else None
+                notes = ["smdebug's figure is on torch 1.13, the last it supports"] if smdebug is not None else []
+                if variant == "every" and "least" in by_variant:
+                    notes.append("physical limit {:+.1f} % (one copy of each value, the trial into the page "
+                                 "cache)".format(by_variant["least"]))
                 rows.add(args.rows, "hook on torch {}, {}, {} (+% wall)".format(torch.__version__, model_kind, what),
                          round(by_variant[variant], 1), "%", smdebug=None if smdebug is None else round(smdebug, 1),
                          target="<= {:g} %".format(TARGETS[variant]), met=by_variant[variant] <= TARGETS[variant],
-                         note="smdebug's figure is on torch 1.13, the last it supports" if smdebug is not None else "")
+                         note="; ".join(notes))
         if args.calls:
             count_hook_calls(args.steps, tmp)
     finally:

@@ -191,6 +191,67 @@ def test_module_and_gradient_hooks_are_attached_only_while_they_can_write(tmp_pa
     assert tr.steps() == [0, 3] and not tr.has_tensor("pending_1") and tr.tensor("pending_2").steps() == [3]
 
 
+def test_modules_whose_values_no_due_collection_takes_are_unhooked_after_one_saving_step(tmp_path):
+    """A module's forward hook costs a call into Python at every saving step: once a saving step has
+    offered a module's inputs and outputs to the due collections and none took any, the module stays
+    unhooked while the same collections are due (here all but fc2, whose output "outs" takes). A step
+    where other collections are due ("relus", every 3rd step, takes relu's output) learns again with
+    every module hooked. What is saved is what saving every module's values saves."""
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["weights", "outs", "relus"])
+    hook.get_collection("outs").include("^fc2_output_0$")
+    hook.get_collection("relus").include("^relu_output_0$")
+    hook.get_collection("relus").save_config = smd.SaveConfig(save_interval=3)
+    model, _ = train(None, steps=0)
+    hook.register_module(model)
+    x = torch.randn(8, 4)
+
+    def hooked():
+        return sorted(name for name, m in model.named_modules() if m._forward_hooks)
+
+    seen = []
+    for step in range(7):
+        out = model(x)
+        seen.append(hooked())
+        out.sum().backward()
+    hook.close()
+    assert hooked() == []
+    every = sorted(name for name, _ in model.named_modules())
+    # due: 0 weights+outs+relus, 1 and 2 weights+outs, 3 the three, 4 and 5 two, 6 three
+    assert seen == [every, every, ["fc2"], every, every, ["fc2"], every]
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    assert tr.tensor("fc2_output_0").steps() == list(range(7))
+    assert tr.tensor("relu_output_0").steps() == [0, 3, 6]
+    assert not tr.has_tensor("fc1_output_0") and tr.tensor("Net_fc1.weight").steps() == list(range(7))
+    assert np.array_equal(tr.tensor("fc2_output_0").value(6), out.detach().numpy())
+
+
+def test_a_pending_save_tensor_value_hooks_every_module_again_as_a_flush_point(tmp_path):
+    """In EVAL mode with no loss registered, the modules' forward hooks are a step's only flush points
+    for save_tensor values (smdebug: the first module hook after save_tensor writes it). With every
+    module unhooked (no due collection takes their values), a pending value hooks them all again, so
+    that it lands in the step smdebug puts it in: the next one, at its first module."""
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1),
+                    include_collections=["weights", "custom"])
+    model, _ = train(None, steps=0)
+    hook.register_module(model)
+    hook.set_mode(smd.modes.EVAL)
+    x = torch.randn(8, 4)
+    hooked = []
+    for step in range(4):
+        out = model(x)
+        hooked.append(sum(len(m._forward_hooks) for m in model.modules()))
+        if step == 1:
+            hook.save_tensor("my_probs", torch.softmax(out, 1), "custom")
+            hooked.append(sum(len(m._forward_hooks) for m in model.modules()))
+    hook.close()
+    n = len(list(model.modules()))
+    assert hooked[:3] == [n, 0, n]  # step 0 learns, step 1 unhooked, the pending value hooks them all
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    assert tr.tensor("my_probs").steps(mode=smd.modes.EVAL) == [2]
+    assert tr.tensor("Net_fc2.weight").steps(mode=smd.modes.EVAL) == [0, 1, 2, 3]
+
+
 def test_a_model_registered_mid_run_is_hooked_from_then_on(tmp_path):
     hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=1),
                     include_collections=["gradients", "losses", "outs"])

@@ -266,7 +266,10 @@ class Hook(CallbackHook):
         self.has_registered_loss_module = False
         self._handles = []  # for as long as the hook lives
         self._step_modules, self._step_params = [], []  # hooked only when needed (_sync_step_hooks)
-        self._forward_handles, self._gradient_handles = [], []
+        self._forward_handles, self._gradient_handles = {}, []  # {index in _step_modules: handle}
+        # The ids of the modules whose inputs and outputs the due collections all refused on a saving
+        # step, with the plans they were refused by (the hook's _plans dict): unhooked while those last
+        self._refused_modules, self._refused_for = set(), None
         self._profiled_modules = []  # (module, name): observed while framework profiling is on
         # The module hooks, made once (each registration of the same object keeps dynamo's guards on
         # the modules' hooks the same from one saving step to the next)
@@ -534,18 +537,36 @@ class Hook(CallbackHook):
         Called when a step begins, when the mode changes (the current step's answer may change) and
         when save_tensor leaves a value pending."""
         saving = self.prepared_collections and bool(self._get_collections_to_save_for_step())
+        handles = self._forward_handles
         if not saving:
-            self._remove(self._forward_handles)
-        elif not self._forward_handles:
-            self._forward_handles = [m.register_forward_hook(self._forward_hook_fn) for m in self._step_modules]
+            self._remove(handles)
+        else:
+            refused = self._current_refusals()
+            for i, m in enumerate(self._step_modules):
+                # Pending save_tensor values need every module as a flush point, as in smdebug
+                wanted = id(m) not in refused or bool(self.custom_tensors_to_save)
+                if wanted and i not in handles:
+                    handles[i] = m.register_forward_hook(self._forward_hook_fn)
+                elif not wanted and i in handles:
+                    handles.pop(i).remove()
         if not (saving or self.custom_tensors_to_save):
             self._remove(self._gradient_handles)
         elif not self._gradient_handles:
             self._gradient_handles = [p.register_hook(self.backward_hook(name)) for name, p in self._step_params]
 
+    def _current_refusals(self):
+        """The ids of the modules refused under the plans now in force (_step_modules keeps them alive): a
+        module's forward hook costs PyTorch's call into Python and the hook's own ~8 µs on every
+        saving step, for nothing where no due collection takes any of its inputs or outputs (weights
+        and gradients only, say). Learnt on a saving step with every module hooked, forgotten when the
+        plans are (the due collections change, or save_tensor's join changes what they hold)."""
+        if self._refused_for is not self._plans:
+            self._refused_modules, self._refused_for = set(), self._plans
+        return self._refused_modules
+
     @staticmethod
     def _remove(handles):
-        for h in handles:
+        for h in (handles.values() if isinstance(handles, dict) else handles):
             h.remove()
         handles.clear()
 
@@ -554,7 +575,7 @@ class Hook(CallbackHook):
         self._remove(self._gradient_handles)
 
     def _custom_tensor_pending(self):
-        if self.prepared_collections and not self._gradient_handles:
+        if self.prepared_collections and (not self._gradient_handles or self._refused_modules):
             self._sync_step_hooks()
 
     @never_raises
@@ -690,8 +711,16 @@ class Hook(CallbackHook):
         name = self.module_maps.get(module)
         if name is None:
             return
+        written = self.written_tensor_name_for_step
+        keys = (name + self.INPUT_TENSOR_SUFFIX, name + self.OUTPUT_TENSOR_SUFFIX)
+        first = [written.get(key, 0) for key in keys]
         self._write_inputs(name, inputs)
         self._write_outputs(name, outputs)
+        if self._refused_for is self._plans:
+            # Each offered name's plan is in _plans now (None: refused by every due collection)
+            offered = [key + str(i) for key, b in zip(keys, first) for i in range(b, written.get(key, 0))]
+            if offered and all(self._plans.get(n) is None for n in offered):
+                self._refused_modules.add(id(module))
         self._save_custom_tensors_post_step()
         self.last_saved_step = self.step
 
