@@ -12,10 +12,19 @@ the machine's load drifts over all of them alike, each timed by the training thr
   no copy       the same hook with the writer's write_address a no-op: the hook's Python alone
   own buffers   the same hook copying each value into a buffer of its own, reused every step and
                 read by no other thread, instead of into the writer's queue
+  floor         the model alone, each step copying each weight, bias and gradient once into buffers
+                of its own (torch._foreach_copy_, no hook): the least capture costs the training thread
+  none 2        a second model alone, made last: the noise floor (two identical models' steps differ
+                by their memory's placement)
 
-usage: python bench/pytorch_hook_value_bench.py [--steps N] [--out-dir DIR]
-Prints per variant the training thread CPU time per step (minimum, 10th percentile, median), what
-each adds to `none` at the 10th percentile per step and per value, and the training thread's minor
+The variants run in a shuffled order each round; the mean is taken of each step against the first
+model's step of the same round.
+
+usage: python bench/pytorch_hook_value_bench.py [--steps N] [--save-interval N] [--out-dir DIR]
+Prints per variant the training thread CPU time per step (minimum, 10th percentile, median, mean),
+what each adds to `none` at the 10th percentile per step and per value and in % of the mean (the
+figure for --save-interval 100: one saving step in 100, in-process, where the process bench's
+wall time moves ±10 % from one process to the next), and the training thread's minor
 page faults per step, with the load average before and after. See docs/performance.md, "Per-value
 cost (hookvalue)".
 """
@@ -23,6 +32,7 @@ import argparse
 import ctypes
 import math
 import os
+import random
 import resource
 import shutil
 import tempfile
@@ -60,6 +70,9 @@ class _WriterStandIn:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200, help="timed steps of each variant, default 200")
+    parser.add_argument("--save-interval", type=int, default=1,
+                        help="the hooks' save_interval (default 1: every step saves); at 100 the figure that "
+                        "matters is the mean, which spreads the saving step over the 99 that save nothing")
     parser.add_argument("--out-dir", help="where the hooks' trials go (default: a temporary folder, on "
                         "/dev/shm where there is one); removed at the end")
     args = parser.parse_args()
@@ -83,7 +96,7 @@ def main():
     setups["no-op hooks"] = (model, crit)
     for label, keep in (("vigil", None), ("no copy", False), ("own buffers", True)):
         model, crit = make_model(torch)
-        hook = smd.Hook(out_dir=os.path.join(base, label.replace(" ", "-")), save_config=smd.SaveConfig(save_interval=1),
+        hook = smd.Hook(out_dir=os.path.join(base, label.replace(" ", "-")), save_config=smd.SaveConfig(save_interval=args.save_interval),
                         include_collections=["weights", "biases", "gradients", "losses"])
         hook.register_module(model)
         hook.register_loss(crit)
@@ -92,6 +105,14 @@ def main():
             hook._writer = _WriterStandIn(hook._writer, keep)
         hooks.append(hook)
         setups[label] = (model, crit)
+    # The least capture can cost the training thread: each weight, bias and gradient copied once a
+    # step into buffers of its own (one torch._foreach_copy_ for each kind), no hook, no Python per value
+    setups["floor"] = make_model(torch)
+    floor_params = list(setups["floor"][0].parameters())
+    floor_copies = ([torch.empty_like(p) for p in floor_params], [torch.empty_like(p) for p in floor_params])
+    # A second model without hooks, made last: how far two identical models' steps differ (memory
+    # placement), the noise floor of every figure here
+    setups["none 2"] = make_model(torch)
     # The hook writes by address only to the writer's own type: the stand-ins are taken for it.
     real_type = hook_module._QueuedWriter
     hook_module._QueuedWriter = _WriterStandIn
@@ -99,8 +120,12 @@ def main():
 
     def step(k):
         m, c = setups[k]
+        if k == "floor":
+            torch._foreach_copy_(floor_copies[0], floor_params)
         optimizers[k].zero_grad()
         c(m(x), y).backward()
+        if k == "floor":
+            torch._foreach_copy_(floor_copies[1], [p.grad for p in floor_params])
         optimizers[k].step()
 
     load0 = os.getloadavg()
@@ -110,8 +135,10 @@ def main():
             for _ in range(5):
                 hook_module._QueuedWriter = real_type if k == "vigil" else _WriterStandIn
                 step(k)
+        order = list(setups)
         for _ in range(args.steps):
-            for k in setups:
+            random.shuffle(order)  # no variant always runs after the same one (caches, the writer's thread)
+            for k in order:
                 hook_module._QueuedWriter = real_type if k == "vigil" else _WriterStandIn
                 f0 = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
                 t0 = time.thread_time()
@@ -124,17 +151,21 @@ def main():
             hook.close()
         if not args.out_dir:
             shutil.rmtree(base, ignore_errors=True)
-    print("torch {}, {} timed steps per variant, load {:.2f} {:.2f} {:.2f} -> {:.2f} {:.2f} {:.2f}".format(
-        torch.__version__, args.steps, *load0, *os.getloadavg()))
+    print("torch {}, {} timed steps per variant, save_interval {}, load {:.2f} {:.2f} {:.2f} -> {:.2f} {:.2f} {:.2f}".format(
+        torch.__version__, args.steps, args.save_interval, *load0, *os.getloadavg()))
     tenth = len(times["none"]) // 10
     none = sorted(times["none"])[tenth]
+    none_mean = sum(times["none"]) / len(times["none"])
+    # Each step against the no-hook model's step of the same round: the round's drift cancels
+    means = {k: sum(t - n for t, n in zip(ts, times["none"])) / len(ts) + none_mean for k, ts in times.items()}
     for k, ts in times.items():
+        mean = means[k]
         ts.sort()
         added = ts[tenth] - none
-        print("  {:<12} thread CPU a step: min {:.3f} ms, 10th pct {:.3f} ms, median {:.3f} ms; added {:+.3f} ms "
-              "({:+.1f} us a value); {:.0f} page faults a step".format(
-                  k, 1e3 * ts[0], 1e3 * ts[tenth], 1e3 * ts[len(ts) // 2], 1e3 * added,
-                  1e6 * added / VALUES_PER_STEP, faults[k] / len(ts)))
+        print("  {:<12} thread CPU a step: min {:.3f} ms, 10th pct {:.3f} ms, median {:.3f} ms, mean {:.3f} ms; added "
+              "{:+.3f} ms at the 10th pct ({:+.1f} us a value), {:+.2f} % of the mean; {:.0f} page faults a step".format(
+                  k, 1e3 * ts[0], 1e3 * ts[tenth], 1e3 * ts[len(ts) // 2], 1e3 * mean, 1e3 * added,
+                  1e6 * added / VALUES_PER_STEP, 100 * (mean - none_mean) / none_mean, faults[k] / len(ts)))
 
 
 if __name__ == "__main__":

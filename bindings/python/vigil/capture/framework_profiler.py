@@ -235,12 +235,14 @@ class FrameworkProfiler:
         """A step begins (the model's forward pre-hook): the last step's events are written, the config
         is checked, and the new step's Step and Forward spans open."""
         now = _now_us()
-        if self._framework_on:
-            self.log_outstanding_timeline_metrics()
-        self._flush()
-        self._drain_monitor_log()
-        if self._monitor is not None and self._monitor.stepped_aside:
-            self._monitor = None  # it stopped on its own (and logged why): nothing more to do
+        # Nothing to write or drain while nothing is on (the default): the config is still checked
+        if self._framework_on or self._monitor is not None or self._writer is not None or self._pending:
+            if self._framework_on:
+                self.log_outstanding_timeline_metrics()
+            self._flush()
+            self._drain_monitor_log()
+            if self._monitor is not None and self._monitor.stepped_aside:
+                self._monitor = None  # it stopped on its own (and logged why): nothing more to do
         self.refresh_config()
         self._optimizer_hooks_for_compile()
         self._step, self._mode, self._mode_step = global_step, int(mode), mode_step
@@ -399,7 +401,7 @@ class FrameworkProfiler:
     def release_deferred_hooks(self):
         """Removes the optimizer hooks a fault inside them turned off (they do nothing meanwhile). Called
         at the step boundary and at close, also after the profiler stepped aside; never raises."""
-        if self._in_optimizer_hook():
+        if not self._deferred_handles or self._in_optimizer_hook():
             return
         handles, self._deferred_handles = self._deferred_handles, []
         for h in handles:

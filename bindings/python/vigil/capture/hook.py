@@ -287,7 +287,9 @@ class BaseHook(ABC):
         due = self._due
         if due is None:
             due = self._due = tuple(self._policy.due_collections())
-            if due != self._plans_due:
+            # A step that saves nothing asks no plan: the last saving step's stay for the next one
+            # (at save_interval=100 they were made again, 97 native calls, every 100 steps)
+            if due and due != self._plans_due:
                 self._plans, self._plans_due = {}, due
         return due
 
@@ -296,7 +298,8 @@ class BaseHook(ABC):
         asked once per name while the due collections stay the same: a plan is the due collections
         that hold the name (the core records it in them the first time), and what they save of it.
         Only save_tensor's join() changes which collections hold a name; it empties the cache."""
-        self._get_collections_to_save_for_step()
+        if not self._get_collections_to_save_for_step():
+            return None  # the plans kept are the last saving step's
         plans = self._plans
         try:
             return plans[tensor_name]
@@ -361,8 +364,10 @@ class BaseHook(ABC):
         if self._step_open:
             self._writer.end_step()
             self._step_open = False
-        self._publish_shard_layouts()
-        self._close_tb_writers()
+        if self._shard_layouts_changed:
+            self._publish_shard_layouts()
+        if self._tb_writers:
+            self._close_tb_writers()
         self._check_writer()
 
     # ---- sharded tensors (format/shard_layout.h) -------------------------------------------------------------
