@@ -12,8 +12,9 @@ the machine's load drifts over all of them alike, each timed by the training thr
   no copy       the same hook with the writer's write_address a no-op: the hook's Python alone
   own buffers   the same hook copying each value into a buffer of its own, reused every step and
                 read by no other thread, instead of into the writer's queue
-  floor         the model alone, each step copying each weight, bias and gradient once into buffers
-                of its own (torch._foreach_copy_, no hook): the least capture costs the training thread
+  floor         the model alone, each step that the hooks save copying each weight, bias and gradient
+                once into buffers of its own (torch._foreach_copy_, no hook): the least capture costs
+                the training thread
   none 2        a second model alone, made last: the noise floor (two identical models' steps differ
                 by their memory's placement)
 
@@ -35,6 +36,7 @@ import os
 import random
 import resource
 import shutil
+import sys
 import tempfile
 import time
 
@@ -73,6 +75,8 @@ def main():
     parser.add_argument("--save-interval", type=int, default=1,
                         help="the hooks' save_interval (default 1: every step saves); at 100 the figure that "
                         "matters is the mean, which spreads the saving step over the 99 that save nothing")
+    parser.add_argument("--rows", help="append issue 29's row for this measure here (bench/rows.py): the hook's "
+                        "training thread CPU added in one process, beside the floor and the noise floor")
     parser.add_argument("--out-dir", help="where the hooks' trials go (default: a temporary folder, on "
                         "/dev/shm where there is one); removed at the end")
     args = parser.parse_args()
@@ -118,13 +122,18 @@ def main():
     hook_module._QueuedWriter = _WriterStandIn
     optimizers = {k: torch.optim.SGD(m.parameters(), lr=1e-3) for k, (m, _) in setups.items()}
 
+    floor_steps = [0]
+
     def step(k):
         m, c = setups[k]
+        copy = k == "floor" and floor_steps[0] % args.save_interval == 0  # the floor saves when the hooks do
         if k == "floor":
+            floor_steps[0] += 1
+        if copy:
             torch._foreach_copy_(floor_copies[0], floor_params)
         optimizers[k].zero_grad()
         c(m(x), y).backward()
-        if k == "floor":
+        if copy:
             torch._foreach_copy_(floor_copies[1], [p.grad for p in floor_params])
         optimizers[k].step()
 
@@ -166,6 +175,17 @@ def main():
               "{:+.3f} ms at the 10th pct ({:+.1f} us a value), {:+.2f} % of the mean; {:.0f} page faults a step".format(
                   k, 1e3 * ts[0], 1e3 * ts[tenth], 1e3 * ts[len(ts) // 2], 1e3 * mean, 1e3 * added,
                   1e6 * added / VALUES_PER_STEP, 100 * (mean - none_mean) / none_mean, faults[k] / len(ts)))
+    if args.rows:
+        added = {k: 100 * (means[k] - none_mean) / none_mean for k in means}
+        target = 10.0 if args.save_interval == 1 else 1.0
+        what = "every step" if args.save_interval == 1 else "save_interval={}".format(args.save_interval)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import rows
+        rows.add(args.rows, "hook on torch {}, eager, {}: training thread CPU in one process, steps paired "
+                 "(+%)".format(torch.__version__, what), round(added["vigil"], 1), "%",
+                 target="<= {:g} %".format(target), met=added["vigil"] <= target,
+                 note="floor (one copy of each value) {:+.1f} %, a second model without hooks {:+.1f} %".format(
+                     added["floor"], added["none 2"]))
 
 
 if __name__ == "__main__":

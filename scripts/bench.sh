@@ -6,6 +6,8 @@
 #      --json results.json): the big trial, many small steps at several sizes, live latency;
 #   2. bench/object_storage_bench.py: a trial over the loopback S3 server;
 #   3. bench/pytorch_hook_bench.py: the hook on torch 2.13 (eager, bf16, compile), smdebug's on 1.13;
+#      bench/pytorch_hook_value_bench.py: the same hook's cost in one process, steps paired, at every
+#      step and at save_interval=100 (a process's wall time moves ±10 % from one to the next);
 #   4. the status board and Google Benchmark micro-benchmarks.
 # Generated trials are kept in build-bench/bench-cache. Not part of CI: it needs a few GB of disk and
 # page cache, and several minutes (the 100,000-step trial takes minutes to generate the first time).
@@ -26,6 +28,9 @@ echo "== object storage"
 VIGIL_BUILD_DIR="$build" /usr/bin/python3 "$root/bench/object_storage_bench.py" --rows "$rows" "${smdebug[@]}"
 echo "== the PyTorch hook (the .venv's torch and its installed vigil wheel)"
 "$root/.venv/bin/python" "$root/bench/pytorch_hook_bench.py" --rows "$rows" "${smdebug[@]}"
+echo "== the PyTorch hook in one process, steps paired (resolves what the processes' spread cannot)"
+"$root/.venv/bin/python" "$root/bench/pytorch_hook_value_bench.py" --steps 400 --rows "$rows"
+"$root/.venv/bin/python" "$root/bench/pytorch_hook_value_bench.py" --steps 1000 --save-interval 100 --rows "$rows"
 echo "== status board: a rule firing at every step"
 "$build/bin/vigil_status_bench"
 echo "== micro-benchmarks"
