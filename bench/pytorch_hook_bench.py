@@ -60,8 +60,8 @@ copies = None
 if variant == "floor":
     # The least the training thread must do to capture every value at every step: copy each weight,
     # bias and gradient once (one torch call for all, into buffers made once), nothing else
-    sources = [p for p in model.parameters()]
-    copies = [torch.empty_like(p) for p in sources] + [torch.empty_like(p) for p in sources]
+    sources = list(model.parameters())
+    copies = ([torch.empty_like(p) for p in sources], [torch.empty_like(p) for p in sources])
 elif variant != "none":
     import importlib
     smd = importlib.import_module(hook_module)
@@ -72,10 +72,10 @@ elif variant != "none":
 run = torch.compile(model) if model_kind == "compile" else model
 def step():
     if copies is not None:
-        torch._foreach_copy_(copies[:len(sources)], sources)
+        torch._foreach_copy_(copies[0], sources)
     opt.zero_grad(); crit(run(x), y).backward()
     if copies is not None:
-        torch._foreach_copy_(copies[len(sources):], [p.grad for p in sources])
+        torch._foreach_copy_(copies[1], [p.grad for p in sources])
     opt.step()
 for _ in range(2):
     step()

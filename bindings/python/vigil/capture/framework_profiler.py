@@ -211,6 +211,8 @@ class FrameworkProfiler:
         return self._writer
 
     def _flush(self):
+        if not self._pending and self._writer is None:
+            return  # nothing on (the default): no lock taken at every step boundary
         with self._lock:
             pending, self._pending = self._pending, []
         if pending and self._framework_on:
@@ -235,14 +237,12 @@ class FrameworkProfiler:
         """A step begins (the model's forward pre-hook): the last step's events are written, the config
         is checked, and the new step's Step and Forward spans open."""
         now = _now_us()
-        # Nothing to write or drain while nothing is on (the default): the config is still checked
-        if self._framework_on or self._monitor is not None or self._writer is not None or self._pending:
-            if self._framework_on:
-                self.log_outstanding_timeline_metrics()
-            self._flush()
-            self._drain_monitor_log()
-            if self._monitor is not None and self._monitor.stepped_aside:
-                self._monitor = None  # it stopped on its own (and logged why): nothing more to do
+        if self._framework_on:
+            self.log_outstanding_timeline_metrics()
+        self._flush()
+        self._drain_monitor_log()
+        if self._monitor is not None and self._monitor.stepped_aside:
+            self._monitor = None  # it stopped on its own (and logged why): nothing more to do
         self.refresh_config()
         self._optimizer_hooks_for_compile()
         self._step, self._mode, self._mode_step = global_step, int(mode), mode_step

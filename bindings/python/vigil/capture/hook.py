@@ -364,10 +364,8 @@ class BaseHook(ABC):
         if self._step_open:
             self._writer.end_step()
             self._step_open = False
-        if self._shard_layouts_changed:
-            self._publish_shard_layouts()
-        if self._tb_writers:
-            self._close_tb_writers()
+        self._publish_shard_layouts()
+        self._close_tb_writers()
         self._check_writer()
 
     # ---- sharded tensors (format/shard_layout.h) -------------------------------------------------------------

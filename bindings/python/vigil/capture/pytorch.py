@@ -280,7 +280,8 @@ class Hook(CallbackHook):
         self.has_registered_loss_module = False
         self._handles = []  # for as long as the hook lives
         self._step_modules, self._step_params = [], []  # hooked only when needed (_sync_step_hooks)
-        self._forward_handles, self._gradient_handles = {}, []  # {index in _step_modules: handle}
+        # {index in _step_modules: forward hook handle}, {index in _step_params: gradient hook handle}
+        self._forward_handles, self._gradient_handles = {}, {}
         # (module, hook) of each registered loss, hooked on saving steps only, as the modules are
         self._loss_hooks, self._loss_handles = [], {}  # {index in _loss_hooks: handle}
         # The ids of the modules whose inputs and outputs the due collections all refused on a saving
@@ -574,11 +575,10 @@ class Hook(CallbackHook):
                 elif not wanted and i in handles:
                     handles.pop(i).remove()
         if not (saving or self.custom_tensors_to_save):
-            if self._gradient_handles:
-                self._remove(self._gradient_handles)
-                _drop_empty_hook_dicts(p for _, p in self._step_params)
+            self._detach_gradient_hooks()
         elif not self._gradient_handles:
-            self._gradient_handles = [p.register_hook(self.backward_hook(name)) for name, p in self._step_params]
+            self._gradient_handles = {i: p.register_hook(self.backward_hook(name))
+                                      for i, (name, p) in enumerate(self._step_params)}
 
     def _current_refusals(self):
         """The ids of the modules refused under the plans now in force (_step_modules keeps them alive): a
@@ -592,16 +592,19 @@ class Hook(CallbackHook):
 
     @staticmethod
     def _remove(handles):
-        for h in (handles.values() if isinstance(handles, dict) else handles):
+        for h in handles.values():
             h.remove()
         handles.clear()
+
+    def _detach_gradient_hooks(self):
+        if self._gradient_handles:
+            self._remove(self._gradient_handles)
+            _drop_empty_hook_dicts(p for _, p in self._step_params)
 
     def _detach_step_hooks(self):
         self._remove(self._forward_handles)
         self._remove(self._loss_handles)
-        if self._gradient_handles:
-            self._remove(self._gradient_handles)
-            _drop_empty_hook_dicts(p for _, p in self._step_params)
+        self._detach_gradient_hooks()
 
     def _custom_tensor_pending(self):
         if self.prepared_collections and (not self._gradient_handles or self._refused_modules):
