@@ -57,6 +57,9 @@ TP_SCRIPT = """
         opt.step()
     hook.close()
     print("seen " + json.dumps(seen), flush=True)
+    # torch 2.13's own exit race (test_torch2.py): a gloo worker that frees the last collective after
+    # the interpreter began to finalize aborts the process; waiting on one more lets it finish first.
+    dist.barrier()
     dist.destroy_process_group()
 """
 
@@ -155,6 +158,9 @@ SHARDED_SCRIPT = """
         opt.step()
     hook.close()
     print("seen " + json.dumps(seen), flush=True)
+    # torch 2.13's own exit race (test_torch2.py): a gloo worker that frees the last collective after
+    # the interpreter began to finalize aborts the process; waiting on one more lets it finish first.
+    dist.barrier()
     dist.destroy_process_group()
 """
 
