@@ -19,9 +19,15 @@ the machine's load drifts over all of them alike, each timed by the training thr
                 by their memory's placement)
 
 The variants run in a shuffled order each round; the mean is taken of each step against the first
-model's step of the same round.
+model's step of the same round. Two identical models' steps differ by up to ~1 % (where their memory
+lies), which is as much as the save_interval=100 figure itself; so at an interval above 1 the
+`vigil` model is then also measured against itself: blocks of save_interval steps with the hook's
+step pre-hook attached (one saving step, the rest steps that save nothing) and removed (the model
+alone, no hook of Vigil's left on it), in pairs of shuffled order (--blocks pairs). Printed per
+position in the block (the saving step, the two after it, while the writer works on the other core,
+and the rest) and as the mean step, which is the row's figure.
 
-usage: python bench/pytorch_hook_value_bench.py [--steps N] [--save-interval N] [--out-dir DIR]
+usage: python bench/pytorch_hook_value_bench.py [--steps N] [--save-interval N] [--blocks N] [--out-dir DIR]
 Prints per variant the training thread CPU time per step (minimum, 10th percentile, median, mean),
 what each adds to `none` at the 10th percentile per step and per value and in % of the mean (the
 figure for --save-interval 100: one saving step in 100, in-process, where the process bench's
@@ -69,12 +75,41 @@ class _WriterStandIn:
         return getattr(self.real, name)
 
 
+def same_model_blocks(model, hook, step, interval, pairs):
+    """([on block], [off block]): each block the training thread CPU of `interval` steps, the first of
+    the on blocks the hook's saving step; the hook's step pre-hook attached for the on blocks, removed
+    for the off ones (on steps that save nothing the hook keeps nothing else on the model)."""
+    pre_hooks = dict(model._forward_pre_hooks)
+    while (hook.step + 1) % interval:  # the first on block begins with a saving step
+        step()
+    on, off = [], []
+    try:
+        for _ in range(pairs):
+            for hooked in random.sample((True, False), 2):
+                model._forward_pre_hooks.clear()
+                if hooked:
+                    model._forward_pre_hooks.update(pre_hooks)
+                times = []
+                for _ in range(interval):
+                    t0 = time.thread_time()
+                    step()
+                    times.append(time.thread_time() - t0)
+                (on if hooked else off).append(times)
+    finally:
+        model._forward_pre_hooks.clear()
+        model._forward_pre_hooks.update(pre_hooks)
+    return on, off
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200, help="timed steps of each variant, default 200")
     parser.add_argument("--save-interval", type=int, default=1,
                         help="the hooks' save_interval (default 1: every step saves); at 100 the figure that "
                         "matters is the mean, which spreads the saving step over the 99 that save nothing")
+    parser.add_argument("--blocks", type=int, default=60,
+                        help="at a save interval above 1: pairs of blocks of save_interval steps, the hook on and "
+                        "off in turns on the same model (default 60; 0: none)")
     parser.add_argument("--rows", help="append issue 29's row for this measure here (bench/rows.py): the hook's "
                         "training thread CPU added in one process, beside the floor and the noise floor")
     parser.add_argument("--out-dir", help="where the hooks' trials go (default: a temporary folder, on "
@@ -154,6 +189,9 @@ def main():
                 step(k)
                 times[k].append(time.thread_time() - t0)
                 faults[k] += resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - f0
+        hook_module._QueuedWriter = real_type
+        blocks = same_model_blocks(setups["vigil"][0], hooks[0], lambda: step("vigil"), args.save_interval,
+                                   args.blocks) if args.save_interval > 1 and args.blocks > 0 else None
     finally:
         hook_module._QueuedWriter = real_type
         for hook in hooks:
@@ -175,17 +213,43 @@ def main():
               "{:+.3f} ms at the 10th pct ({:+.1f} us a value), {:+.2f} % of the mean; {:.0f} page faults a step".format(
                   k, 1e3 * ts[0], 1e3 * ts[tenth], 1e3 * ts[len(ts) // 2], 1e3 * mean, 1e3 * added,
                   1e6 * added / VALUES_PER_STEP, 100 * (mean - none_mean) / none_mean, faults[k] / len(ts)))
+    if blocks is not None:
+        on, off = blocks
+        n = args.save_interval
+
+        def at(blocks_, positions):
+            return sum(b[i] for b in blocks_ for i in positions) / (len(blocks_) * len(positions))
+        off_mean = at(off, range(n))
+        print("  vigil, the same model with the hook on and off by blocks of {} steps ({} pairs; off: {:.3f} ms a "
+              "step):".format(n, len(on), 1e3 * off_mean))
+        for label, positions in (("the saving step", [0]), ("the step after it", [1]), ("the second after", [2]),
+                                 ("the other {}".format(n - 3), range(3, n))):
+            added = at(on, positions) - at(off, positions)
+            print("    {:<18} added {:+8.1f} us".format(label, 1e6 * added))
+        same_model = 100 * (at(on, range(n)) - off_mean) / off_mean
+        pairs = sorted(sum(a) / n - sum(b) / n for a, b in zip(on, off))
+        print("    mean step          added {:+8.1f} us, {:+.2f} % (pairs' 10th to 90th percentile {:+.1f} to {:+.1f} "
+              "us)".format(1e6 * (at(on, range(n)) - off_mean), same_model, 1e6 * pairs[len(pairs) // 10],
+                           1e6 * pairs[len(pairs) * 9 // 10]))
     if args.rows:
         added = {k: 100 * (means[k] - none_mean) / none_mean for k in means}
         target = 10.0 if args.save_interval == 1 else 1.0
         what = "every step" if args.save_interval == 1 else "save_interval={}".format(args.save_interval)
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import rows
-        rows.add(args.rows, "hook on torch {}, eager, {}: training thread CPU in one process, steps paired "
-                 "(+%)".format(torch.__version__, what), round(added["vigil"], 1), "%",
-                 target="<= {:g} %".format(target), met=added["vigil"] <= target,
-                 note="floor (one copy of each value) {:+.1f} %, a second model without hooks {:+.1f} %".format(
-                     added["floor"], added["none 2"]))
+        if blocks is None:
+            rows.add(args.rows, "hook on torch {}, eager, {}: training thread CPU in one process, steps paired "
+                     "(+%)".format(torch.__version__, what), round(added["vigil"], 1), "%",
+                     target="<= {:g} %".format(target), met=added["vigil"] <= target,
+                     note="floor (one copy of each value) {:+.1f} %, a second model without hooks {:+.1f} %".format(
+                         added["floor"], added["none 2"]))
+        else:
+            rows.add(args.rows, "hook on torch {}, eager, {}: training thread CPU in one process, the same model "
+                     "with the hook on and off by blocks (+%)".format(torch.__version__, what), round(same_model, 2),
+                     "%", target="<= {:g} %".format(target), met=same_model <= target,
+                     note="against other models, steps paired: {:+.1f} %; floor {:+.1f} %, a second model without "
+                     "hooks {:+.1f} % (where each model's memory lies)".format(added["vigil"], added["floor"],
+                                                                              added["none 2"]))
 
 
 if __name__ == "__main__":

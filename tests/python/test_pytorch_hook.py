@@ -279,6 +279,34 @@ def test_at_an_interval_refused_modules_stay_unhooked_and_the_loss_hook_comes_wi
     assert not any(n.endswith("_output_0") and not n.startswith("CrossEntropyLoss") for n in tr.tensor_names())
 
 
+def test_a_boundary_after_a_step_that_saved_nothing_only_counts_the_step(tmp_path):
+    """save_interval=3: the boundary after a step that saved nothing and left nothing waiting ends no
+    step, attaches and removes no hook (the hook's whole cost on such steps); a scalar saved on such a
+    step makes the next boundary a whole one, and it lands in the next saving step, as in smdebug."""
+    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=3),
+                    include_collections=["weights", "gradients", "losses"])
+    model, crit = Net(), torch.nn.CrossEntropyLoss()
+    hook.register_module(model)
+    hook.register_loss(crit)
+    whole, synced = [], []
+    close_writers, sync_step_hooks = hook._close_writers, hook._sync_step_hooks
+    hook._close_writers = lambda **kw: (whole.append(hook.step + 1), close_writers(**kw))
+    hook._sync_step_hooks = lambda: (synced.append(hook.step), sync_step_hooks())
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    for step in range(8):  # steps 0, 3 and 6 save
+        if step == 5:  # during step 4, which saves nothing
+            hook.save_scalar("lr", 0.5)
+        crit(model(x), y).backward()
+    hook.close()
+    # the first boundary (nothing prepared), those after saving steps, and those while the scalar waits
+    assert whole[:6] == [0, 1, 4, 5, 6, 7]
+    assert synced == [0, 1, 3, 4, 5, 6, 7]  # all but the quiet boundary of step 2, which saves nothing
+    tr = vigil.create_trial(str(tmp_path / "t"))
+    assert tr.steps() == [0, 3, 6]
+    assert tr.tensor("scalar/lr").steps() == [6]
+    assert tr.tensor("gradient/Net_fc2.weight").steps() == [0, 3, 6]
+
+
 def test_a_pending_save_tensor_value_hooks_every_module_again_as_a_flush_point(tmp_path):
     """In EVAL mode with no loss registered, the modules' forward hooks are a step's only flush points
     for save_tensor values (smdebug: the first module hook after save_tensor writes it). With every

@@ -25,6 +25,12 @@ from ..modes import ModeKeys
 PYTHON_STATS_FILE = "python_stats"
 OPTIMIZER_PHASE = "Optimizer"  # neither "Step" nor "cpu"/"gpu": the rules count it as a general phase
 _MODE_NAMES = {1: "train", 2: "eval", 3: "predict", 4: "global"}
+# How often a step boundary looks at the config file: smdebug reads it at every step, but one stat in a
+# loop of short steps costs 20-40 us of the step (the model's kernels leave the caches cold), 0.5 % of a
+# 5 ms step. Once per 50 ms an update still takes effect at the next step of any step that long, and
+# within 50 ms otherwise; the update comes from another process (SageMaker's agent, a ConfigMap),
+# never in step with the loop. docs/profiler.md.
+CONFIG_CHECK_INTERVAL_S = 0.05
 _TIMERS = {  # cProfileTimer -> the clock cProfile reads (None: cProfile's own default)
     "total_time": time.perf_counter,
     "cpu_time": time.process_time,
@@ -71,7 +77,8 @@ class FrameworkProfiler:
         self.pid = os.getpid()
         self.config = None
         self.on_framework_change = None  # the hook's callback(enabled): attach or detach its observers
-        self._watcher = _vigil.ProfilerConfigWatcher(config_path or _vigil.profiler_config_path_from_environment())
+        self._watcher = _vigil.ProfilerConfigWatcher(config_path or _vigil.profiler_config_path_from_environment(),
+                                                     min_check_interval_s=CONFIG_CHECK_INTERVAL_S)
         self._refused = set()
         self._logged = set()
         self._monitor = None
@@ -232,6 +239,24 @@ class FrameworkProfiler:
         return self._node_id
 
     # ---- steps, forward and backward (smdebug's PyTorch timeline) --------------------------------------
+    @never_raises(default=False)
+    def idle_step_start(self):
+        """A step boundary while nothing but the config watch (and the system monitor) is on: no
+        framework or Python profiling, no event pending, no trace file open, no hook to release. The
+        config is checked and the monitor's messages logged, and nothing else (the step's numbers are
+        not needed). False when something is on, or the config just turned something on: step_start
+        then does the whole boundary. The hook's steps cost this alone when profiling is off (the
+        default), at every step."""
+        if (self._framework_on or self._py_window is not None or self._cprofile is not None or self._pending
+                or self._writer is not None or self._deferred_handles):
+            return False
+        if self._monitor is not None:
+            self._drain_monitor_log()
+            if self._monitor.stepped_aside:
+                self._monitor = None  # it stopped on its own (and logged why): nothing more to do
+        self.refresh_config()
+        return not self._framework_on and self._py_window is None
+
     @never_raises
     def step_start(self, mode, mode_step, global_step, module_name):
         """A step begins (the model's forward pre-hook): the last step's events are written, the config

@@ -640,21 +640,36 @@ class Hook(CallbackHook):
         self.has_registered_loss_module = True
 
     # ---- the hooks PyTorch calls ---------------------------------------------------------------------
+    def _last_step_left_nothing(self):
+        """At a step boundary: the step that ends saved nothing and left nothing to see to (no step
+        open, no scalar or save_tensor value waiting, no module, loss or gradient hook attached, no
+        TensorBoard writer, shard layout or upload). Such a boundary only counts the step, unless the
+        new step saves: at save_interval=100 it is the hook's whole cost on 99 steps in 100. The writer's
+        errors are then looked at by the next saving step's boundary, before it writes anything."""
+        return (self._policy is not None and not self._step_open and not self.scalar_cache
+                and not self.custom_tensors_to_save and not self._hooked_step and not self._forward_handles
+                and not self._loss_handles and not self._gradient_handles and not self._tb_writers
+                and not self._shard_layouts_changed and not self._uploads)
+
     @never_raises
     def forward_pre_hook(self, module, inputs):
-        if self._profiler is not None:  # the step boundary: never raises
-            self._profiler.release_deferred_hooks()
+        quiet = self._last_step_left_nothing()
+        profiler = self._profiler
+        if profiler is not None and not profiler.idle_step_start():  # the step boundary: never raises
+            profiler.release_deferred_hooks()
             mode_step = self._policy.mode_step(int(self.mode)) if self._policy is not None else self.init_step
-            self._profiler.step_start(self.mode, mode_step + 1, self.step + 1,
-                                      self.module_maps.get(module, type(module).__name__))
-        self._close_writers(scalars_wait_for_a_saved_step=True)
-        if not self.prepared_collections:
-            self._prepare_collections()
-        self._note_compiled_modules()
+            profiler.step_start(self.mode, mode_step + 1, self.step + 1,
+                                self.module_maps.get(module, type(module).__name__))
+        if not quiet:
+            self._close_writers(scalars_wait_for_a_saved_step=True)
+            if not self.prepared_collections:
+                self._prepare_collections()
+            self._note_compiled_modules()
         self._increment_step()
         # No flush here (smdebug's pre-hook has none): values pending from the last step wait for
         # this step's first module or gradient hook.
-        if self._get_collections_to_save_for_step():
+        saving = bool(self._get_collections_to_save_for_step())
+        if saving:
             self._initialize_writers()
             if _is_fsdp2(module) or _is_fsdp1(module):
                 # The parameters are all-gathered copies, or flat chunks, now: the shards are saved at
@@ -664,8 +679,9 @@ class Hook(CallbackHook):
                 prefix = _class_name(module) + "_"
                 for name, param in module.named_parameters():
                     self._save_for_tensor(prefix + name, param)
-        self._sync_step_hooks()
-        self._hooked_step, self._module_hook_calls = bool(self._forward_handles), 0
+        if saving or not quiet:  # a quiet step that saves nothing has no hook to attach or remove
+            self._sync_step_hooks()
+            self._hooked_step, self._module_hook_calls = bool(self._forward_handles), 0
         if self.last_saved_step is not None and not self.exported_collections:
             self.export_collections()
             self.exported_collections = True
