@@ -249,6 +249,9 @@ def main():
     ap.add_argument("--rows", help="append issue 29's summary rows here (bench/rows.py)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
+    if args.smdebug_python and not (os.path.isfile(args.smdebug_python) and os.access(args.smdebug_python, os.X_OK)):
+        ap.error("--smdebug-python {}: no such interpreter (scripts/python-envs.sh makes .venv-smdebug/bin/python)".format(
+            args.smdebug_python))
 
     build = os.path.abspath(args.build)
     vigil = os.path.join(build, "bin", "vigil")

@@ -12,7 +12,6 @@
 #include <memory>
 #include <variant>
 
-#include <curl/curl.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -20,6 +19,7 @@
 #include "common/process.h"
 #include "jobs/job_store.h"
 #include "jobs/rule_actions.h"
+#include "storage/curl_library.h"
 #include <vigil/sdk/text.hpp>
 
 namespace vigil::jobs {
@@ -61,13 +61,16 @@ struct WebhookTarget {
 };
 std::variant<WebhookTarget, std::string> webhook_target(const std::string& url, const HostResolver& resolve) {
   constexpr std::string_view kNotLoopback = "VIGIL_NOTIFY_WEBHOOK must be an http:// address on the loopback interface";
-  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> parsed(curl_url(), curl_url_cleanup);
-  if (!parsed || curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return std::string(kNotLoopback);
+  const auto loaded = storage::curl_library();
+  if (!loaded) return loaded.error().message;
+  const storage::CurlLibrary& lib = **loaded;
+  std::unique_ptr<CURLU, decltype(lib.url_cleanup)> parsed(lib.url(), lib.url_cleanup);
+  if (!parsed || lib.url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return std::string(kNotLoopback);
   auto part = [&](CURLUPart which, unsigned flags = 0) {
     char* text = nullptr;
     std::string out;
-    if (curl_url_get(parsed.get(), which, &text, flags) == CURLUE_OK && text != nullptr) out = text;
-    curl_free(text);
+    if (lib.url_get(parsed.get(), which, &text, flags) == CURLUE_OK && text != nullptr) out = text;
+    lib.free(text);
     return out;
   };
   const std::string host = part(CURLUPART_HOST), port = part(CURLUPART_PORT, CURLU_DEFAULT_PORT);
@@ -131,27 +134,28 @@ std::string deliver_by_command(const std::string& command, const nlohmann::json&
 std::string deliver_by_webhook(const std::string& url, const HostResolver& resolve, const nlohmann::json& message) {
   const auto target = webhook_target(url, resolve ? resolve : HostResolver(system_resolve));
   if (const auto* refused = std::get_if<std::string>(&target)) return "failed: " + *refused;
-  CURL* curl = curl_easy_init();
+  const storage::CurlLibrary& lib = **storage::curl_library();  // loaded: webhook_target needed it too
+  CURL* curl = lib.easy_init();
   if (!curl) return "failed: no HTTP client";
   const std::string body = message.dump();
-  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  curl_slist* pinned = curl_slist_append(nullptr, std::get<WebhookTarget>(target).resolve_entry.c_str());
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_RESOLVE, pinned);
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http");
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT, long(kDeliveryTimeout.count()));
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, +[](char*, size_t size, size_t n, void*) { return size * n; });
-  const CURLcode rc = curl_easy_perform(curl);
+  curl_slist* headers = lib.slist_append(nullptr, "Content-Type: application/json");
+  curl_slist* pinned = lib.slist_append(nullptr, std::get<WebhookTarget>(target).resolve_entry.c_str());
+  lib.easy_setopt(curl, CURLOPT_URL, url.c_str());
+  lib.easy_setopt(curl, CURLOPT_RESOLVE, pinned);
+  lib.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http");
+  lib.easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  lib.easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+  lib.easy_setopt(curl, CURLOPT_TIMEOUT, long(kDeliveryTimeout.count()));
+  lib.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  lib.easy_setopt(curl, CURLOPT_NOPROXY, "*");
+  lib.easy_setopt(curl, CURLOPT_WRITEFUNCTION, +[](char*, size_t size, size_t n, void*) { return size * n; });
+  const CURLcode rc = lib.easy_perform(curl);
   long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  curl_easy_cleanup(curl);
-  curl_slist_free_all(headers);
-  curl_slist_free_all(pinned);
-  if (rc != CURLE_OK) return fmt::format("failed: {}", curl_easy_strerror(rc));
+  lib.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  lib.easy_cleanup(curl);
+  lib.slist_free_all(headers);
+  lib.slist_free_all(pinned);
+  if (rc != CURLE_OK) return fmt::format("failed: {}", lib.easy_strerror(rc));
   return status >= 200 && status < 300 ? "delivered" : fmt::format("failed: HTTP {}", status);
 }
 

@@ -1,6 +1,7 @@
 #include "storage/s3_client.h"
 
-#include <curl/curl.h>
+#include "storage/curl_library.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -51,11 +52,6 @@ struct S3Client::Response {
 };
 
 namespace {
-
-void init_curl_once() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 std::string_view method(S3Client::Kind kind) {
   switch (kind) {
@@ -200,14 +196,16 @@ Result<std::shared_ptr<S3Client>> S3Client::create(S3Config config) {
   auto endpoint = parse_s3_endpoint(config.endpoint);
   if (!endpoint) return fail(endpoint.error());
   if (config.max_attempts < 1) return fail(Error::invalid_argument("S3 max_attempts must be at least 1"));
-  init_curl_once();
-  return std::shared_ptr<S3Client>(new S3Client(std::move(config), std::move(*endpoint)));
+  auto curl = curl_library();
+  if (!curl) return fail(curl.error());
+  return std::shared_ptr<S3Client>(new S3Client(std::move(config), std::move(*endpoint), **curl));
 }
 
-S3Client::S3Client(S3Config config, S3Endpoint endpoint) : config_(std::move(config)), endpoint_(std::move(endpoint)) {}
+S3Client::S3Client(S3Config config, S3Endpoint endpoint, const CurlLibrary& curl)
+    : config_(std::move(config)), endpoint_(std::move(endpoint)), curl_(&curl) {}
 
 S3Client::~S3Client() {
-  for (void* handle : pool_) curl_easy_cleanup(static_cast<CURL*>(handle));
+  for (void* handle : pool_) curl_->easy_cleanup(static_cast<CURL*>(handle));
 }
 
 void* S3Client::take_handle() const {
@@ -216,11 +214,11 @@ void* S3Client::take_handle() const {
     if (!pool_.empty()) {
       void* handle = pool_.back();
       pool_.pop_back();
-      curl_easy_reset(static_cast<CURL*>(handle));  // options go, the connection cache stays
+      curl_->easy_reset(static_cast<CURL*>(handle));  // options go, the connection cache stays
       return handle;
     }
   }
-  return curl_easy_init();
+  return curl_->easy_init();
 }
 
 void S3Client::return_handle(void* handle) const {
@@ -279,10 +277,10 @@ Result<S3Client::Response> S3Client::execute(const Request& request) const {
 
     curl_slist* header_list = nullptr;
     for (const auto& [name, value] : to_sign.headers)
-      header_list = curl_slist_append(header_list, fmt::format("{}: {}", name, value).c_str());
-    header_list = curl_slist_append(header_list, ("Authorization: " + signature.authorization).c_str());
-    header_list = curl_slist_append(header_list, "Expect:");  // no 100-continue round trip before a PUT's body
-    if (request.kind == Kind::Put) header_list = curl_slist_append(header_list, "Content-Type: application/octet-stream");
+      header_list = curl_->slist_append(header_list, fmt::format("{}: {}", name, value).c_str());
+    header_list = curl_->slist_append(header_list, ("Authorization: " + signature.authorization).c_str());
+    header_list = curl_->slist_append(header_list, "Expect:");  // no 100-continue round trip before a PUT's body
+    if (request.kind == Kind::Put) header_list = curl_->slist_append(header_list, "Content-Type: application/octet-stream");
 
     Transfer transfer;
     transfer.sink = request.sink;
@@ -291,34 +289,34 @@ Result<S3Client::Response> S3Client::execute(const Request& request) const {
     const auto timeout = std::min(config_.request_timeout, left);
     CURL* curl = static_cast<CURL*>(take_handle());
     if (curl == nullptr) {
-      curl_slist_free_all(header_list);
+      curl_->slist_free_all(header_list);
       return fail(failure(request, "cannot start a transfer (curl_easy_init failed)"));
     }
-    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);  // keys are sent as signed: no dot-segment folding
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, header_list);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM: calls come from many threads
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_error);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, long(std::min(config_.connect_timeout, timeout).count()));
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, long(timeout.count()));
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, config_.low_speed_bytes_per_second);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+    curl_->easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_->easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_->easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);  // keys are sent as signed: no dot-segment folding
+    curl_->easy_setopt(curl, CURLOPT_HTTPHEADER, header_list);
+    curl_->easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM: calls come from many threads
+    curl_->easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_error);
+    curl_->easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, long(std::min(config_.connect_timeout, timeout).count()));
+    curl_->easy_setopt(curl, CURLOPT_TIMEOUT_MS, long(timeout.count()));
+    curl_->easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, config_.low_speed_bytes_per_second);
+    curl_->easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
                      long(std::max<int64_t>(1, std::min<int64_t>(config_.low_speed_window.count(),
                                                                  std::chrono::duration_cast<std::chrono::seconds>(timeout).count()))));
-    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
-    if (request.kind == Kind::Head) curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    curl_->easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_->easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
+    curl_->easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_->easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
+    if (request.kind == Kind::Head) curl_->easy_setopt(curl, CURLOPT_NOBODY, 1L);
     if (request.kind == Kind::Put) {
-      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "PUT");
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.size()));
+      curl_->easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "PUT");
+      curl_->easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
+      curl_->easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.size()));
     }
-    const CURLcode code = curl_easy_perform(curl);
+    const CURLcode code = curl_->easy_perform(curl);
     return_handle(curl);
-    curl_slist_free_all(header_list);
+    curl_->slist_free_all(header_list);
     counters_.received.fetch_add(transfer.response.body.size() + transfer.response.sink_bytes);
     if (request.kind == Kind::Put) counters_.sent.fetch_add(request.body.size());
 
@@ -331,7 +329,7 @@ Result<S3Client::Response> S3Client::execute(const Request& request) const {
       last_timed_out = false;
     } else if (code != CURLE_OK) {
       // curl's own text names the host and what happened, never a header value.
-      last_failure = curl_error[0] != '\0' ? std::string(curl_error) : std::string(curl_easy_strerror(code));
+      last_failure = curl_error[0] != '\0' ? std::string(curl_error) : std::string(curl_->easy_strerror(code));
       last_timed_out = code == CURLE_OPERATION_TIMEDOUT;
       if (!retryable_transport(code)) return fail(failure(request, last_failure));
     } else if (response.status >= 200 && response.status < 300) {

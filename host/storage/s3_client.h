@@ -1,4 +1,5 @@
-// The S3 REST calls a trial needs (ListObjectsV2, GET whole or ranged, HEAD, PUT) over libcurl,
+// The S3 REST calls a trial needs (ListObjectsV2, GET whole or ranged, HEAD, PUT) over libcurl
+// (loaded when the first client is made: storage/curl_library.h),
 // each signed with SigV4, retried with full-jitter backoff on throttling, server errors, broken
 // connections and short bodies, and bounded in time. Every error names the s3:// object and never
 // a credential or a signature. Thread safe: calls may come from many threads at once.
@@ -20,6 +21,8 @@
 #include "storage/s3_xml.h"
 
 namespace vigil::storage {
+
+struct CurlLibrary;  // storage/curl_library.h
 
 struct S3ObjectHead {
   uint64_t size = 0;
@@ -97,7 +100,7 @@ class S3Client {
   enum class Kind { List, Get, Range, Head, Put };
 
  private:
-  S3Client(S3Config config, S3Endpoint endpoint);
+  S3Client(S3Config config, S3Endpoint endpoint, const CurlLibrary& curl);
   // Sends `request` until it gets an answer that is not worth retrying (returned, whatever its
   // status), or fails with the last retryable failure once attempts or time run out.
   [[nodiscard]] Result<Response> execute(const Request& request) const;
@@ -106,6 +109,7 @@ class S3Client {
 
   S3Config config_;
   S3Endpoint endpoint_;
+  const CurlLibrary* curl_;  // loaded by create(), kept for the process (storage/curl_library.h)
   // Idle easy handles, kept for their open connections (keep-alive) between calls.
   mutable std::mutex pool_mutex_;
   mutable std::vector<void*> pool_;

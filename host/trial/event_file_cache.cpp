@@ -25,6 +25,16 @@ uint32_t EventFileCache::intern(const std::string& relpath) {
   return it->second;
 }
 
+void EventFileCache::reserve_more(size_t more) {
+  std::lock_guard lock(mu_);
+  const size_t wanted = names_.size() + more;
+  if (wanted <= names_.capacity()) return;
+  // Geometric, as the tables would grow by themselves: a live trial's refreshes add a few at a time.
+  const size_t room = std::max(wanted, 2 * names_.capacity());
+  names_.reserve(room);
+  ids_.reserve(room);
+}
+
 std::string EventFileCache::relpath(uint32_t id) const {
   std::lock_guard lock(mu_);
   return names_.at(id);

@@ -47,6 +47,9 @@ class EventFileCache {
 
   // The id of an event file named relative to the trial root (the same id for the same name).
   uint32_t intern(const std::string& relpath);
+  // Room for `more` names beyond those interned (a listing's new index files name about one each):
+  // the tables grow once instead of rehashing as they fill.
+  void reserve_more(size_t more);
   std::string relpath(uint32_t id) const;
   // The open file (opened and checked once, then kept while among the most recently used).
   Result<std::shared_ptr<const storage::StoredObject>> open(uint32_t id) const;

@@ -491,6 +491,12 @@ Result<void> Trial::State::load_new_index_files(IndexListing first) {
                          (options.range_end && parsed->global_step >= *options.range_end);
     new_files.push_back({&rel, std::move(*parsed), !outside});
   }
+  // Room for the new files at once (a trial's first listing: all of them) rather than rehashing as
+  // the tables fill; geometric, for a live trial's refreshes that add a few at a time.
+  if (const size_t wanted = read_index_files.size() + new_files.size();
+      wanted > read_index_files.bucket_count() * read_index_files.max_load_factor())
+    read_index_files.reserve(std::max(wanted, 2 * read_index_files.size()));
+  event_files.reserve_more(new_files.size());
   constexpr size_t kIndexFilesPerBatch = 1024;
   for (size_t begin = 0; begin < new_files.size(); begin += kIndexFilesPerBatch) {
     const std::span<const NewFile> batch(new_files.data() + begin, std::min(kIndexFilesPerBatch, new_files.size() - begin));

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "s3_server_process.h"
+#include "storage/curl_library.h"
 #include "storage/s3_object_store.h"
 #include "storage/s3_uri.h"
 #include "test_support.h"
@@ -21,6 +22,25 @@ namespace vigil::storage {
 namespace {
 
 using nlohmann::json;
+
+TEST(CurlLibrary, IsLoadedOnceWithEveryFunctionVigilCalls) {
+  auto first = curl_library();
+  ASSERT_TRUE(first) << first.error().message;
+  const CurlLibrary& lib = **first;
+  for (const void* fn : {(const void*)lib.easy_init, (const void*)lib.easy_setopt, (const void*)lib.easy_perform,
+                         (const void*)lib.easy_getinfo, (const void*)lib.easy_reset, (const void*)lib.easy_cleanup,
+                         (const void*)lib.easy_strerror, (const void*)lib.slist_append, (const void*)lib.slist_free_all,
+                         (const void*)lib.url, (const void*)lib.url_set, (const void*)lib.url_get,
+                         (const void*)lib.url_cleanup, (const void*)lib.free})
+    EXPECT_NE(fn, nullptr);
+  auto again = curl_library();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, *first);  // one table for the process
+  EXPECT_STREQ(lib.easy_strerror(CURLE_OK), "No error");
+  CURL* handle = lib.easy_init();  // the global init ran: an easy handle can be made and freed
+  ASSERT_NE(handle, nullptr);
+  lib.easy_cleanup(handle);
+}
 
 // No server is a failure, never a skip: these tests are the S3 client's only check.
 class S3Test : public test::S3ServerSuite {
