@@ -175,6 +175,13 @@ class PyCapturePolicy {
   writer::CapturePolicy policy_;
 };
 
+// A step's due collections as the tuple the hook keeps (its plans are keyed by it).
+py::tuple due_tuple(const std::vector<std::string>& due) {
+  py::tuple out(due.size());
+  for (size_t i = 0; i < due.size(); ++i) out[i] = py::str(due[i]);
+  return out;
+}
+
 }  // namespace
 
 void register_hook_writer(py::module_& m) {
@@ -200,13 +207,16 @@ void register_hook_writer(py::module_& m) {
       .def(py::init<const std::string&, std::vector<std::string>, const std::string&, int64_t>(),
            py::arg("collections_json"), py::arg("include"), py::arg("defaults_json"), py::arg("init_step") = -1)
       .def("set_mode", [](PyCapturePolicy& p, int mode) { p.policy_.set_mode(mode_or_global(mode)); }, py::arg("mode"))
-      .def("begin_step", [](PyCapturePolicy& p) { p.policy_.begin_step(); })
+      .def("begin_step", [](PyCapturePolicy& p) {
+             p.policy_.begin_step();
+             return due_tuple(p.policy_.due_collections());
+           }, "Begins the next step; the included collections due at it, by name (one call a step)")
       .def("set_step", [](PyCapturePolicy& p, int64_t global_step, int64_t mode_step) { p.policy_.set_step(global_step, mode_step); },
            py::arg("global_step"), py::arg("mode_step"))
       .def_property_readonly("step", [](const PyCapturePolicy& p) { return p.policy_.global_step(); })
       .def("mode_step", [](const PyCapturePolicy& p, int mode) { return p.policy_.mode_step(mode_or_global(mode)); },
            py::arg("mode"))
-      .def("due_collections", [](PyCapturePolicy& p) { return p.policy_.due_collections(); },
+      .def("due_collections", [](PyCapturePolicy& p) { return due_tuple(p.policy_.due_collections()); },
            "The included collections due at the current step, by name")
       .def("plan", &PyCapturePolicy::plan, py::arg("name"), py::arg("check_due") = true)
       .def("join", [](PyCapturePolicy& p, const std::string& name, const std::vector<std::string>& collections) {

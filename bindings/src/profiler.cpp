@@ -3,7 +3,6 @@
 // the system monitor thread, the trace event writer, and the system / framework readers. Host
 // errors become vigil.exceptions classes (errors.cpp); calls that wait on threads or do file I/O
 // release the GIL, so a training loop's other Python threads keep running.
-#include <chrono>
 #include <deque>
 #include <mutex>
 
@@ -218,19 +217,12 @@ void register_profiler(py::module_& m) {
 
   py::class_<ProfilerConfigWatcher>(m, "ProfilerConfigWatcher",
                                     "Re-reads the profiler config whenever the file changes (a cheap stat otherwise)")
-      .def(py::init([](const std::string& path, double min_check_interval_s) {
-             if (!(min_check_interval_s >= 0 && min_check_interval_s <= 3600))
-               throw py::value_error("min_check_interval_s must be between 0 and 3600 seconds");
-             return std::make_unique<ProfilerConfigWatcher>(
-                 path, std::chrono::duration_cast<ProfilerConfigWatcher::Clock::duration>(
-                           std::chrono::duration<double>(min_check_interval_s)));
-           }),
-           py::arg("path"), py::arg("min_check_interval_s") = 0.0,
-           "min_check_interval_s: refresh() looks at the file at most this often (the first call always)")
+      .def(py::init([](const std::string& path) { return std::make_unique<ProfilerConfigWatcher>(path); }),
+           py::arg("path"))
       .def(
           "refresh", [](ProfilerConfigWatcher& w) { return unwrap(w.refresh()); },
-          "True when the file was looked at, had changed and was loaded; raises when it changed and was "
-          "refused (the last good config stays current).")
+          "True when the file changed and was loaded; raises when it changed and was refused (the last good "
+          "config stays current).")
       .def_property_readonly(
           "current", [](const ProfilerConfigWatcher& w) { return ProfilerConfig(w.current()); },
           "A copy of the config in force")

@@ -347,8 +347,7 @@ std::filesystem::path profiler_config_path_from_environment() {
                        : std::filesystem::path(format::sagemaker::default_config_path(format::sagemaker::kProfilerConfigFile));
 }
 
-ProfilerConfigWatcher::ProfilerConfigWatcher(std::filesystem::path path, Clock::duration min_check_interval)
-    : path_(std::move(path)), min_check_interval_(min_check_interval) {}
+ProfilerConfigWatcher::ProfilerConfigWatcher(std::filesystem::path path) : path_(std::move(path)) {}
 
 ProfilerConfigWatcher::FileIdentity ProfilerConfigWatcher::identify(const std::filesystem::path& path) {
   struct stat st {};
@@ -356,12 +355,10 @@ ProfilerConfigWatcher::FileIdentity ProfilerConfigWatcher::identify(const std::f
   return FileIdentity{true, st.st_ino, st.st_size, st.st_mtim};
 }
 
-Result<bool> ProfilerConfigWatcher::refresh(Clock::time_point now) {
-  if (seen_ && now - last_check_ < min_check_interval_) return false;
-  last_check_ = now;
-  const FileIdentity found = identify(path_);
-  if (seen_ && *seen_ == found) return false;
-  seen_ = found;
+Result<bool> ProfilerConfigWatcher::refresh() {
+  const FileIdentity now = identify(path_);
+  if (seen_ && *seen_ == now) return false;
+  seen_ = now;
   auto loaded = load_profiler_config(path_);
   if (!loaded) return fail(std::move(loaded.error()));
   current_ = std::move(*loaded);

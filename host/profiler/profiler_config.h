@@ -7,7 +7,6 @@
 
 #include <sys/types.h>
 
-#include <chrono>
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
@@ -77,17 +76,12 @@ struct ProfilerConfig {
 
 // Re-reads the file whenever it changes (inode, size or mtime), so that an UpdateTrainingJob that
 // rewrites it takes effect while training runs. A refused update keeps the last good config.
-// With a `min_check_interval`, refresh() looks at the file at most once per interval (the first call
-// always): a training loop's step boundary calls it at every step, and there one stat, cheap alone,
-// costs 20-40 us of the step in caches the model's kernels left cold (docs/performance.md, hookidle).
 class ProfilerConfigWatcher {
  public:
-  using Clock = std::chrono::steady_clock;
-  explicit ProfilerConfigWatcher(std::filesystem::path path, Clock::duration min_check_interval = {});
-  // true when the file was looked at, had changed and the new config was loaded; an error when it
-  // changed and was refused (current() stays as it was; the same bad file is not reported again).
-  [[nodiscard]] Result<bool> refresh() { return refresh(Clock::now()); }
-  [[nodiscard]] Result<bool> refresh(Clock::time_point now);
+  explicit ProfilerConfigWatcher(std::filesystem::path path);
+  // true when the file changed and the new config was loaded; an error when it changed and was
+  // refused (current() stays as it was; the same bad file is not reported again).
+  [[nodiscard]] Result<bool> refresh();
   const ProfilerConfig& current() const { return current_; }
   const std::filesystem::path& path() const { return path_; }
 
@@ -105,8 +99,6 @@ class ProfilerConfigWatcher {
   static FileIdentity identify(const std::filesystem::path& path);
 
   std::filesystem::path path_;
-  Clock::duration min_check_interval_;
-  Clock::time_point last_check_{};
   std::optional<FileIdentity> seen_;
   ProfilerConfig current_;
 };

@@ -289,37 +289,6 @@ TEST(ProfilerConfigWatcher, RereadsWhenTheFileChanges) {
   EXPECT_EQ(watcher.current().interval_ms, 5000);
 }
 
-TEST(ProfilerConfigWatcher, LooksAtTheFileAtMostOncePerCheckInterval) {
-  test::ScratchDir dir;
-  const fs::path path = dir / "profilerconfig.json";
-  using namespace std::chrono_literals;
-  ProfilerConfigWatcher watcher(path, 50ms);
-  const auto t0 = ProfilerConfigWatcher::Clock::now();
-  auto first = watcher.refresh(t0);  // the first call always looks
-  ASSERT_VIGIL_OK(first);
-  EXPECT_TRUE(*first);
-  EXPECT_FALSE(watcher.current().file_found);
-
-  write_text(path, R"({"ProfilingParameters": {"ProfilingIntervalInMilliseconds": 100}})");
-  auto early = watcher.refresh(t0 + 49ms);  // within the interval: the file is not looked at
-  ASSERT_VIGIL_OK(early);
-  EXPECT_FALSE(*early);
-  EXPECT_FALSE(watcher.current().file_found);
-  auto due = watcher.refresh(t0 + 50ms);
-  ASSERT_VIGIL_OK(due);
-  EXPECT_TRUE(*due);
-  EXPECT_EQ(watcher.current().interval_ms, 100);
-
-  // The interval runs from the last look, not from the first call.
-  write_text(path, R"({"ProfilingParameters": {"ProfilingIntervalInMilliseconds": 1000}})");
-  EXPECT_FALSE(*watcher.refresh(t0 + 99ms));
-  EXPECT_EQ(watcher.current().interval_ms, 100);
-  auto later = watcher.refresh(t0 + 100ms);
-  ASSERT_VIGIL_OK(later);
-  EXPECT_TRUE(*later);
-  EXPECT_EQ(watcher.current().interval_ms, 1000);
-}
-
 // ---- windows ----------------------------------------------------------------------------------
 
 MetricsConfig step_range(std::optional<int64_t> start, int64_t num) {

@@ -40,13 +40,6 @@ def write_config(path, root, interval=100, disable=False, dataloader=None, pytho
     os.replace(tmp, str(path))  # a new file, as SageMaker's update writes one
 
 
-def update_config(path, root, **kwargs):
-    """A config update while training runs, seen at the next step boundary: the boundaries look at the
-    file at most every CONFIG_CHECK_INTERVAL_S, and time.sleep waits at least that long."""
-    write_config(path, root, **kwargs)
-    time.sleep(_profiling.CONFIG_CHECK_INTERVAL_S)
-
-
 @pytest.fixture
 def profiled(tmp_path, monkeypatch):
     """(config path, profiler root); $SMPROFILER_CONFIG_PATH points at the config."""
@@ -254,7 +247,7 @@ def test_optimizer_events_stop_with_framework_profiling_and_each_optimizer_is_na
     seen = []
     for i in range(5):
         if i == 3:
-            update_config(cfg, root, disable=True)
+            write_config(cfg, root, disable=True)
         model(torch.randn(4, 8)).sum().backward()
         seen.append(registered_optimizer_hooks())
         for opt in opts:
@@ -450,13 +443,13 @@ def test_a_config_update_during_training_takes_effect(tmp_path, profiled, caplog
     def before(i, hook):
         if i == 2:
             seen["monitor"] = hook._profiler.monitor
-            update_config(cfg, root, interval=200)  # the monitor restarts with the new interval
+            write_config(cfg, root, interval=200)  # the monitor restarts with the new interval
         if i == 3:
             seen["monitor_after"] = hook._profiler.monitor
-            update_config(cfg, root, interval=300)  # refused: not an allowed interval
+            write_config(cfg, root, interval=300)  # refused: not an allowed interval
         if i == 5:
             seen["interval"] = hook._profiler.config.interval_ms
-            update_config(cfg, root, interval=200, disable=True)
+            write_config(cfg, root, interval=200, disable=True)
 
     with caplog.at_level(logging.WARNING, logger="vigil.hook"):
         hook, _, _ = train(tmp_path, steps=8, before_step=before)
@@ -517,16 +510,19 @@ def test_the_dataloader_window_and_metrics_regex_are_honoured(tmp_path, profiled
     assert not [e for e in events if e.event_phase.startswith("DataLoader")]
 
 
-def test_a_config_written_while_training_runs_turns_profiling_on_at_the_next_step(tmp_path, profiled):
+def test_a_config_written_while_training_runs_turns_profiling_on_at_the_next_step(tmp_path, profiled, monkeypatch):
     """No file at first: a step boundary then only looks for the config, at most every
     CONFIG_CHECK_INTERVAL_S; the boundary that finds it starts that step's framework events."""
     cfg, root = profiled
-    seen = []
+    seen, now = [], [1000.0]
+    monkeypatch.setattr(_profiling, "_monotonic", lambda: now[0])
 
     def before(i, hook):
         seen.append(hook._profiler.framework_on)
+        if i == 1:
+            write_config(cfg, root)  # within the interval of step 0's look: not seen yet
         if i == 2:
-            update_config(cfg, root)
+            now[0] += _profiling.CONFIG_CHECK_INTERVAL_S
 
     train(tmp_path, steps=6, before_step=before)
     assert seen == [False, False, False, True, True, True]

@@ -25,12 +25,14 @@ from ..modes import ModeKeys
 PYTHON_STATS_FILE = "python_stats"
 OPTIMIZER_PHASE = "Optimizer"  # neither "Step" nor "cpu"/"gpu": the rules count it as a general phase
 _MODE_NAMES = {1: "train", 2: "eval", 3: "predict", 4: "global"}
-# How often a step boundary looks at the config file: smdebug reads it at every step, but one stat in a
-# loop of short steps costs 20-40 us of the step (the model's kernels leave the caches cold), 0.5 % of a
-# 5 ms step. Once per 50 ms an update still takes effect at the next step of any step that long, and
-# within 50 ms otherwise; the update comes from another process (SageMaker's agent, a ConfigMap),
-# never in step with the loop. docs/profiler.md.
+# How often a step boundary looks at the config file while nothing is on (no framework or Python
+# profiling): smdebug reads it at every step, but there one stat and the native call around it cost
+# 30-40 us of a step in the caches the model's kernels left cold, 0.7 % of a 5 ms step. Once per
+# 50 ms, an update still takes effect at the next step of any step that long, and within 50 ms
+# otherwise; it comes from another process (SageMaker's agent, a ConfigMap), never in step with the
+# loop. While profiling is on, every step looks, as smdebug's. docs/profiler.md.
 CONFIG_CHECK_INTERVAL_S = 0.05
+_monotonic = time.monotonic  # the idle boundaries' clock (a test sets its own)
 _TIMERS = {  # cProfileTimer -> the clock cProfile reads (None: cProfile's own default)
     "total_time": time.perf_counter,
     "cpu_time": time.process_time,
@@ -77,8 +79,8 @@ class FrameworkProfiler:
         self.pid = os.getpid()
         self.config = None
         self.on_framework_change = None  # the hook's callback(enabled): attach or detach its observers
-        self._watcher = _vigil.ProfilerConfigWatcher(config_path or _vigil.profiler_config_path_from_environment(),
-                                                     min_check_interval_s=CONFIG_CHECK_INTERVAL_S)
+        self._watcher = _vigil.ProfilerConfigWatcher(config_path or _vigil.profiler_config_path_from_environment())
+        self._next_idle_check = 0.0  # _monotonic() from which an idle step boundary looks at the file again
         self._refused = set()
         self._logged = set()
         self._monitor = None
@@ -243,10 +245,10 @@ class FrameworkProfiler:
     def idle_step_start(self):
         """A step boundary while nothing but the config watch (and the system monitor) is on: no
         framework or Python profiling, no event pending, no trace file open, no hook to release. The
-        config is checked and the monitor's messages logged, and nothing else (the step's numbers are
-        not needed). False when something is on, or the config just turned something on: step_start
-        then does the whole boundary. The hook's steps cost this alone when profiling is off (the
-        default), at every step."""
+        monitor's messages are logged and the config looked at (at most every CONFIG_CHECK_INTERVAL_S),
+        and nothing else (the step's numbers are not needed). False when something is on, or the
+        config just turned something on: step_start then does the whole boundary. The hook's steps
+        cost this alone when profiling is off (the default), at every step."""
         if (self._framework_on or self._py_window is not None or self._cprofile is not None or self._pending
                 or self._writer is not None or self._deferred_handles):
             return False
@@ -254,6 +256,10 @@ class FrameworkProfiler:
             self._drain_monitor_log()
             if self._monitor.stepped_aside:
                 self._monitor = None  # it stopped on its own (and logged why): nothing more to do
+        now = _monotonic()
+        if now < self._next_idle_check:
+            return True
+        self._next_idle_check = now + CONFIG_CHECK_INTERVAL_S
         self.refresh_config()
         return not self._framework_on and self._py_window is None
 

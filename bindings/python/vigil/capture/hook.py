@@ -221,8 +221,7 @@ class BaseHook(ABC):
         return {m: self._policy.mode_step(int(m)) for m in ModeKeys}
 
     def _increment_step(self):
-        self._policy.begin_step()
-        self._due = None
+        self._take_due(self._policy.begin_step())  # one native call: the step and what is due at it
         self.written_tensor_name_for_step = {}
 
     def _set_step(self, step):
@@ -285,12 +284,14 @@ class BaseHook(ABC):
         """The names of the included collections due at this step (asked of the core once per step
         and mode: the step, the mode and the core's collections change only where ``_due`` is reset)."""
         due = self._due
-        if due is None:
-            due = self._due = tuple(self._policy.due_collections())
-            # A step that saves nothing asks no plan: the last saving step's stay for the next one
-            # (at save_interval=100 they were made again, 97 native calls, every 100 steps)
-            if due and due != self._plans_due:
-                self._plans, self._plans_due = {}, due
+        return due if due is not None else self._take_due(self._policy.due_collections())
+
+    def _take_due(self, due):
+        self._due = due
+        # A step that saves nothing asks no plan: the last saving step's stay for the next one (at
+        # save_interval=100 they were made again, 97 native calls, every 100 steps)
+        if due and due != self._plans_due:
+            self._plans, self._plans_due = {}, due
         return due
 
     def _plan(self, tensor_name):
