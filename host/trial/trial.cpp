@@ -942,13 +942,14 @@ Result<void> Trial::wait_for_steps(const std::vector<int64_t>& steps, Mode mode,
                                    std::optional<std::chrono::milliseconds> timeout) {
   const auto deadline =
       timeout ? std::chrono::steady_clock::now() + *timeout : std::chrono::steady_clock::time_point::max();
-  // Watch a local trial before looking at it, so no change between a look and the wait is missed.
+  // A local trial is watched from its first wait on, and looked at again once watched, so no change
+  // between a look and the wait is missed; a trial whose steps are all there is never watched (an
+  // inotify instance costs its process ~15 ms at exit: the kernel's close waits for a grace period).
   // An object store has no change notification: it is listed again after a pause that doubles while
   // nothing new appears, up to max_listing_interval, so following an idle job costs few requests.
   TrialWatcher* watcher = nullptr;
   if (state_->store->is_local()) {
     std::lock_guard lock(state_->mu);
-    if (!state_->watcher) state_->watcher = std::make_unique<TrialWatcher>(state_->path);
     watcher = state_->watcher.get();
   }
   auto listing_pause = state_->options.poll_interval;
@@ -984,6 +985,12 @@ Result<void> Trial::wait_for_steps(const std::vector<int64_t>& steps, Mode mode,
                           .message = fmt::format("timed out waiting for step {} of mode {}", step, mode_name(mode)),
                           .step = step,
                           .mode = mode});
+      if (!watcher && state_->store->is_local()) {
+        std::lock_guard lock(state_->mu);
+        if (!state_->watcher) state_->watcher = std::make_unique<TrialWatcher>(state_->path);
+        watcher = state_->watcher.get();
+        continue;  // looked at again, watched
+      }
       // Event driven with inotify; the poll interval only bounds the wait as a fallback.
       auto wait = !watcher                 ? listing_pause
                   : watcher->event_driven() ? std::chrono::milliseconds(1000)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -33,6 +34,55 @@ struct Handshake {
     cv.notify_all();
   }
 };
+
+// The inotify instances this process holds (the TrialWatcher's).
+int inotify_instances() {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    auto target = std::filesystem::read_symlink(fd.path(), ec);
+    if (!ec && target.string() == "anon_inode:inotify") ++n;
+  }
+  return n;
+}
+
+// A trial is watched (inotify) from its first wait only: one whose steps are all there never is, and
+// its process does not pay the ~15 ms that closing an inotify instance costs at exit.
+TEST(LiveRead, ATrialIsWatchedFromItsFirstWaitOnly) {
+  ScratchDir dir;
+  writer::WriterOptions options;
+  for (auto& m : options.save_config) m.save_interval = 1;
+  auto w = writer::TrialWriter::create(dir.path(), options);
+  ASSERT_VIGIL_OK(w);
+  for (int64_t s = 0; s < 3; ++s) {
+    std::vector<float> v{float(s)};
+    ASSERT_VIGIL_OK((*w)->begin_step(Mode::Train));
+    ASSERT_VIGIL_OK((*w)->write_tensor("w", test::float_data(v, {1})));
+    ASSERT_VIGIL_OK((*w)->end_step());
+  }
+  const int before = inotify_instances();
+  TrialOptions trial_options;
+  trial_options.poll_interval = std::chrono::milliseconds(2);
+  {
+    auto trial = Trial::open(dir.path(), trial_options);
+    ASSERT_VIGIL_OK(trial);
+    for (int64_t s = 0; s < 3; ++s) ASSERT_VIGIL_OK((*trial)->wait_for_steps({s}, Mode::Global, {}, std::chrono::seconds(5)));
+    EXPECT_EQ(inotify_instances(), before);  // every step was there: no wait, no watch
+    // Step 3 is not written yet (the writer is open): the first wait watches the trial.
+    auto waited = (*trial)->wait_for_steps({3}, Mode::Global, {}, std::chrono::milliseconds(20));
+    ASSERT_FALSE(waited);
+    EXPECT_EQ(waited.error().code, ErrorCode::Timeout) << waited.error().message;
+    EXPECT_EQ(inotify_instances(), before + 1);
+  }
+  EXPECT_EQ(inotify_instances(), before);
+  ASSERT_VIGIL_OK((*w)->close());
+  auto ended = Trial::open(dir.path(), trial_options);
+  ASSERT_VIGIL_OK(ended);
+  auto past_the_end = (*ended)->wait_for_steps({3}, Mode::Global, {}, std::chrono::seconds(5));
+  ASSERT_FALSE(past_the_end);
+  EXPECT_EQ(past_the_end.error().code, ErrorCode::NoMoreData) << past_the_end.error().message;
+  EXPECT_EQ(inotify_instances(), before);  // the ended trial's last look needed no wait either
+}
 
 TEST(LiveRead, FollowsAWriterStepByStep) {
   ScratchDir dir;
